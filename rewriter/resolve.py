@@ -1,0 +1,669 @@
+"""Resolve a URL reference against a base URL under one of four rule sets.
+
+The rule sets are the published algorithms, each followed to the letter:
+
+``rfc1808``
+    RFC 1808 §2.4 parsing and §4 steps 1-7: ``;params`` are a component of their
+    own, a same-scheme reference such as ``http:g`` is absolute, surplus ``..``
+    segments stay (``../../../g`` gives ``http://a/../g``).
+``rfc2396``
+    RFC 2396 §5.2 as published (its Appendix C answer for ``?y`` included).
+``rfc3986`` (the default)
+    RFC 3986 §5.2-5.3, strict; ``strict=False`` gives the same-scheme reading of
+    §5.2.2 that RFC 2396 also allowed for backward compatibility.
+``whatwg``
+    The WHATWG URL Standard (what browsers do), through the ``ada-url`` package.
+
+The ``rfc*`` rule sets never percent-encode or change case: their output is byte
+for byte what the RFC algorithm gives, spaces and non-ASCII included.
+
+>>> resolve("http://a/b/c/d;p?q", "../g")
+'http://a/b/g'
+>>> resolve("http://a/b/c/d;p?q#f", "../../../g", rules="rfc1808")
+'http://a/../g'
+>>> resolve("git+ssh://host/repo/a/b", "../c")
+'git+ssh://host/repo/c'
+>>> resolve("http://a/b/c/d;p?q", "http:g", strict=False)
+'http://a/b/c/g'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import ada_url
+
+__all__ = [
+    "RFC1808URL",
+    "RULES",
+    "Resolver",
+    "Rules",
+    "URIReference",
+    "UnresolvableReference",
+    "parse",
+    "remove_dot_segments",
+    "resolve",
+]
+
+Rules = Literal["rfc1808", "rfc2396", "rfc3986", "whatwg"]
+RULES: tuple[str, ...] = ("rfc1808", "rfc2396", "rfc3986", "whatwg")
+
+
+class UnresolvableReference(ValueError):
+    """A reference that cannot be made absolute, and why.
+
+    >>> try:
+    ...     resolve("mailto:someone@example.org", "g")
+    ... except UnresolvableReference as error:
+    ...     print(error.reason)
+    the base has an opaque path, so only a fragment can be resolved against it
+    """
+
+    def __init__(self, reason: str, *, base: str, reference: str) -> None:
+        super().__init__(f"cannot resolve {reference!r} against {base!r}: {reason}")
+        self.reason = reason
+        self.base = base
+        self.reference = reference
+
+
+# --------------------------------------------------------------------------
+# Components
+# --------------------------------------------------------------------------
+
+# RFC 3986 Appendix B, with the scheme held to its §3.1 syntax: a colon after
+# something that is not a valid scheme (``10:30``, ``a b:c``) leaves no scheme,
+# so the text reads as a path, as browsers and urljoin read it.
+_RFC3986_REFERENCE = re.compile(
+    r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?"  # §3.1 scheme
+    r"(?://([^/?#]*))?"  # §3.2 authority
+    r"([^?#]*)"  # §3.3 path
+    r"(?:\?([^#]*))?"  # §3.4 query
+    r"(?:#(.*))?",  # §3.5 fragment
+    re.DOTALL,
+)
+
+# RFC 1808 §2.4, in its order: fragment (2.4.1) first, then scheme (2.4.2,
+# "alphanumeric, plus '+', period '.', or hyphen '-'"), net_loc (2.4.3, up to
+# the next slash), query (2.4.4, from the first "?"), params (2.4.5, from the
+# first ";"), and what is left is the path with its leading slash (2.4.6).
+_RFC1808_URL = re.compile(
+    r"(?:([A-Za-z0-9+.\-]+):)?"  # §2.4.2 scheme
+    r"(?://([^/#]*))?"  # §2.4.3 net_loc
+    r"([^;?#]*)"  # §2.4.6 path
+    r"(?:;([^?#]*))?"  # §2.4.5 params
+    r"(?:\?([^#]*))?"  # §2.4.4 query
+    r"(?:#(.*))?",  # §2.4.1 fragment
+    re.DOTALL,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class URIReference:
+    """The five components of RFC 3986 §3; ``None`` means absent.
+
+    An absent component differs from an empty one (``g?`` has an empty query),
+    so ``str()`` recomposes the original text exactly (RFC 3986 §5.3).
+
+    >>> ref = parse("http://a/b/c/d;p?q")
+    >>> ref.authority, ref.path, ref.query
+    ('a', '/b/c/d;p', 'q')
+    >>> str(parse("g?#")) == "g?#"
+    True
+    """
+
+    scheme: str | None
+    authority: str | None
+    path: str
+    query: str | None
+    fragment: str | None
+
+    def __str__(self) -> str:
+        return _recompose(self.scheme, self.authority, self.path, self.query, self.fragment)
+
+
+@dataclass(frozen=True, slots=True)
+class RFC1808URL:
+    """The six components of RFC 1808 §2.1/§2.4; ``None`` means absent.
+
+    The path keeps its leading slash, as §2.4.6 suggests, and ``str()`` gives
+    the original text back exactly.
+
+    >>> url = parse("http://a/b/c/d;p?q#f", rules="rfc1808")
+    >>> url.net_loc, url.path, url.params, url.query, url.fragment
+    ('a', '/b/c/d', 'p', 'q', 'f')
+    >>> str(url)
+    'http://a/b/c/d;p?q#f'
+    """
+
+    scheme: str | None
+    net_loc: str | None
+    path: str
+    params: str | None
+    query: str | None
+    fragment: str | None
+
+    def __str__(self) -> str:
+        return _recompose_1808(self.scheme, self.net_loc, self.path, self.params, self.query, self.fragment)
+
+
+def parse(url: str, *, rules: Rules = "rfc3986") -> URIReference | RFC1808URL:
+    """Split *url* into components without changing a character.
+
+    ``rfc1808`` gives :class:`RFC1808URL`; the other rule sets give the RFC 3986
+    :class:`URIReference` (the WHATWG standard has no component syntax of its own
+    for an unparsed string).
+
+    >>> parse("s3://bucket/key?versionId=3")
+    URIReference(scheme='s3', authority='bucket', path='/key', query='versionId=3', fragment=None)
+    """
+    _check_rules(rules)
+    if rules == "rfc1808":
+        return RFC1808URL(*_RFC1808_URL.match(url).groups(default=None))  # type: ignore[union-attr]
+    return URIReference(*_RFC3986_REFERENCE.match(url).groups())  # type: ignore[union-attr]
+
+
+def _recompose(scheme: str | None, authority: str | None, path: str, query: str | None, fragment: str | None) -> str:
+    """RFC 3986 §5.3 Component Recomposition."""
+    result = path
+    if authority is not None:
+        result = "//" + authority + result
+    if scheme is not None:
+        result = scheme + ":" + result
+    if query is not None:
+        result += "?" + query
+    if fragment is not None:
+        result += "#" + fragment
+    return result
+
+
+def _recompose_1808(
+    scheme: str | None,
+    net_loc: str | None,
+    path: str,
+    params: str | None,
+    query: str | None,
+    fragment: str | None,
+) -> str:
+    """RFC 1808 §4 step 7: recombine the components."""
+    result = path
+    if net_loc is not None:
+        result = "//" + net_loc + result
+    if scheme is not None:
+        result = scheme + ":" + result
+    if params is not None:
+        result += ";" + params
+    if query is not None:
+        result += "?" + query
+    if fragment is not None:
+        result += "#" + fragment
+    return result
+
+
+# --------------------------------------------------------------------------
+# Dot segments
+# --------------------------------------------------------------------------
+
+
+def _has_dot_segment(path: str) -> bool:
+    """Whether *path* has a complete segment "." or ".." (cheap test first)."""
+    if "." not in path:
+        return False
+    return (
+        path in (".", "..")
+        or path.startswith(("./", "../"))
+        or "/./" in path
+        or "/../" in path
+        or path.endswith(("/.", "/.."))
+    )
+
+
+def remove_dot_segments(path: str) -> str:
+    """RFC 3986 §5.2.4 Remove Dot Segments.
+
+    >>> remove_dot_segments("/a/b/c/./../../g")
+    '/a/g'
+    >>> remove_dot_segments("mid/content=5/../6")
+    'mid/6'
+    """
+    if not _has_dot_segment(path):
+        return path
+    if path[0] != "/":
+        return _remove_dot_segments_by_rule(path)
+    # For a rooted path the buffer rules of §5.2.4 reduce to a stack of
+    # segments; tests/test_resolve.py checks that the two agree.
+    output: list[str] = []
+    segments = path.split("/")
+    for segment in segments[1:]:
+        if segment == "..":
+            if output:
+                output.pop()
+        elif segment != ".":
+            output.append(segment)
+    if output and segments[-1] in (".", ".."):
+        output.append("")  # "/a/b/.." is "/a/": the last step leaves a slash
+    return "/" + "/".join(output)
+
+
+def _remove_dot_segments_by_rule(path: str) -> str:
+    """RFC 3986 §5.2.4 rules A-E, applied to the input buffer one at a time."""
+    source = path
+    output: list[str] = []
+    while source:
+        if source.startswith("../"):  # A
+            source = source[3:]
+        elif source.startswith("./"):  # A
+            source = source[2:]
+        elif source.startswith("/./") or source == "/.":  # B
+            source = "/" + source[3:]
+        elif source.startswith("/../") or source == "/..":  # C
+            source = "/" + source[4:]
+            if output:
+                output.pop()
+        elif source in (".", ".."):  # D
+            source = ""
+        else:  # E: the first segment, with its leading "/" if any
+            end = source.find("/", 1)
+            if end < 0:
+                end = len(source)
+            output.append(source[:end])
+            source = source[end:]
+    return "".join(output)
+
+
+def _remove_dot_segments_1808(path: str) -> str:
+    """RFC 1808 §4 step 6 a-d, which RFC 2396 §5.2 step 6 c-f repeats.
+
+    The leading slash is not part of the path (RFC 1808 §2.4.6), so it is not a
+    segment; surplus ".." segments stay where they are.
+    """
+    if not _has_dot_segment(path):
+        return path
+    rooted = path[0] == "/"
+    segments = (path[1:] if rooted else path).split("/")
+    last = len(segments) - 1
+    # a) every "./" where "." is a complete segment (every "." but the last)
+    segments = [s for i, s in enumerate(segments) if s != "." or i == last]
+    # b) a final "." goes, leaving the slash before it
+    if segments[-1] == ".":
+        segments[-1] = ""
+    # c) "<segment>/../" with <segment> not "..", leftmost first, until none is left
+    i = 0
+    while i < len(segments) - 2:
+        if segments[i + 1] == ".." and segments[i] != "..":
+            del segments[i : i + 2]
+            i = max(i - 1, 0)
+        else:
+            i += 1
+    # d) a final "<segment>/.."
+    if len(segments) >= 2 and segments[-1] == ".." and segments[-2] != "..":
+        segments[-2:] = [""]
+    return ("/" if rooted else "") + "/".join(segments)
+
+
+# --------------------------------------------------------------------------
+# The rule sets: each turns a base into a function of one reference
+# --------------------------------------------------------------------------
+
+_NO_BASE = "there is no base URL (RFC 1808 §3.4) and the reference is relative"
+_NOT_ABSOLUTE = "the base is not an absolute URL: it has no scheme"
+_OPAQUE = "the base has an opaque path, so only a fragment can be resolved against it"
+
+ResolveOne = Callable[[str], str]
+
+
+def _base_problem(base: str, scheme: str | None, authority: str | None, path: str) -> str | None:
+    """Why *base* cannot serve relative references, or None when it can."""
+    if not base:
+        return _NO_BASE
+    if scheme is None:
+        return _NOT_ABSOLUTE
+    if authority is None and not path.startswith("/"):
+        return _OPAQUE
+    return None
+
+
+def _same_document(authority: str | None, path: str, query: str | None) -> bool:
+    """An empty or fragment-only reference once any scheme is set aside (RFC 3986 §4.4)."""
+    return authority is None and not path and query is None
+
+
+def _rfc3986(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
+    """RFC 3986 §5.2.2 Transform References, with the base parsed once."""
+    match = _RFC3986_REFERENCE.match
+    b_scheme, b_authority, b_path, b_query, _ = match(base).groups()  # type: ignore[union-attr]
+    problem = _base_problem(base, b_scheme, b_authority, b_path)
+    # §5.1: the base is used in absolute form, which is the base resolved as a
+    # reference (§5.2.2 removes its dot segments too); the fragment is dropped.
+    b_path = remove_dot_segments(b_path)
+    opaque_ok = problem == _OPAQUE
+    b_scheme_folded = (b_scheme or "").lower()
+    prefix = _recompose(b_scheme, b_authority, "", None, None)  # "scheme:" or "scheme://authority"
+    # §5.2.3 Merge Paths: the base path up to its last slash, "/" for an
+    # authority with an empty path.
+    directory = "/" if b_authority is not None and not b_path else b_path[: b_path.rfind("/") + 1]
+    b_path_query = b_path if b_query is None else f"{b_path}?{b_query}"
+
+    def resolve_3986(reference: str) -> str:
+        scheme, authority, path, query, fragment = match(reference).groups()  # type: ignore[union-attr]
+        if scheme is not None:
+            if strict or problem is not None or scheme.lower() != b_scheme_folded:
+                if _has_dot_segment(path):
+                    return _recompose(scheme, authority, remove_dot_segments(path), query, fragment)
+                return reference
+            if authority is not None:  # non-strict same scheme: read on as relative
+                return _recompose(b_scheme, authority, remove_dot_segments(path), query, fragment)
+        if problem is not None and not (opaque_ok and _same_document(authority, path, query)):
+            raise UnresolvableReference(problem, base=base, reference=reference)
+        if authority is not None:
+            return _recompose(b_scheme, authority, remove_dot_segments(path), query, fragment)
+        if not path:
+            head = prefix + (b_path_query if query is None else f"{b_path}?{query}")
+            return head if fragment is None else f"{head}#{fragment}"
+        if path[0] != "/":
+            path = directory + path
+        if _has_dot_segment(path):
+            path = remove_dot_segments(path)
+        result = prefix + path
+        if query is not None:
+            result = f"{result}?{query}"
+        return result if fragment is None else f"{result}#{fragment}"
+
+    if not shortcuts or problem is not None:
+        return resolve_3986
+    return _with_shortcuts(
+        resolve_3986,
+        scheme_prefix=_SCHEME_3986,
+        same_scheme=None if strict else b_scheme_folded,
+        dots_everywhere=True,
+        network_head=f"{b_scheme}:",
+        path_head=prefix,
+        relative_head=prefix + directory,
+        query_head=prefix + b_path,
+        fragment_head=prefix + b_path_query,
+        net_loc_may_be_empty=True,
+    )
+
+
+def _rfc2396(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
+    """RFC 2396 §5.2 Resolving Relative References to Absolute Form."""
+    match = _RFC3986_REFERENCE.match  # RFC 2396 Appendix B is the same expression
+    b_scheme, b_authority, b_path, b_query, _ = match(base).groups()  # type: ignore[union-attr]
+    problem = _base_problem(base, b_scheme, b_authority, b_path)
+    opaque_ok = problem == _OPAQUE
+    b_scheme_folded = (b_scheme or "").lower()
+    directory = "/" if b_authority is not None and not b_path else b_path[: b_path.rfind("/") + 1]
+
+    def resolve_2396(reference: str) -> str:
+        scheme, authority, path, query, fragment = match(reference).groups()  # type: ignore[union-attr]
+        # Step 3: a scheme makes the reference absolute, "and we are done";
+        # the backward-compatible reading drops a scheme equal to the base's
+        # (when the base is hierarchical: an opaque one has nothing to lend).
+        if scheme is not None and (strict or problem is not None or scheme.lower() != b_scheme_folded):
+            return reference
+        if problem is not None and not (opaque_ok and _same_document(authority, path, query)):
+            raise UnresolvableReference(problem, base=base, reference=reference)
+        # Step 2: empty path, no scheme, authority or query: the current document.
+        if not path and authority is None and query is None:
+            return _recompose(b_scheme, b_authority, b_path, b_query, fragment)
+        if authority is not None or path.startswith("/"):  # steps 4 and 5
+            if authority is None:
+                authority = b_authority
+            return _recompose(b_scheme, authority, path, query, fragment)
+        # Step 6 a-b: all but the last segment of the base path, then the
+        # reference path (empty for "?y", giving Appendix C's http://a/b/c/?y);
+        # c-f remove dot segments; g keeps surplus "..".
+        path = _remove_dot_segments_1808(directory + path)
+        return _recompose(b_scheme, b_authority, path, query, fragment)
+
+    if not shortcuts or problem is not None:
+        return resolve_2396
+    prefix = _recompose(b_scheme, b_authority, "", None, None)
+    plain_directory = not _has_dot_segment(directory)
+    return _with_shortcuts(
+        resolve_2396,
+        scheme_prefix=_SCHEME_3986,
+        same_scheme=None if strict else b_scheme_folded,
+        dots_everywhere=False,
+        network_head=f"{b_scheme}:",
+        path_head=prefix,
+        relative_head=prefix + directory if plain_directory else None,
+        query_head=prefix + directory if plain_directory else None,
+        fragment_head=_recompose(b_scheme, b_authority, b_path, b_query, None),
+        net_loc_may_be_empty=True,
+    )
+
+
+def _rfc1808(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
+    """RFC 1808 §4 Resolving Relative URLs, steps 1-7."""
+    del strict  # RFC 1808 has one reading: a scheme makes a URL absolute
+    match = _RFC1808_URL.match
+    b_scheme, b_net_loc, b_path, b_params, b_query, _ = match(base).groups()  # type: ignore[union-attr]
+    # §2.4.6: the slash before the path is kept with it.
+    problem = _base_problem(base, b_scheme, b_net_loc, b_path)
+    opaque_ok = problem == _OPAQUE
+    # Step 6: "the last segment of the base URL's path ... is removed". With a
+    # net_loc and no path the §2.1 syntax puts a "/" before the new path.
+    directory = "/" if b_net_loc is not None and not b_path else b_path[: b_path.rfind("/") + 1]
+
+    def resolve_1808(reference: str) -> str:
+        scheme, net_loc, path, params, query, fragment = match(reference).groups()  # type: ignore[union-attr]
+        # Step 1: with no base the embedded URL is taken as absolute.
+        if scheme is not None:  # Step 2b
+            return reference
+        if problem is not None and not (opaque_ok and _same_document(net_loc, path, query) and params is None):
+            raise UnresolvableReference(problem, base=base, reference=reference)
+        if not reference:  # Step 2a: the entire base, fragment included
+            return base
+        # Step 2c: the scheme is inherited.  Step 3: a non-empty net_loc skips
+        # to step 7; otherwise the base's is inherited.
+        if net_loc:
+            return _recompose_1808(b_scheme, net_loc, path, params, query, fragment)
+        if not path.startswith("/"):  # Step 4 skips absolute paths
+            if not path:  # Step 5
+                path = b_path
+                if not params:
+                    params = b_params
+                    if not query:
+                        query = b_query
+            else:  # Step 6
+                path = _remove_dot_segments_1808(directory + path)
+        return _recompose_1808(b_scheme, b_net_loc, path, params, query, fragment)
+
+    if not shortcuts or problem is not None:
+        return resolve_1808
+    prefix = _recompose_1808(b_scheme, b_net_loc, "", None, None, None)
+    return _with_shortcuts(
+        resolve_1808,
+        scheme_prefix=_SCHEME_1808,
+        same_scheme=None,
+        dots_everywhere=False,
+        network_head=f"{b_scheme}:",
+        path_head=prefix,
+        relative_head=prefix + directory if not _has_dot_segment(directory) else None,
+        query_head=None,  # step 5 lends params too: left to the full algorithm
+        fragment_head=_recompose_1808(b_scheme, b_net_loc, b_path, b_params, b_query, None),
+        net_loc_may_be_empty=False,
+    )
+
+
+def _whatwg(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
+    """The WHATWG URL parser with *base* as the base URL, through ada-url."""
+    del strict, shortcuts  # the standard has one reading; ada is the fast path
+    join = ada_url.join_url
+    base = _scalar_values(base)
+    opaque = False
+    if not base:
+        problem: str | None = "there is no base URL"
+    elif not ada_url.check_url(base):
+        problem = "the base is not a valid URL (WHATWG URL Standard)"
+    else:
+        problem = None
+        href = ada_url.normalize_url(base)
+        after_scheme = href[href.index(":") + 1 :]
+        opaque = not after_scheme.startswith("/")
+
+    def resolve_whatwg(reference: str) -> str:
+        try:
+            if problem is None:
+                return join(base, reference)
+            return ada_url.normalize_url(reference)
+        except ValueError:
+            pass
+        cleaned = _scalar_values(reference)
+        if cleaned is not reference:  # lone surrogates, as a browser's USVString
+            try:
+                return join(base, cleaned) if problem is None else ada_url.normalize_url(cleaned)
+            except ValueError:
+                pass
+        if problem is not None:
+            reason = f"{problem}, and the reference is not an absolute URL by itself"
+        elif opaque:
+            reason = "the WHATWG URL parser rejects it: the base has an opaque path"
+        else:
+            reason = "the WHATWG URL parser rejects it"
+        raise UnresolvableReference(reason, base=base, reference=reference)
+
+    return resolve_whatwg
+
+
+def _scalar_values(text: str) -> str:
+    """Lone surrogates become U+FFFD, as in the IDL USVString conversion."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+_SCHEME_3986 = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:").match
+_SCHEME_1808 = re.compile(r"[A-Za-z0-9+.\-]+:").match
+
+
+def _with_shortcuts(
+    full: ResolveOne,
+    *,
+    scheme_prefix: Callable[[str], re.Match[str] | None],
+    same_scheme: str | None,
+    dots_everywhere: bool,
+    network_head: str,
+    path_head: str,
+    relative_head: str | None,
+    query_head: str | None,
+    fragment_head: str,
+    net_loc_may_be_empty: bool,
+) -> ResolveOne:
+    """Answer the common references by concatenation, the rest by *full*.
+
+    Every rule set recomposes unchanged components in their original order, so
+    when no dot segment can be removed the result is a fixed head (worked out
+    from the base once) followed by the reference itself. A dot segment needs
+    "/." in the text or a path that starts with "."; when either is present, or
+    the reference is of a rarer kind, *full* decides. ``dots_everywhere`` says
+    that dot segments are removed from absolute URLs and absolute paths too
+    (RFC 3986); RFC 1808 and 2396 remove them from merged relative paths only.
+    tests/test_resolve.py checks that both routes agree.
+    """
+
+    def resolve_common(reference: str) -> str:
+        first = reference[:1]
+        if first == "/":
+            if dots_everywhere and "/." in reference:
+                return full(reference)
+            if reference[1:2] == "/":  # network-path reference
+                if net_loc_may_be_empty or reference[2:3] not in ("", "/", "#"):
+                    return network_head + reference
+                return full(reference)
+            return path_head + reference  # absolute-path reference
+        if first == "#":
+            return fragment_head + reference
+        if first == "?":
+            return full(reference) if query_head is None else query_head + reference
+        if not first:
+            return full(reference)
+        scheme = scheme_prefix(reference)
+        if scheme is not None:
+            if same_scheme is not None and scheme[0][:-1].lower() == same_scheme:
+                return full(reference)
+            if dots_everywhere and ("/." in reference or reference[scheme.end() : scheme.end() + 1] == "."):
+                return full(reference)
+            return reference
+        if relative_head is None or first in ".;" or "/." in reference:
+            return full(reference)
+        return relative_head + reference  # relative-path reference
+
+    return resolve_common
+
+
+_RULE_SETS: dict[str, Callable[..., ResolveOne]] = {
+    "rfc1808": _rfc1808,
+    "rfc2396": _rfc2396,
+    "rfc3986": _rfc3986,
+    "whatwg": _whatwg,
+}
+
+
+def _check_rules(rules: str) -> None:
+    if rules not in _RULE_SETS:
+        raise ValueError(f"unknown rules {rules!r}: choose one of {', '.join(RULES)}")
+
+
+@lru_cache(maxsize=512)
+def _resolver_for(base: str, rules: str, strict: bool) -> ResolveOne:
+    _check_rules(rules)
+    return _RULE_SETS[rules](base, strict)
+
+
+# --------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------
+
+
+class Resolver:
+    """A base URL parsed once, to resolve many references against it.
+
+    >>> page = Resolver("https://example.org/docs/guide/index.html")
+    >>> page.resolve("../img/a.png")
+    'https://example.org/docs/img/a.png'
+    >>> page.resolve("?page=2")
+    'https://example.org/docs/guide/index.html?page=2'
+
+    A base that cannot serve relative references still resolves absolute ones;
+    the relative ones raise :class:`UnresolvableReference`.
+    """
+
+    __slots__ = ("_resolve", "base", "rules", "strict")
+
+    def __init__(self, base: str, *, rules: Rules = "rfc3986", strict: bool = True) -> None:
+        self.base = base
+        self.rules = rules
+        self.strict = strict
+        self._resolve = _resolver_for(base, rules, strict)
+
+    def resolve(self, reference: str) -> str:
+        """The absolute form of *reference*; raises :class:`UnresolvableReference`."""
+        return self._resolve(reference)
+
+    def __repr__(self) -> str:
+        return f"Resolver({self.base!r}, rules={self.rules!r}, strict={self.strict!r})"
+
+
+def resolve(base: str, reference: str, *, rules: Rules = "rfc3986", strict: bool = True) -> str:
+    """Make *reference* absolute against *base* under *rules*.
+
+    An empty *base* means no base is known (RFC 1808 §3.4): an absolute reference
+    is still returned, a relative one raises :class:`UnresolvableReference`, as
+    does a relative reference against a base that cannot serve one. ``strict``
+    matters to ``rfc2396`` and ``rfc3986`` only.
+
+    >>> resolve("thismessage:/", "images/logo.png")
+    'thismessage:/images/logo.png'
+    >>> resolve("http://a/b/c/d;p?q", "g?")
+    'http://a/b/c/g?'
+    >>> resolve("http://a/b/c/d;p?q", "https://example.org/a/./b/../c", rules="whatwg")
+    'https://example.org/a/c'
+    """
+    return _resolver_for(base, rules, strict)(reference)

@@ -1,0 +1,101 @@
+"""The command line: verbs, exit codes, messages that name the failing item."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rewriter import __version__
+from rewriter.cli import main
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_resolve_prints_one_url_per_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "resolve", "http://a/b/c/d;p?q", "g", "../g", "g?", "#s")
+    assert code == 0 and err == ""
+    assert out.splitlines() == ["http://a/b/c/g", "http://a/b/g", "http://a/b/c/g?", "http://a/b/c/d;p?q#s"]
+
+
+@pytest.mark.parametrize(
+    ("rules", "expected"),
+    [("rfc1808", "http://a/../g"), ("rfc2396", "http://a/../g"), ("rfc3986", "http://a/g"), ("whatwg", "http://a/g")],
+)
+def test_resolve_rules(capsys: pytest.CaptureFixture[str], rules: str, expected: str) -> None:
+    code, out, _ = run(capsys, "resolve", "--rules", rules, "http://a/b/c/d;p?q", "../../../g")
+    assert (code, out) == (0, expected + "\n")
+
+
+def test_resolve_non_strict(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "resolve", "http://a/b/c/d", "http:g")[1] == "http:g\n"
+    assert run(capsys, "resolve", "--non-strict", "http://a/b/c/d", "http:g")[1] == "http://a/b/c/g\n"
+
+
+def test_unresolvable_reference_is_named_and_the_others_still_print(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "resolve", "mailto:x@example.org", "g", "#f", "https://example.org/")
+    assert code == 1
+    assert out.splitlines() == ["mailto:x@example.org#f", "https://example.org/"]
+    assert "'g'" in err and "opaque" in err
+    assert "Traceback" not in err
+
+
+def test_references_from_a_file_keep_empty_and_odd_lines(tmp_path: Path) -> None:
+    listing = tmp_path / "refs.txt"
+    listing.write_bytes(b"a b\r\n\n\xff\xfe/x\nmailto:m\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "rewriter", "resolve", "http://h/d/e", "--file", str(listing)], capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    # Bytes that are not UTF-8 come back out as they went in.
+    assert done.stdout.splitlines() == [b"http://h/d/a b", b"http://h/d/e", b"http://h/d/\xff\xfe/x", b"mailto:m"]
+
+
+def test_failures_in_a_file_name_the_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    listing = tmp_path / "refs.txt"
+    listing.write_text("http://x/\nrelative\n")
+    code, out, err = run(capsys, "resolve", "", "-f", str(listing))
+    assert code == 1
+    assert out == "http://x/\n"
+    assert f"{listing}:2: 'relative'" in err and "no base" in err
+
+
+def test_unreadable_file_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "resolve", "http://a/", "-f", str(tmp_path / "missing.txt"))
+    assert code == 2
+    assert "missing.txt" in err and "No such file" in err
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "resolve", "http://a/")[0] == 2
+    assert run(capsys)[0] == 2
+    with pytest.raises(SystemExit) as caught:
+        main(["resolve", "--rules", "rfc9999", "http://a/", "g"])
+    assert caught.value.code == 2
+
+
+def test_version_and_help_through_python_dash_m() -> None:
+    version = subprocess.run([sys.executable, "-m", "rewriter", "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.strip() == f"rewriter {__version__}"
+    help_text = subprocess.run([sys.executable, "-m", "rewriter", "--help"], capture_output=True, text=True)
+    assert help_text.returncode == 0 and "resolve" in help_text.stdout
+
+
+def test_fixture_reference_list_resolves(capsys: pytest.CaptureFixture[str]) -> None:
+    # The README's first command.
+    code, out, err = run(
+        capsys, "resolve", "https://example.org/docs/guide/index.html", "--file", str(FIXTURES / "references.txt")
+    )
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == len((FIXTURES / "references.txt").read_text(encoding="utf-8").splitlines())
+    assert lines[0] == "https://example.org/docs/img/logo.png"
+    assert "https://example.org/docs/guide/fontello.eot?#iefix" in lines
