@@ -162,7 +162,7 @@ def parse(url: str, *, rules: Rules = "rfc3986") -> URIReference | RFC1808URL:
     """
     _check_rules(rules)
     if rules == "rfc1808":
-        return RFC1808URL(*_RFC1808_URL.match(url).groups(default=None))  # type: ignore[union-attr]
+        return RFC1808URL(*_RFC1808_URL.match(url).groups())  # type: ignore[union-attr]
     return URIReference(*_RFC3986_REFERENCE.match(url).groups())  # type: ignore[union-attr]
 
 
@@ -188,19 +188,8 @@ def _recompose_1808(
     query: str | None,
     fragment: str | None,
 ) -> str:
-    """RFC 1808 §4 step 7: recombine the components."""
-    result = path
-    if net_loc is not None:
-        result = "//" + net_loc + result
-    if scheme is not None:
-        result = scheme + ":" + result
-    if params is not None:
-        result += ";" + params
-    if query is not None:
-        result += "?" + query
-    if fragment is not None:
-        result += "#" + fragment
-    return result
+    """RFC 1808 §4 step 7: recombine the components (params follow the path)."""
+    return _recompose(scheme, net_loc, path if params is None else f"{path};{params}", query, fragment)
 
 
 # --------------------------------------------------------------------------
@@ -494,6 +483,7 @@ def _whatwg(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
     """The WHATWG URL parser with *base* as the base URL, through ada-url."""
     del strict, shortcuts  # the standard has one reading; ada is the fast path
     join = ada_url.join_url
+    given = base
     base = _scalar_values(base)
     opaque = False
     if not base:
@@ -525,7 +515,7 @@ def _whatwg(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
             reason = "the WHATWG URL parser rejects it: the base has an opaque path"
         else:
             reason = "the WHATWG URL parser rejects it"
-        raise UnresolvableReference(reason, base=base, reference=reference)
+        raise UnresolvableReference(reason, base=given, reference=reference)
 
     return resolve_whatwg
 
