@@ -1,0 +1,201 @@
+"""Find a document's encoding as browsers do, and move between its bytes and its text.
+
+The engines work on text but write bytes: every edit is made to the original bytes,
+at the byte offsets of the text it replaces, so no byte outside an edit changes.
+
+>>> sniff(b'<meta charset="shift_jis"><p>x')
+Sniffed(codec='cp932', label='shift_jis', bom=b'', source='meta')
+>>> sniff(b'\\xef\\xbb\\xbf<p>x').source
+'bom'
+"""
+
+from __future__ import annotations
+
+import codecs
+from bisect import bisect_left
+from dataclasses import dataclass
+
+import webencodings
+from bs4.dammit import EncodingDetector
+
+__all__ = ["ByteMap", "Sniffed", "decode", "encode_url_text", "sniff"]
+
+# WHATWG Encoding: the BOM wins over every label (§4 "decode").
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16le"), (codecs.BOM_UTF16_BE, "utf-16be"))
+
+# Python codecs whose encoding of a string is the concatenation of the encodings of
+# its pieces, so that text offsets can be turned into byte offsets piece by piece.
+_STATELESS_MULTIBYTE = {
+    "utf-8",
+    "utf-16-le",
+    "utf-16-be",
+    "shift_jis",
+    "cp932",
+    "euc_jp",
+    "euc_kr",
+    "gbk",
+    "gb18030",
+    "big5",
+    "big5hkscs",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Sniffed:
+    """The encoding chosen for a document and what chose it."""
+
+    codec: str  # a Python codec name
+    label: str  # the WHATWG encoding name
+    bom: bytes  # the byte order mark the document starts with, if any
+    source: str  # "bom", "transport", "meta" (a declaration in the document), "utf-8" (valid), "default"
+
+
+def _whatwg(label: str | None) -> webencodings.Encoding | None:
+    if not label:
+        return None
+    encoding = webencodings.lookup(label.strip())
+    if encoding is None:
+        return None
+    # HTML §13.2.3.3: a declared UTF-16 is read as UTF-8; x-user-defined as windows-1252.
+    if encoding.name.lower() in ("utf-16le", "utf-16be", "x-user-defined"):
+        return webencodings.lookup("windows-1252" if encoding.name == "x-user-defined" else "utf-8")
+    return encoding
+
+
+def _python_codec(encoding: webencodings.Encoding) -> str:
+    name = encoding.codec_info.name
+    return {"utf-16-le": "utf-16-le", "utf-16-be": "utf-16-be"}.get(name, name)
+
+
+def sniff(data: bytes, transport: str | None = None) -> Sniffed:
+    """The encoding a browser would use for *data*, given a transport charset.
+
+    Order (HTML §13.2.3): the byte order mark, the transport charset (an HTTP or MIME
+    ``charset``), then a ``<meta charset>`` / ``http-equiv`` declaration. Browsers look
+    only in the first 1024 bytes; saved pages often declare later, so the whole
+    document is searched (bs4's EncodingDetector), the first 1024 bytes winning.
+    Without any of these: UTF-8 when the bytes are valid UTF-8, else windows-1252,
+    the usual browser default.
+    """
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            encoding = webencodings.lookup(name)
+            return Sniffed(_python_codec(encoding), encoding.name, bom, "bom")
+    transport_encoding = webencodings.lookup(transport.strip()) if transport else None
+    if transport_encoding is not None:
+        return Sniffed(_python_codec(transport_encoding), transport_encoding.name, b"", "transport")
+    declared = EncodingDetector.find_declared_encoding(data[:1024], is_html=True) or (
+        EncodingDetector.find_declared_encoding(data, is_html=True, search_entire_document=True)
+    )
+    encoding = _whatwg(declared)
+    if encoding is not None:
+        return Sniffed(_python_codec(encoding), encoding.name, b"", "meta")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        encoding = webencodings.lookup("windows-1252")
+        return Sniffed(_python_codec(encoding), encoding.name, b"", "default")
+    return Sniffed("utf-8", "UTF-8", b"", "utf-8")
+
+
+def decode(data: bytes, sniffed: Sniffed) -> str:
+    """The text of *data* after its BOM; bytes the codec cannot read become lone surrogates.
+
+    ``surrogateescape`` keeps one code point per unreadable byte, so the text can be
+    mapped back to the exact bytes.
+    """
+    return data[len(sniffed.bom) :].decode(sniffed.codec, "surrogateescape")
+
+
+class ByteMap:
+    """Text offsets to byte offsets for one decoded document.
+
+    >>> text = "aé<b>"
+    >>> ByteMap(text, text.encode("utf-8"), "utf-8").byte_offsets([0, 2, 5])
+    [0, 3, 6]
+    """
+
+    __slots__ = ("_codec", "_data", "_exact", "_identity", "_text")
+
+    def __init__(self, text: str, data: bytes, codec: str) -> None:
+        self._text = text
+        self._data = data
+        self._codec = codec
+        # Piecewise encoding is exact when the whole text encodes back to the bytes
+        # and the codec carries no state from one piece to the next; with as many
+        # characters as bytes, offsets are the same.
+        roundtrip = text.encode(codec, "surrogateescape") == data
+        self._identity = roundtrip and len(text) == len(data)
+        self._exact = roundtrip and (self._identity or codecs.lookup(codec).name in _STATELESS_MULTIBYTE)
+
+    def byte_offsets(self, offsets: list[int]) -> list[int]:
+        """The byte offset of each text offset (*offsets* in ascending order)."""
+        if not self._exact:
+            return self._by_decoding(offsets)
+        if self._identity:
+            return list(offsets)
+        text, codec = self._text, self._codec
+        result: list[int] = []
+        previous_text = 0
+        previous_byte = 0
+        for offset in offsets:
+            previous_byte += len(text[previous_text:offset].encode(codec, "surrogateescape"))
+            previous_text = offset
+            result.append(previous_byte)
+        return result
+
+    def _by_decoding(self, offsets: list[int]) -> list[int]:
+        """Slow and always exact: decode byte by byte, noting where each character starts."""
+        decoder = codecs.getincrementaldecoder(self._codec)("surrogateescape")
+        data = self._data
+        starts: list[int] = []  # the byte offset at which each character starts
+        pending = 0  # the first byte not yet part of a character
+        for index in range(len(data)):
+            produced = len(decoder.decode(data[index : index + 1]))
+            if produced:
+                starts.append(pending)
+                starts.extend([index] * (produced - 1))  # a stateful codec may emit several at once
+                pending = index + 1
+        starts.extend([pending] * len(decoder.decode(b"", final=True)))
+        starts.append(len(data))
+        return [starts[min(offset, len(starts) - 1)] for offset in offsets]
+
+
+def encode_url_text(text: str, codec: str) -> bytes:
+    """*text* in the document's encoding; what it cannot represent is percent-encoded as UTF-8.
+
+    >>> encode_url_text("http://h/é€", "iso-8859-1")
+    b'http://h/\\xe9%E2%82%AC'
+    """
+    try:
+        return text.encode(codec, "surrogateescape")
+    except UnicodeEncodeError:
+        pass
+    out = bytearray()
+    for char in text:
+        try:
+            out += char.encode(codec, "surrogateescape")
+        except UnicodeEncodeError:
+            out += "".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass")).encode(codec)
+    return bytes(out)
+
+
+def crlf_positions(text: str) -> list[int]:
+    """For newline-normalised offsets: where each CRLF of *text* lands once CRLF counts as one.
+
+    HTML §13.2.3.5 normalises CRLF and CR to LF before tokenizing; parsers report
+    offsets into that text. :func:`original_offset` maps them back.
+    """
+    positions: list[int] = []
+    start = text.find("\r\n")
+    removed = 0
+    while start >= 0:
+        positions.append(start - removed)
+        removed += 1
+        start = text.find("\r\n", start + 2)
+    return positions
+
+
+def original_offset(normalised: int, crlfs: list[int]) -> int:
+    """The offset in the original text of an offset in the newline-normalised text."""
+    return normalised + bisect_left(crlfs, normalised)

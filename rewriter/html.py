@@ -1,0 +1,813 @@
+"""The HTML engine: find every URL in a document, resolve it through the base layers,
+and splice the absolute form into the original bytes, changing no other byte.
+
+One primitive, :func:`_walk`, yields every link site once (like lxml's ``iterlinks``);
+:func:`rewrite_html` and :func:`find_links` are thin layers on it.
+
+The document is parsed by turbohtml (WHATWG tree construction, scripting off, so
+``<noscript>`` content is markup, as a browser with scripting off sees it), with the
+source span of every start tag and attribute. The tree says what each tag is (its
+namespace, whether it is in ``<template>`` content or ``<noscript>``); the spans say
+where its bytes are. Nothing is re-serialised.
+
+>>> result = rewrite_html(b'<base href="/docs/"><a href="guide.html#s">x</a><a href="#top">t</a>',
+...                       url="https://example.org/index.html")
+>>> result.output
+b'<base href="https://example.org/docs/"><a href="https://example.org/docs/guide.html#s">x</a><a href="#top">t</a>'
+>>> [(link.attribute, link.status) for link in result.links]
+[('href', 'rewritten'), ('href', 'rewritten'), ('href', 'same-document')]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+import turbohtml
+
+from rewriter import css
+from rewriter.encoding import ByteMap, decode, encode_url_text, sniff
+from rewriter.links import ATTRIBUTE_NAMES, CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of
+from rewriter.microsyntax import (
+    ASCII_WHITESPACE,
+    decode_attribute,
+    refresh_url,
+    space_separated,
+    srcset_urls,
+    strip_whitespace,
+)
+from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.resolve import Resolver, UnresolvableReference, parse
+
+__all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html"]
+
+Status = Literal["rewritten", "absolute", "same-document", "no-base", "unresolvable"]
+Layer = Literal["base-element", "enclosing", "retrieval-url", "saved-from-mark", "canonical", "codebase"]
+
+
+class NoBaseError(ValueError):
+    """The document has relative links and no base URL, and the policy requires one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One URL found in a document.
+
+    ``original`` is the URL as the document means it (character references decoded,
+    surrounding whitespace left out); ``start``/``end`` are the byte offsets of its text
+    in the input. ``base`` and ``layer`` say what it was resolved against and which
+    layer of RFC 1808 §3 gave that base.
+    """
+
+    element: str
+    attribute: str  # the attribute, or "#style" for a <style> element's text
+    kind: Kind
+    original: str
+    resolved: str | None
+    status: Status
+    reason: str | None
+    base: str | None
+    layer: Layer | None
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class HTMLResult:
+    """The rewritten document and what was found in it."""
+
+    output: bytes
+    links: tuple[Link, ...]
+    encoding: str  # the WHATWG name of the encoding used
+    base: str | None  # the document's base URL, if any
+    layer: Layer | None  # which layer gave it
+    problems: tuple[str, ...] = ()  # e.g. an unusable <base> that was ignored
+
+
+# --------------------------------------------------------------------------
+# Text-level work: spans are offsets into the decoded text
+# --------------------------------------------------------------------------
+
+
+# A found link while the work is in text: the fields of Link, spans in text offsets.
+# Plain tuples: there is one per link, and pages have thousands.
+_Found = tuple[str, str, Kind, str, "str | None", Status, "str | None", "str | None", "Layer | None", int, int]
+_STATUS, _START, _END = 5, 9, 10
+
+
+def _shifted(found: _Found, offsets: list[int] | None, shift: int) -> _Found:
+    """*found* with its span moved from a decoded value (or nested text) to the outer text."""
+    start, end = found[_START], found[_END]
+    if offsets is not None:
+        start, end = offsets[start], offsets[end]
+    return (*found[:_START], start + shift, end + shift)  # type: ignore[return-value]
+
+
+@dataclass(slots=True)
+class _TextResult:
+    edits: list[tuple[int, int, str]] = field(default_factory=list)
+    found: list[_Found] = field(default_factory=list)
+    base: str | None = None
+    layer: Layer | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+_ATTRIBUTE_VALUE = re.compile(r"[^\t\n\f\r /=>]?[^\t\n\f\r />=]*[\t\n\f\r ]*(?:=[\t\n\f\r ]*)?")
+_SAVED_FROM = re.compile(r"<!--\s*saved from url=\((\d{4})\)")
+_CONDITIONAL = re.compile(r"<!--\[if[^\]]*\]>(.*?)<!\[endif\]\s*-->", re.DOTALL | re.IGNORECASE)
+# Characters that end or break an unquoted attribute value (HTML §13.2.5.40); "="
+# is only a parse error there and is common in URLs, so it stays unquoted.
+_NEEDS_QUOTES = frozenset("\t\n\f\r \"'<>`")
+_HTML = turbohtml.Namespace.HTML
+_NAMESPACE_NAMES = {
+    turbohtml.Namespace.HTML: "html",
+    turbohtml.Namespace.SVG: "svg",
+    turbohtml.Namespace.MATHML: "math",
+}
+
+
+def _selector(policy: Policy) -> str:
+    names = sorted(ATTRIBUTE_NAMES | policy.lazy_attributes)
+    return ",".join(f"[{name.replace(':', chr(92) + ':')}]" for name in names) + ",style"
+
+
+_SELECTORS: dict[frozenset[str], str] = {}
+
+
+def _escape_attribute(text: str, quote: str) -> str:
+    """*text* for an attribute value between *quote* characters (``""`` for none)."""
+    text = text.replace("&", "&amp;")
+    if quote == '"':
+        return text.replace('"', "&quot;")
+    if quote == "'":
+        return text.replace("'", "&#39;")
+    return text
+
+
+def _percent_encode(text: str, characters: str) -> str:
+    for char in characters:
+        if char in text:
+            text = text.replace(char, f"%{ord(char):02X}")
+    return text
+
+
+# One attribute of a start tag, as the tokenizer reads it (HTML §13.2.5.32-39): the
+# name runs to whitespace, "/", ">" or "=" (a leading "=" belongs to it); the value is
+# double-quoted, single-quoted, or runs to whitespace or ">".
+_ATTRIBUTE = re.compile(
+    r"[\t\n\f\r /]*(?:([^\t\n\f\r />][^\t\n\f\r /=>]*)"
+    r"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"([^\"]*)\"?|'([^']*)'?|([^\t\n\f\r >]*)))?)?"
+)
+_TAG_NAME = re.compile(r"<[^\t\n\f\r />]*")
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
+_SCHEME_3986 = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):").match
+_SCHEME_1808 = re.compile(r"([A-Za-z0-9+.\-]+):").match
+_STYLE_END = re.compile(r"</style[\t\n\f\r />]", re.IGNORECASE)
+
+
+class _Document:
+    """One parsed document or srcdoc: its text, its tree, and where each start tag is."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # HTML §13.2.3.5: the parser sees CR and CRLF as LF; positions are lines and columns.
+        self.line_starts = [0, *[match.end() for match in _LINE_BREAK.finditer(text)]]
+        self.tree = turbohtml.parse(text, scripting=False, allow_declarative_shadow_roots=False)
+
+    def attributes(self, element: turbohtml.Element, needed: set[str]) -> dict[str, tuple[int, int, str] | None]:
+        """The attributes of *element*'s start tag: the text span of each value and its quote.
+
+        The first of duplicate names wins, as in the tokenizer; None: no value. The scan
+        stops once every name in *needed* has been seen.
+        """
+        wanted = len(needed)
+        line, column = element.position
+        text = self.text
+        position = _TAG_NAME.match(text, self.line_starts[line - 1] + column).end()  # type: ignore[union-attr]
+        spans: dict[str, tuple[int, int, str] | None] = {}
+        match_attribute = _ATTRIBUTE.match
+        while True:
+            match = match_attribute(text, position)
+            name = match.group(1)  # type: ignore[union-attr]
+            if name is None:
+                return spans
+            position = match.end()  # type: ignore[union-attr]
+            name = name.lower()
+            if name in spans:
+                continue
+            if name in needed:
+                wanted -= 1
+            if match.group(2) is not None:  # type: ignore[union-attr]
+                spans[name] = (match.start(2), match.end(2), '"')  # type: ignore[union-attr]
+            elif match.group(3) is not None:  # type: ignore[union-attr]
+                spans[name] = (match.start(3), match.end(3), "'")  # type: ignore[union-attr]
+            elif match.group(4) is not None:  # type: ignore[union-attr]
+                spans[name] = (match.start(4), match.end(4), "")  # type: ignore[union-attr]
+            else:
+                spans[name] = None
+            if wanted <= 0:
+                return spans
+
+    def start_tag_end(self, element: turbohtml.Element) -> int:
+        """The offset just past *element*'s start tag."""
+        line, column = element.position
+        position = _TAG_NAME.match(self.text, self.line_starts[line - 1] + column).end()  # type: ignore[union-attr]
+        while (match := _ATTRIBUTE.match(self.text, position)) is not None and match.group(1) is not None:
+            position = match.end()
+        close = self.text.find(">", position)
+        return len(self.text) if close < 0 else close + 1
+
+
+def _is_inert(element: turbohtml.Element) -> bool:
+    """In <template> content or <noscript>: never the source of the document's base."""
+    return any(getattr(ancestor, "tag", None) in ("template", "noscript") for ancestor in element.ancestors)
+
+
+class _Context:
+    """The base of one document and the policy, resolving one reference at a time."""
+
+    def __init__(self, base: str | None, layer: Layer | None, policy: Policy) -> None:
+        self.base = base
+        self.layer: Layer | None = layer
+        self.policy = policy
+        self.resolver = Resolver(base, rules=policy.rules, strict=policy.strict) if base else None
+        self._resolvers: dict[str, Resolver] = {}
+        self._classified: dict[str, tuple[Status, str | None, str | None]] = {}
+
+    def with_base(self, base: str, layer: Layer) -> _Context:
+        context = _Context.__new__(_Context)
+        context.base, context.layer, context.policy = base, layer, self.policy
+        context.resolver = self._resolvers.get(base)
+        if context.resolver is None:
+            context.resolver = self._resolvers[base] = Resolver(
+                base, rules=self.policy.rules, strict=self.policy.strict
+            )
+        context._resolvers = self._resolvers
+        context._classified = {}
+        return context
+
+    def is_absolute(self, reference: str) -> bool:
+        policy = self.policy
+        if policy.rules == "whatwg":
+            # A special-scheme reference such as "http:g" is relative to an http base.
+            if self.resolver is None:
+                return True
+            try:
+                return Resolver("", rules="whatwg").resolve(reference) == self.resolver.resolve(reference)
+            except UnresolvableReference:
+                return False
+        match = (_SCHEME_1808 if policy.rules == "rfc1808" else _SCHEME_3986)(reference)
+        if match is None:
+            return False
+        if not policy.strict and policy.rules != "rfc1808" and self.base is not None:
+            base_scheme = parse(self.base).scheme
+            return base_scheme is None or match.group(1).lower() != base_scheme.lower()
+        return True
+
+    def classify(self, reference: str) -> tuple[Status, str | None, str | None]:
+        """(status, resolved URL, reason) for one reference (whitespace already stripped)."""
+        known = self._classified.get(reference)
+        if known is None:
+            known = self._classified[reference] = self._classify(reference)
+        return known
+
+    def _classify(self, reference: str) -> tuple[Status, str | None, str | None]:
+        if not self.policy.same_document and (not reference or reference[0] == "#"):
+            return "same-document", None, None
+        if self.is_absolute(reference):
+            return "absolute", None, None
+        if self.resolver is None:
+            return "no-base", None, "no base URL: the document has no <base>, and no retrieval URL was given"
+        try:
+            return "rewritten", self.resolver.resolve(reference), None
+        except UnresolvableReference as error:
+            return "unresolvable", None, error.reason
+
+
+def _rewrite_text(text: str, fallback: str | None, fallback_layer: Layer | None, policy: Policy) -> _TextResult:
+    """Find and resolve every link of one document's text; the edits are text spans."""
+    document = _Document(text)
+    result = _TextResult()
+    tree = document.tree
+
+    # RFC 1808 §3.1 / HTML "document base URL": the first base element with an href,
+    # in tree order, in the HTML namespace, not in template content; not in noscript
+    # either (with scripting on, the default, that is text).
+    base, layer = fallback, fallback_layer
+    if base is None and (mark := _saved_from(text)) is not None:
+        base, layer = mark, "saved-from-mark"
+    if base is None and policy.canonical_base:
+        canonical = _canonical(tree)
+        if canonical is not None:
+            base, layer = canonical, "canonical"
+    fallback_context = _Context(base, layer, policy)
+    base_element = None
+    for candidate in tree.select("base[href]"):
+        if candidate.namespace != _HTML or _is_inert(candidate):
+            continue
+        base_element = candidate
+        href = candidate.attrs.get("href")
+        href = href if isinstance(href, str) else " ".join(href or ())
+        start, end = strip_whitespace(href, 0, len(href))
+        reference = href[start:end]
+        problem = _unusable_base(reference, fallback_context)
+        if problem is None:
+            try:
+                frozen = (
+                    reference
+                    if fallback_context.is_absolute(reference)
+                    else (fallback_context.resolver.resolve(reference) if fallback_context.resolver else None)
+                )
+            except UnresolvableReference as error:
+                frozen, problem = None, error.reason
+            if frozen is not None:
+                base, layer = frozen, "base-element"
+            elif problem is None:
+                problem = "it is relative and there is no base to resolve it against"
+        if problem is not None:
+            result.problems.append(f"<base href={href!r}> ignored: {problem}")
+        break
+    context = _Context(base, layer, policy)
+    result.base, result.layer = base, layer
+
+    selector = _SELECTORS.get(policy.lazy_attributes)
+    if selector is None:
+        selector = _SELECTORS[policy.lazy_attributes] = _selector(policy)
+    for element in tree.select(selector):
+        if element.position is None:
+            continue  # an element the parser made up (html, head, body, tbody)
+        if element is base_element:
+            _base_element(document, element, fallback_context, policy, result)
+            continue
+        _element_links(document, element, context, policy, result)
+    if policy.conditional_comments:
+        _conditional_comments(document, context, policy, result)
+    if policy.require_base and any(found[_STATUS] == "no-base" for found in result.found):
+        raise NoBaseError("the document has relative links and no base URL (RFC 1808 §3.4)")
+    return result
+
+
+def _unusable_base(reference: str, context: _Context) -> str | None:
+    """Why a <base href> cannot be the document's base (HTML "set the frozen base URL")."""
+    scheme = parse(reference).scheme
+    if scheme is not None and scheme.lower() in ("javascript", "data", "vbscript"):
+        return f"a {scheme.lower()}: URL cannot be a base"
+    if scheme is not None:
+        rest = reference[len(scheme) + 1 :]
+        if not rest.startswith("/") and not rest.startswith("#"):
+            return "an opaque URL cannot be a base"
+    if not reference and context.base is None:
+        return "it is empty and there is no base to resolve it against"
+    return None
+
+
+def _saved_from(text: str) -> str | None:
+    """The retrieval URL in a browser's ``<!-- saved from url=(NNNN)URL -->`` mark."""
+    match = _SAVED_FROM.search(text, 0, 4096)
+    if match is None:
+        return None
+    url = text[match.end() : match.end() + int(match.group(1))].strip()
+    return url if url and parse(url).scheme is not None else None
+
+
+def _canonical(tree: turbohtml.Document) -> str | None:
+    for element in tree.select('link[rel~="canonical"][href], meta[property="og:url"][content]'):
+        value = element.attrs.get("href" if element.tag == "link" else "content")
+        if isinstance(value, str) and parse(value.strip()).scheme is not None:
+            return value.strip()
+    return None
+
+
+def _base_element(
+    document: _Document,
+    element: turbohtml.Element,
+    fallback: _Context,
+    policy: Policy,
+    result: _TextResult,
+) -> None:
+    """The <base> element stays with its href made absolute, or goes (``remove_base``)."""
+    if policy.remove_base:
+        line, column = element.position
+        result.edits.append((document.line_starts[line - 1] + column, document.start_tag_end(element), ""))
+        return
+    _element_links(document, element, fallback, policy, result)
+
+
+def _element_links(
+    document: _Document,
+    element: turbohtml.Element,
+    context: _Context,
+    policy: Policy,
+    result: _TextResult,
+) -> None:
+    namespace = _NAMESPACE_NAMES.get(element.namespace, "html")
+    tag = element.tag
+    if tag == "style":
+        _style_element(document, element, context, result)
+    table = attributes_of(namespace, tag, policy.lazy_attributes)
+    kinds = {name: table[name] for name in element.attrs if name in table}
+    if not kinds:
+        return
+    if any((tag, name) in CONDITIONAL for name in kinds):
+        kinds = {name: kind for name, kind in kinds.items() if _applies(element, tag, name)}
+    needed = set(kinds)
+    if tag in ("object", "applet") and "codebase" in element.attrs:
+        needed.add("codebase")
+    spans = document.attributes(element, needed)
+    codebase_context = None
+    for name, kind in kinds.items():
+        if name not in spans:
+            # HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to
+            # the first one; their text is elsewhere and is left as it is.
+            result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
+            continue
+        span = spans[name]
+        if span is None:
+            continue
+        local = context
+        if (tag, name) in CODEBASE_RELATIVE and "codebase" in spans:
+            if codebase_context is None:
+                codebase_context = _codebase(document, spans["codebase"], context)
+            local = codebase_context
+        if kind == "url":
+            _plain_url(document, tag, name, span, local, policy, result)
+        else:
+            _attribute_links(document, tag, name, kind, span, local, policy, result)
+
+
+def _plain_url(
+    document: _Document,
+    tag: str,
+    name: str,
+    span: tuple[int, int, str],
+    context: _Context,
+    policy: Policy,
+    result: _TextResult,
+) -> None:
+    """The common case, one URL in an attribute, without the general machinery."""
+    raw_start, raw_end, quote = span
+    raw = document.text[raw_start:raw_end]
+    if "&" in raw:  # character references: the general path keeps their offsets
+        _attribute_links(document, tag, name, "url", span, context, policy, result)
+        return
+    start, end = 0, len(raw)
+    if raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE):
+        start, end = strip_whitespace(raw, start, end)
+        reference = raw[start:end]
+    else:
+        reference = raw
+    status, resolved, reason = context.classify(reference)
+    result.found.append(
+        (
+            tag,
+            name,
+            "url",
+            reference,
+            resolved,
+            status,
+            reason,
+            context.base,
+            context.layer,
+            raw_start + start,
+            raw_start + end,
+        )
+    )
+    if status != "rewritten" or resolved is None or resolved == reference:
+        return
+    prefix = resolved[: len(resolved) - len(reference)] if reference and resolved.endswith(reference) else None
+    written = resolved if prefix is None else prefix
+    if not quote and any(char in _NEEDS_QUOTES for char in written):
+        _splice_attribute(raw, raw_start, raw_end, quote, raw, None, [(start, end, resolved, prefix)], result)
+    elif prefix is None:
+        result.edits.append((raw_start + start, raw_start + end, _escape_attribute(resolved, quote)))
+    else:
+        result.edits.append((raw_start + start, raw_start + start, _escape_attribute(prefix, quote)))
+
+
+def _applies(element: turbohtml.Element, tag: str, name: str) -> bool:
+    """The table's conditions: refresh only for http-equiv=refresh, usemap not "#name", param ref."""
+    if tag == "meta" and name == "content":
+        equiv = element.attrs.get("http-equiv")
+        return isinstance(equiv, str) and equiv.strip().lower() == "refresh"
+    if name == "usemap":
+        value = element.attrs.get("usemap")
+        return isinstance(value, str) and not value.strip().startswith("#")
+    if tag == "param" and name == "value":
+        valuetype = element.attrs.get("valuetype")
+        return isinstance(valuetype, str) and valuetype.strip().lower() == "ref"
+    return True
+
+
+def _codebase(document: _Document, span: tuple[int, int, str] | None, context: _Context) -> _Context:
+    """The base for classid/data/archive/code: the codebase resolved against the document's base."""
+    if span is None:
+        return context
+    value, _ = decode_attribute(document.text[span[0] : span[1]])
+    core_start, core_end = strip_whitespace(value, 0, len(value))
+    reference = value[core_start:core_end]
+    status, resolved, _ = context.classify(reference)
+    if status == "absolute":
+        return context.with_base(reference, "codebase")
+    if status == "rewritten" and resolved is not None:
+        return context.with_base(resolved, "codebase")
+    return context
+
+
+def _url_spans(kind: Kind, value: str) -> list[tuple[int, int]]:
+    if kind == "srcset":
+        return srcset_urls(value)
+    if kind == "urls":
+        return space_separated(value)
+    if kind == "comma-urls":
+        return [strip_whitespace(value, m.start(), m.end()) for m in re.finditer(r"[^,]+", value)]
+    if kind == "refresh":
+        span = refresh_url(value)
+        return [span] if span is not None else []
+    return [strip_whitespace(value, 0, len(value))]
+
+
+def _for_context(kind: Kind, url: str, value: str, start: int) -> str:
+    """*url* made safe for its place in a microsyntax (before attribute escaping)."""
+    if kind in ("srcset", "urls"):
+        url = _percent_encode(url, ASCII_WHITESPACE)
+        if kind == "srcset" and url.endswith(","):
+            url = url[:-1] + "%2C"
+    elif kind == "comma-urls":
+        url = _percent_encode(url, ASCII_WHITESPACE + ",")
+    elif kind == "refresh":
+        quote = value[start - 1 : start] if start > 0 else ""
+        if quote in ('"', "'"):
+            url = url.replace(quote, f"%{ord(quote):02X}")
+        elif url[:1] in ('"', "'"):
+            url = f"%{ord(url[0]):02X}" + url[1:]
+    return url
+
+
+def _attribute_links(
+    document: _Document,
+    tag: str,
+    name: str,
+    kind: Kind,
+    span: tuple[int, int, str],
+    context: _Context,
+    policy: Policy,
+    result: _TextResult,
+) -> None:
+    raw_start, raw_end, quote = span
+    raw = document.text[raw_start:raw_end]
+    value, offsets = decode_attribute(raw)
+
+    # Each replacement: a span of the decoded value, its new text, and whether the new
+    # text is the old one with a prefix (then only the prefix is written).
+    replacements: list[tuple[int, int, str, str | None]] = []
+    if kind == "css":
+        for url in css.find_urls(value):
+            _one_url(
+                tag,
+                name,
+                kind,
+                value,
+                url.start,
+                url.end,
+                url.value,
+                context,
+                offsets,
+                raw_start,
+                result,
+                replacements,
+                css_quote=url.quote,
+            )
+    elif kind == "srcdoc":
+        nested = _rewrite_text(value, context.base, context.layer, policy)
+        result.found.extend(_shifted(found, offsets, raw_start) for found in nested.found)
+        for edit_start, edit_end, new in nested.edits:
+            replacements.append((edit_start, edit_end, new, None))
+        result.problems.extend(f"in srcdoc: {problem}" for problem in nested.problems)
+    else:
+        for url_start, url_end in _url_spans(kind, value):
+            reference = value[url_start:url_end]
+            _one_url(
+                tag, name, kind, value, url_start, url_end, reference, context, offsets, raw_start, result, replacements
+            )
+    if replacements:
+        _splice_attribute(raw, raw_start, raw_end, quote, value, offsets, replacements, result)
+
+
+def _one_url(
+    tag: str,
+    name: str,
+    kind: Kind,
+    value: str,
+    start: int,
+    end: int,
+    reference: str,
+    context: _Context,
+    offsets: list[int] | None,
+    raw_start: int,
+    result: _TextResult,
+    replacements: list[tuple[int, int, str, str | None]],
+    css_quote: str | None = None,
+) -> None:
+    status, resolved, reason = context.classify(reference)
+    result.found.append(
+        (
+            tag,
+            name,
+            kind,
+            reference,
+            resolved,
+            status,
+            reason,
+            context.base,
+            context.layer,
+            raw_start + _raw(offsets, start),
+            raw_start + _raw(offsets, end),
+        )
+    )
+    if status != "rewritten" or resolved is None or resolved == reference:
+        return
+    if css_quote is not None:
+        new = css.escape_url(resolved, css_quote)  # type: ignore[arg-type]
+        replacements.append((start, end, new, None))
+        return
+    new = _for_context(kind, resolved, value, start)
+    prefix = new[: len(new) - len(reference)] if new.endswith(reference) and value[start:end] == reference else None
+    replacements.append((start, end, new, prefix))
+
+
+def _raw(offsets: list[int] | None, index: int) -> int:
+    return index if offsets is None else offsets[index]
+
+
+def _splice_attribute(
+    raw: str,
+    raw_start: int,
+    raw_end: int,
+    quote: str,
+    value: str,
+    offsets: list[int] | None,
+    replacements: list[tuple[int, int, str, str | None]],
+    result: _TextResult,
+) -> None:
+    if not quote:
+        written = "".join(new if prefix is None else prefix for _, _, new, prefix in replacements)
+        if any(char in _NEEDS_QUOTES for char in written):
+            final = value
+            for start, end, new, _ in sorted(replacements, reverse=True):
+                final = final[:start] + new + final[end:]
+            result.edits.append((raw_start, raw_end, '"' + _escape_attribute(final, '"') + '"'))
+            return
+    for start, end, new, prefix in replacements:
+        raw_at = raw_start + _raw(offsets, start)
+        if prefix is not None:
+            result.edits.append((raw_at, raw_at, _escape_attribute(prefix, quote)))
+        else:
+            result.edits.append((raw_at, raw_start + _raw(offsets, end), _escape_attribute(new, quote)))
+
+
+def _style_element(
+    document: _Document,
+    element: turbohtml.Element,
+    context: _Context,
+    result: _TextResult,
+) -> None:
+    """CSS in a <style> element: raw text in HTML, so its source is its text.
+
+    The text runs to the first ``</style`` followed by whitespace, "/" or ">" (HTML
+    §13.2.5.12 "appropriate end tag"), or to the end of the document.
+    """
+    start = document.start_tag_end(element)
+    close = _STYLE_END.search(document.text, start)
+    end = close.start() if close is not None else len(document.text)
+    source = document.text[start:end]
+    foreign = element.namespace != _HTML
+    if foreign and ("&" in source or "<" in source):
+        return  # SVG <style> is parsed as markup; only plain text is taken as is
+    for url in css.find_urls(source):
+        status, resolved, reason = context.classify(url.value)
+        result.found.append(
+            (
+                "style",
+                "#style",
+                "css",
+                url.value,
+                resolved,
+                status,
+                reason,
+                context.base,
+                context.layer,
+                start + url.start,
+                start + url.end,
+            )
+        )
+        if status == "rewritten" and resolved is not None and resolved != url.value:
+            new = css.escape_url(resolved, url.quote, in_style_element=True)
+            if foreign:
+                new = new.replace("&", "&amp;")
+            result.edits.append((start + url.start, start + url.end, new))
+
+
+def _conditional_comments(document: _Document, context: _Context, policy: Policy, result: _TextResult) -> None:
+    """Links inside ``<!--[if IE]>...<![endif]-->``: markup that old IE rendered.
+
+    Each is parsed as a document of its own with this document's base (a <base> inside
+    one is never used). Only comments the parser saw as comments are taken: the text is
+    matched against the tree's comment nodes, so a lookalike inside a script is not.
+    """
+    text = document.text
+    if "<!--[" not in text:
+        return
+    comments = {node.data for node in document.tree.xpath("//comment()") if node.data[:3].lower() == "[if"}
+    if not comments:
+        return
+    for match in _CONDITIONAL.finditer(text):
+        data = text[match.start() + 4 : match.end() - 3]
+        if data.replace("\r\n", "\n").replace("\r", "\n") not in comments:
+            continue
+        inner_start = match.start(1)
+        nested = _rewrite_text(match.group(1), context.base, context.layer, policy.clone(conditional_comments=False))
+        result.found.extend(_shifted(found, None, inner_start) for found in nested.found)
+        for start, end, new in nested.edits:
+            result.edits.append((start + inner_start, end + inner_start, new))
+
+
+# --------------------------------------------------------------------------
+# Bytes in, bytes out
+# --------------------------------------------------------------------------
+
+
+def _fallback(url: str | None, base: str | None) -> tuple[str | None, Layer | None]:
+    """RFC 1808 §3.2 before §3.3: a base handed down by an enclosing entity, then the retrieval URL."""
+    if base is not None:
+        return base, "enclosing"
+    if url is not None:
+        return url, "retrieval-url"
+    return None, None
+
+
+def rewrite_html(
+    document: bytes | str,
+    *,
+    url: str | None = None,
+    base: str | None = None,
+    charset: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+) -> HTMLResult:
+    """Make every relative URL of an HTML document absolute, changing no other byte.
+
+    *url* is the retrieval URL (RFC 1808 §3.3); *base* a base handed down by an
+    enclosing entity (§3.2, e.g. a MIME part's), which takes precedence; *charset* a
+    transport charset (HTTP or MIME). The output is bytes in the document's own
+    encoding; a ``str`` document is taken as already decoded and comes back as UTF-8.
+    """
+    return _process(document, url, base, charset, policy, rewrite=True)
+
+
+def find_links(
+    document: bytes | str,
+    *,
+    url: str | None = None,
+    base: str | None = None,
+    charset: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+) -> HTMLResult:
+    """Every link of an HTML document, resolved, without rewriting (``output`` is the input)."""
+    return _process(document, url, base, charset, policy, rewrite=False)
+
+
+def _process(
+    document: bytes | str, url: str | None, base: str | None, charset: str | None, policy: Policy, *, rewrite: bool
+) -> HTMLResult:
+    fallback, layer = _fallback(url, base)
+    if isinstance(document, str):
+        data = document.encode("utf-8", "surrogateescape")
+        text, bom, codec, label = document, b"", "utf-8", "utf-8"
+    else:
+        sniffed = sniff(document, charset)
+        data, text, bom, codec, label = document, decode(document, sniffed), sniffed.bom, sniffed.codec, sniffed.label
+    found = _rewrite_text(text, fallback, layer, policy)
+    body = data[len(bom) :]
+    edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite else []
+    positions = sorted({p for edit in edits for p in edit[:2]} | {p for item in found.found for p in item[_START:]})
+    mapped = dict(zip(positions, ByteMap(text, body, codec).byte_offsets(positions), strict=True))
+    shift = len(bom)
+    links = tuple(
+        Link(*item[:_START], mapped[item[_START]] + shift, mapped[item[_END]] + shift) for item in found.found
+    )
+    output = data
+    if edits:
+        pieces: list[bytes] = [bom]
+        last = 0
+        for start, end, new in edits:
+            byte_start, byte_end = mapped[start], mapped[end]
+            if byte_start < last:
+                continue  # edits never overlap; should one, the first stands
+            pieces.append(body[last:byte_start])
+            pieces.append(encode_url_text(new, codec))
+            last = byte_end
+        pieces.append(body[last:])
+        output = b"".join(pieces)
+    return HTMLResult(output, links, label, found.base, found.layer, tuple(found.problems))

@@ -1,0 +1,114 @@
+"""Which attribute of which element holds which kind of URL: a table, not a chain of ifs.
+
+Sources: the HTML attribute index (current and obsolete features), and the coverage
+table of ../shared/research/html-link-rewriters.md §9 (lxml, pywb, wget and others).
+
+>>> kind_of("html", "img", "srcset")
+'srcset'
+>>> kind_of("svg", "use", "xlink:href")
+'url'
+>>> kind_of("html", "div", "title") is None
+True
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+__all__ = ["CODEBASE_RELATIVE", "CONDITIONAL", "Kind", "attributes_of", "kind_of"]
+
+Kind = Literal[
+    "url",  # one URL
+    "urls",  # space-separated URLs (ping; object archive; head profile)
+    "comma-urls",  # comma-separated URLs (applet archive)
+    "srcset",  # image candidate strings (HTML §4.8.4.3.10)
+    "refresh",  # meta refresh content (HTML §7.11.1)
+    "css",  # a style attribute: CSS declarations
+    "srcdoc",  # a nested HTML document (iframe srcdoc)
+]
+
+# URL attributes on any HTML element. Like lxml's iterlinks, the attribute name alone
+# decides, so custom elements (amp-img src, amp-iframe src) are covered too.
+_HTML_ANY: dict[str, Kind] = {
+    "href": "url",
+    "src": "url",
+    "action": "url",
+    "formaction": "url",
+    "cite": "url",
+    "poster": "url",
+    "background": "url",
+    "longdesc": "url",
+    "lowsrc": "url",
+    "dynsrc": "url",
+    "itemid": "url",
+    "srcset": "srcset",
+    "imagesrcset": "srcset",
+    "ping": "urls",
+    "style": "css",
+}
+
+# Attributes that are URLs only on some elements.
+_HTML_BY_ELEMENT: dict[tuple[str, str], Kind] = {
+    ("object", "data"): "url",
+    ("object", "classid"): "url",
+    ("object", "codebase"): "url",
+    ("object", "archive"): "urls",
+    ("applet", "codebase"): "url",
+    ("applet", "code"): "url",
+    ("applet", "archive"): "comma-urls",
+    ("html", "manifest"): "url",
+    ("head", "profile"): "urls",
+    ("command", "icon"): "url",
+    ("menuitem", "icon"): "url",
+    ("img", "usemap"): "url",  # only when not "#name" (the engine checks)
+    ("input", "usemap"): "url",
+    ("object", "usemap"): "url",
+    ("param", "value"): "url",  # only with valuetype=ref (the engine checks)
+    ("meta", "content"): "refresh",  # only with http-equiv=refresh (the engine checks)
+    ("iframe", "srcdoc"): "srcdoc",
+}
+
+# SVG and MathML: href and xlink:href on any element (SVG 2 §5.6, MathML 3 §2.1.6).
+_FOREIGN_ANY: dict[str, Kind] = {"href": "url", "xlink:href": "url", "style": "css"}
+
+# HTML 4.01 §13.3: classid, data and archive of object, and code and archive of
+# applet, are relative to codebase, itself relative to the document's base.
+CODEBASE_RELATIVE: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("object", "classid"),
+        ("object", "data"),
+        ("object", "archive"),
+        ("applet", "code"),
+        ("applet", "archive"),
+    }
+)
+
+# Entries that hold only under a condition on the element (the engine checks them).
+CONDITIONAL: frozenset[tuple[str, str]] = frozenset(
+    {("meta", "content"), ("img", "usemap"), ("input", "usemap"), ("object", "usemap"), ("param", "value")}
+)
+
+# Every attribute name the tables mention, for a quick first filter.
+ATTRIBUTE_NAMES: frozenset[str] = frozenset(_HTML_ANY) | {a for _, a in _HTML_BY_ELEMENT} | frozenset(_FOREIGN_ANY)
+
+
+def kind_of(namespace: str, element: str, attribute: str, lazy: frozenset[str] = frozenset()) -> Kind | None:
+    """The kind of URL *attribute* holds on *element* in *namespace* ("html", "svg", "math")."""
+    if namespace != "html":
+        return _FOREIGN_ANY.get(attribute)
+    kind = _HTML_BY_ELEMENT.get((element, attribute)) or _HTML_ANY.get(attribute)
+    if kind is None and attribute in lazy:
+        kind = "srcset" if attribute.endswith("srcset") else "url"
+    return kind
+
+
+@lru_cache(maxsize=4096)
+def attributes_of(namespace: str, element: str, lazy: frozenset[str] = frozenset()) -> dict[str, Kind]:
+    """Every URL attribute of *element* in *namespace*, with its kind (the table, per element).
+
+    >>> attributes_of("html", "object")["archive"]
+    'urls'
+    """
+    names = ATTRIBUTE_NAMES | lazy
+    return {name: kind for name in names if (kind := kind_of(namespace, element, name, lazy)) is not None}

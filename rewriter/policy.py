@@ -1,0 +1,69 @@
+"""What the engines do where users differ: one immutable policy object, passed down.
+
+>>> from rewriter.policy import Policy
+>>> strict_rfc = Policy()
+>>> browser_like = strict_rfc.clone(rules="whatwg", same_document=True)
+>>> browser_like.rules, strict_rfc.rules
+('whatwg', 'rfc3986')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from rewriter.resolve import RULES, Rules
+
+__all__ = ["DEFAULT_POLICY", "LAZY_ATTRIBUTES", "Policy"]
+
+# Attributes lazy-loading scripts copy into src/srcset; they hold URLs (or srcsets).
+LAZY_ATTRIBUTES: frozenset[str] = frozenset(
+    {
+        "data-src",
+        "data-srcset",
+        "data-original",
+        "data-original-src",
+        "data-lazy-src",
+        "data-lazy-srcset",
+        "data-hi-res-src",
+        "data-background-image",
+        "data-bg",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """How to rewrite. Every field has the default a careful archivist would choose.
+
+    - ``rules``, ``strict``: the resolver's rule set (see :mod:`rewriter.resolve`).
+    - ``same_document``: also make ``#frag`` and empty references absolute (off: they
+      keep pointing into the document, the peers' most common complaint otherwise).
+    - ``lazy_attributes``: ``data-*`` attributes treated as URLs (``*srcset`` ones as srcsets).
+    - ``conditional_comments``: rewrite links inside ``<!--[if IE]>...<![endif]-->``.
+    - ``remove_base``: drop the ``<base>`` element instead of making its href absolute.
+    - ``canonical_base``: with no retrieval URL, use ``<link rel=canonical>`` or ``og:url``.
+    - ``require_base``: a document with relative links and no base is an error
+      (otherwise its relative links stay as they are and are reported).
+    """
+
+    rules: Rules = "rfc3986"
+    strict: bool = True
+    same_document: bool = False
+    lazy_attributes: frozenset[str] = LAZY_ATTRIBUTES
+    conditional_comments: bool = True
+    remove_base: bool = False
+    canonical_base: bool = False
+    require_base: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rules not in RULES:
+            raise ValueError(f"unknown rules {self.rules!r}: choose one of {', '.join(RULES)}")
+        object.__setattr__(self, "lazy_attributes", frozenset(name.lower() for name in self.lazy_attributes))
+
+    def clone(self, **changes: object) -> Policy:
+        """A copy with *changes* applied (the CPython ``email.policy`` idiom)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+DEFAULT_POLICY = Policy()
