@@ -11,11 +11,18 @@ Exit codes, for every verb:
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict
+from pathlib import Path
 from typing import TextIO
 
 from rewriter import __version__
+from rewriter.html import HTMLResult, NoBaseError, find_links, rewrite_html
+from rewriter.policy import Policy
 from rewriter.resolve import RULES, Resolver, UnresolvableReference
 
 EXIT_OK = 0
@@ -66,7 +73,172 @@ def build_parser() -> argparse.ArgumentParser:
         help="rfc2396/rfc3986: read a scheme equal to the base's as relative (http:g)",
     )
     resolve.set_defaults(run=_run_resolve)
+
+    rewrite = verbs.add_parser(
+        "rewrite",
+        help="make every relative link of HTML documents absolute",
+        description=(
+            "Rewrite each FILE ('-' for standard input) with every relative URL made absolute and no other "
+            "byte changed. One input goes to standard output unless -o names a file; several inputs need "
+            "-o DIR. Links that stay relative (no base, unresolvable) are named on stderr, and the exit code "
+            "is then 1; an unreadable file is named and skipped, the others still done."
+        ),
+        epilog="Example: rewriter rewrite saved.html --url https://example.org/docs/page.html -o page.html",
+    )
+    rewrite.add_argument("files", metavar="FILE", nargs="+", help="an HTML document, or '-' for stdin")
+    rewrite.add_argument("-o", "--output", metavar="OUT", help="output file ('-' for stdout), or folder for several")
+    _document_options(rewrite)
+    rewrite.set_defaults(run=_run_rewrite)
+
+    links = verbs.add_parser(
+        "links",
+        help="list every link of an HTML document",
+        description="List every URL the engine finds in FILE: element, attribute, status, value as written, resolved.",
+        epilog="Example: rewriter links saved.html --url https://example.org/ --json",
+    )
+    links.add_argument("files", metavar="FILE", nargs=1, help="an HTML document, or '-' for stdin")
+    links.add_argument("--json", action="store_true", help="one JSON object per link (JSON Lines)")
+    _document_options(links)
+    links.set_defaults(run=_run_links)
     return parser
+
+
+def _document_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help="the retrieval URL: the base when the page has no <base> (RFC 1808 §3.3)")
+    parser.add_argument("--charset", help="the transport charset, if known (HTTP or MIME charset parameter)")
+    parser.add_argument("--rules", choices=RULES, default="rfc3986", help="resolution rules (default: rfc3986)")
+    parser.add_argument("--non-strict", action="store_true", help="rfc2396/rfc3986: read http:g as relative")
+    parser.add_argument(
+        "--absolutize-fragments", action="store_true", help="also make #frag and empty references absolute"
+    )
+    parser.add_argument("--remove-base", action="store_true", help="drop the <base> element instead of fixing it")
+    parser.add_argument("--no-lazy", action="store_true", help="leave lazy-loading data-* attributes alone")
+    parser.add_argument(
+        "--no-conditional-comments", action="store_true", help="leave links inside <!--[if IE]> comments alone"
+    )
+    parser.add_argument(
+        "--canonical-base", action="store_true", help="with no --url, take <link rel=canonical> / og:url as it"
+    )
+    parser.add_argument("--require-base", action="store_true", help="a page with relative links and no base fails")
+
+
+def _policy(args: argparse.Namespace) -> Policy:
+    policy = Policy(
+        rules=args.rules,
+        strict=not args.non_strict,
+        same_document=args.absolutize_fragments,
+        conditional_comments=not args.no_conditional_comments,
+        remove_base=args.remove_base,
+        canonical_base=args.canonical_base,
+        require_base=args.require_base,
+    )
+    return policy.clone(lazy_attributes=frozenset()) if args.no_lazy else policy
+
+
+def _read(path: str) -> bytes:
+    return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write *data* to *path* so that it holds the old content or the new, never a part."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        if path.exists():
+            os.chmod(temporary, path.stat().st_mode & 0o7777)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _report(name: str, result: HTMLResult, err: TextIO) -> bool:
+    """Name on stderr every link that stayed relative and every problem; True if all went well."""
+    well = True
+    for problem in result.problems:
+        err.write(f"rewriter: {name}: {problem}\n")
+    for link in result.links:
+        if link.status in ("no-base", "unresolvable"):
+            well = False
+            err.write(
+                f"rewriter: {name}: <{link.element} {link.attribute}> {link.original!r} at bytes "
+                f"{link.start}-{link.end}: {link.status}: {link.reason}\n"
+            )
+    return well
+
+
+def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    policy = _policy(args)
+    several = len(args.files) > 1
+    target = Path(args.output) if args.output and args.output != "-" else None
+    if several and (target is None or (target.exists() and not target.is_dir())):
+        err.write("rewriter rewrite: several inputs need -o DIR, a folder for the outputs\n")
+        return EXIT_USAGE
+    if several:
+        target.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
+    status = EXIT_OK
+    for name in args.files:
+        shown = "<stdin>" if name == "-" else name
+        try:
+            data = _read(name)
+        except OSError as error:
+            err.write(f"rewriter rewrite: cannot read {shown}: {error.strerror or error}\n")
+            status = EXIT_SOME_FAILED
+            continue
+        try:
+            result = rewrite_html(data, url=args.url, charset=args.charset, policy=policy)
+        except NoBaseError as error:
+            err.write(f"rewriter rewrite: {shown}: {error}\n")
+            status = EXIT_SOME_FAILED
+            continue
+        if not _report(shown, result, err):
+            status = EXIT_SOME_FAILED
+        try:
+            if target is None:
+                _write_bytes(out, result.output)
+            else:
+                destination = target / Path(name).name if several else target
+                _write_atomically(destination, result.output)
+        except OSError as error:
+            err.write(f"rewriter rewrite: cannot write the output of {shown}: {error.strerror or error}\n")
+            status = EXIT_SOME_FAILED
+    return status
+
+
+def _write_bytes(out: TextIO, data: bytes) -> None:
+    """Bytes to a text stream: to its binary buffer when it has one (a real stdout)."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        out.write(data.decode("utf-8", "surrogateescape"))
+        return
+    out.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
+def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    name = args.files[0]
+    shown = "<stdin>" if name == "-" else name
+    try:
+        data = _read(name)
+    except OSError as error:
+        err.write(f"rewriter links: cannot read {shown}: {error.strerror or error}\n")
+        return EXIT_USAGE
+    try:
+        result = find_links(data, url=args.url, charset=args.charset, policy=_policy(args))
+    except NoBaseError as error:
+        err.write(f"rewriter links: {shown}: {error}\n")
+        return EXIT_SOME_FAILED
+    for link in result.links:
+        if args.json:
+            out.write(json.dumps(asdict(link), ensure_ascii=False) + "\n")
+        else:
+            resolved = link.resolved if link.resolved is not None else "-"
+            out.write(f"{link.element}\t{link.attribute}\t{link.status}\t{link.original}\t{resolved}\n")
+    return EXIT_OK if _report(shown, result, err) else EXIT_SOME_FAILED
 
 
 def _lines(path: str) -> Iterator[str]:

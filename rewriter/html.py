@@ -40,7 +40,7 @@ from rewriter.microsyntax import (
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import Resolver, UnresolvableReference, parse
 
-__all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html"]
+__all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html", "start_tags"]
 
 Status = Literal["rewritten", "absolute", "same-document", "no-base", "unresolvable"]
 Layer = Literal["base-element", "enclosing", "retrieval-url", "saved-from-mark", "canonical", "codebase"]
@@ -166,6 +166,14 @@ _LINE_BREAK = re.compile(r"\r\n?|\n")
 _SCHEME_3986 = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):").match
 _SCHEME_1808 = re.compile(r"([A-Za-z0-9+.\-]+):").match
 _STYLE_END = re.compile(r"</style[\t\n\f\r />]", re.IGNORECASE)
+_NOSCRIPT_END = re.compile(r"</noscript[\t\n\f\r />]", re.IGNORECASE)
+
+
+def _ascii_lower(name: str) -> str:
+    """HTML §13.2.5.33: the tokenizer lowercases ASCII upper alphas only."""
+    if name.isascii():
+        return name.lower()
+    return "".join(char.lower() if char.isascii() else char for char in name)
 
 
 class _Document:
@@ -195,7 +203,7 @@ class _Document:
             if name is None:
                 return spans
             position = match.end()  # type: ignore[union-attr]
-            name = name.lower()
+            name = _ascii_lower(name)
             if name in spans:
                 continue
             if name in needed:
@@ -221,9 +229,27 @@ class _Document:
         return len(self.text) if close < 0 else close + 1
 
 
-def _is_inert(element: turbohtml.Element) -> bool:
-    """In <template> content or <noscript>: never the source of the document's base."""
-    return any(getattr(ancestor, "tag", None) in ("template", "noscript") for ancestor in element.ancestors)
+def _is_inert(document: _Document, element: turbohtml.Element) -> bool:
+    """In <template> content or in a <noscript>: never the source of the document's base.
+
+    With scripting on (a browser's default) a <noscript> is raw text up to its end tag,
+    so a <base> there is text. The tree here is built with scripting off, where a
+    <base> in a <noscript> in <head> is moved out of it; so the test is on the text.
+    """
+    if any(getattr(ancestor, "tag", None) == "template" for ancestor in element.ancestors):
+        return True
+    line, column = element.position
+    offset = document.line_starts[line - 1] + column
+    for noscript in document.tree.select("noscript"):
+        if noscript.namespace != _HTML or noscript.position is None:
+            continue
+        start = document.start_tag_end(noscript)
+        if start > offset:
+            break
+        close = _NOSCRIPT_END.search(document.text, start)
+        if offset < (close.start() if close is not None else len(document.text)):
+            return True
+    return False
 
 
 class _Context:
@@ -306,7 +332,7 @@ def _rewrite_text(text: str, fallback: str | None, fallback_layer: Layer | None,
     fallback_context = _Context(base, layer, policy)
     base_element = None
     for candidate in tree.select("base[href]"):
-        if candidate.namespace != _HTML or _is_inert(candidate):
+        if candidate.namespace != _HTML or candidate.position is None or _is_inert(document, candidate):
             continue
         base_element = candidate
         href = candidate.attrs.get("href")
@@ -789,6 +815,7 @@ def _process(
         sniffed = sniff(document, charset)
         data, text, bom, codec, label = document, decode(document, sniffed), sniffed.bom, sniffed.codec, sniffed.label
     found = _rewrite_text(text, fallback, layer, policy)
+    found.found.sort(key=lambda item: item[_START])  # document order (conditional comments come last)
     body = data[len(bom) :]
     edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite else []
     positions = sorted({p for edit in edits for p in edit[:2]} | {p for item in found.found for p in item[_START:]})
@@ -811,3 +838,34 @@ def _process(
         pieces.append(body[last:])
         output = b"".join(pieces)
     return HTMLResult(output, links, label, found.base, found.layer, tuple(found.problems))
+
+
+def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tuple[str, dict[str, str]]]:
+    """Every start tag the engine sees, in tree order, with its attribute values.
+
+    Values are as the HTML tokenizer gives them (character references decoded,
+    newlines normalised, NUL read as U+FFFD), the first of duplicate names winning.
+    Start tags the tree builder ignores or merges into an earlier element (a second
+    ``<body>``, a ``<tr>`` outside a table) are not included: no element carries them.
+    This is what tests compare with an independent HTML5 tokenizer.
+
+    >>> start_tags('<A HREF="x&amp;y" href=dup>t</A><svg><image xlink:href=i /></svg>')
+    [('a', {'href': 'x&y'}), ('svg', {}), ('image', {'xlink:href': 'i'})]
+    """
+    text = document if isinstance(document, str) else decode(document, sniff(document, charset))
+    parsed = _Document(text)
+    everything = {"\0"}  # a name no attribute has: scan them all
+    tags: list[tuple[str, dict[str, str]]] = []
+    for element in parsed.tree.iter_elements():
+        if element.position is None:
+            continue
+        line, column = element.position
+        start = parsed.line_starts[line - 1] + column
+        name = _ascii_lower(_TAG_NAME.match(text, start).group()[1:]).replace("\0", "\ufffd")  # type: ignore[union-attr]
+        values: dict[str, str] = {}
+        for attribute, span in parsed.attributes(element, everything).items():
+            raw = "" if span is None else text[span[0] : span[1]]
+            raw = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")
+            values[attribute.replace("\0", "\ufffd")] = decode_attribute(raw)[0]
+        tags.append((name, values))
+    return tags

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +100,77 @@ def test_fixture_reference_list_resolves(capsys: pytest.CaptureFixture[str]) -> 
     assert len(lines) == len((FIXTURES / "references.txt").read_text(encoding="utf-8").splitlines())
     assert lines[0] == "https://example.org/docs/img/logo.png"
     assert "https://example.org/docs/guide/fontello.eot?#iefix" in lines
+
+
+# --- rewrite and links ----------------------------------------------------------------
+
+
+def test_rewrite_fixture_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    # The README's first command: the page carries its retrieval URL in a saved-from mark.
+    code, out, err = run(capsys, "rewrite", str(FIXTURES / "saved-page.html"))
+    assert code == 0, err
+    assert 'href="https://example.org/docs/css/site.css"' in out
+    assert '<a href="#main">' in out  # same-document reference kept
+
+
+def test_rewrite_to_a_file_and_several_to_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one = tmp_path / "one.html"
+    one.write_bytes(b"<a href=x>")
+    two = tmp_path / "two.html"
+    two.write_bytes(b"<img src=y>")
+    out_file = tmp_path / "out.html"
+    assert run(capsys, "rewrite", str(one), "--url", "http://h/d/", "-o", str(out_file))[0] == 0
+    assert out_file.read_bytes() == b"<a href=http://h/d/x>"
+    folder = tmp_path / "outs"
+    assert run(capsys, "rewrite", str(one), str(two), "--url", "http://h/", "-o", str(folder))[0] == 0
+    assert (folder / "two.html").read_bytes() == b"<img src=http://h/y>"
+    assert sorted(p.name for p in folder.iterdir()) == ["one.html", "two.html"]  # no temporary file left
+    assert run(capsys, "rewrite", str(one), str(two))[0] == 2  # several inputs need -o DIR
+
+
+def test_rewrite_goes_on_after_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "good.html"
+    good.write_bytes(b"<a href=x>")
+    code, _, err = run(
+        capsys, "rewrite", str(tmp_path / "missing.html"), str(good), "--url", "http://h/", "-o", str(tmp_path / "o")
+    )
+    assert code == 1
+    assert "missing.html" in err and "Traceback" not in err
+    assert (tmp_path / "o" / "good.html").read_bytes() == b"<a href=http://h/x>"
+
+
+def test_rewrite_reports_links_left_relative(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "p.html"
+    page.write_bytes(b"<a href=x>")
+    code, out, err = run(capsys, "rewrite", str(page))
+    assert code == 1 and out == "<a href=x>"
+    assert "'x'" in err and "no-base" in err and "bytes 8-9" in err
+    assert run(capsys, "rewrite", str(page), "--require-base")[0] == 1
+
+
+def test_rewrite_stdin_to_stdout_bytes_exact() -> None:
+    page = b'<meta charset="windows-1252"><p>\xe9</p><a href="\xe9.html">'
+    done = subprocess.run(
+        [sys.executable, "-m", "rewriter", "rewrite", "-", "--url", "http://h/"], input=page, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == page.replace(b'href="', b'href="http://h/')
+
+
+def test_rewrite_options_reach_the_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "p.html"
+    page.write_bytes(b'<base href="/b/"><a href="#t"><img data-src=l.png>')
+    out = run(
+        capsys, "rewrite", str(page), "--url", "http://h/", "--remove-base", "--absolutize-fragments", "--no-lazy"
+    )[1]
+    assert out == '<a href="http://h/b/#t"><img data-src=l.png>'
+
+
+def test_links_plain_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "links", str(FIXTURES / "saved-page.html"))
+    assert code == 0
+    assert "link\thref\trewritten\t../css/site.css\thttps://example.org/docs/css/site.css" in out.splitlines()
+    code, out, _ = run(capsys, "links", str(FIXTURES / "saved-page.html"), "--json", "--rules", "whatwg")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert {"element", "attribute", "status", "original", "resolved", "layer", "start", "end"} <= set(records[0])
+    assert any(r["attribute"] == "srcset" and r["original"] == "img/diagram,wide.webp" for r in records)

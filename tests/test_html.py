@@ -1,0 +1,289 @@
+"""The HTML engine on small documents: every trap named in the issue, encodings, escaping, options."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+
+from rewriter.html import NoBaseError, find_links, rewrite_html, start_tags
+from rewriter.policy import Policy
+
+URL = "http://h/dir/page.html"
+
+
+def rewrite(document: str | bytes, url: str | None = URL, **options: object) -> str:
+    data = document.encode("utf-8") if isinstance(document, str) else document
+    return rewrite_html(data, url=url, policy=Policy(**options)).output.decode("utf-8")  # type: ignore[arg-type]
+
+
+# --- the base: which <base> counts ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "decoy",
+    [
+        '<!-- <base href="http://evil/"> -->',
+        "<script>document.write('<base href=\"http://evil/\">')</script>",
+        '<template><base href="http://evil/"></template>',
+        '<noscript><base href="http://evil/"></noscript>',
+        '<svg><base href="http://evil/"></base></svg>',
+        '<textarea><base href="http://evil/"></textarea>',
+        '<style>/* <base href="http://evil/"> */</style>',
+        '<math><base href="http://evil/"></base></math>',
+    ],
+)
+def test_base_in_inert_places_is_never_used(decoy: str) -> None:
+    result = find_links(f"{decoy}<a href=x>".encode())
+    assert result.base is None or "evil" not in result.base
+    out = rewrite(f"{decoy}<a href=x>", url=URL)
+    assert "<a href=http://h/dir/x>" in out
+
+
+def test_first_base_with_href_wins_and_is_resolved_against_the_retrieval_url() -> None:
+    out = rewrite('<base target=_top><base href="../b/"><base href="http://second/"><a href=x>')
+    assert '<base href="http://h/b/">' in out  # made absolute, stays
+    assert "<a href=http://h/b/x>" in out
+    assert '<base href="http://second/">' in out  # untouched: it is absolute already
+
+
+@pytest.mark.parametrize("href", ["javascript:alert(1)", "data:text/html,x", "vbscript:x", "mailto:a@b"])
+def test_unusable_base_is_ignored_and_reported(href: str) -> None:
+    result = rewrite_html(f'<base href="{href}"><a href=x>'.encode(), url=URL)
+    assert result.output.endswith(b"<a href=http://h/dir/x>")
+    assert result.base == URL and result.layer == "retrieval-url"
+    assert any("ignored" in problem for problem in result.problems)
+
+
+def test_remove_base_option() -> None:
+    assert rewrite('<base href="/b/"><a href=x>', remove_base=True) == "<a href=http://h/b/x>"
+
+
+def test_saved_from_mark_is_the_retrieval_url() -> None:
+    page = "<!-- saved from url=(0023)https://example.org/a/ -->\n<a href=b>"
+    result = rewrite_html(page.encode())
+    assert result.layer == "saved-from-mark"
+    assert result.output.endswith(b"<a href=https://example.org/a/b>")
+
+
+def test_canonical_only_when_asked() -> None:
+    page = b'<link rel=canonical href="https://example.org/c/p"><a href=x>'
+    assert rewrite_html(page).output == page
+    assert b"<a href=https://example.org/c/x>" in rewrite_html(page, policy=Policy(canonical_base=True)).output
+
+
+def test_no_base_keeps_relative_links_and_reports_them() -> None:
+    result = rewrite_html(b"<a href=x><a href=http://y/>")
+    assert result.output == b"<a href=x><a href=http://y/>"
+    assert [link.status for link in result.links] == ["no-base", "absolute"]
+    with pytest.raises(NoBaseError):
+        rewrite_html(b"<a href=x>", policy=Policy(require_base=True))
+
+
+def test_enclosing_base_beats_retrieval_url() -> None:
+    result = rewrite_html(b"<a href=x>", url="http://retrieval/", base="http://enclosing/d/")
+    assert result.output == b"<a href=http://enclosing/d/x>" and result.layer == "enclosing"
+
+
+# --- what is a link ------------------------------------------------------------------
+
+
+def test_srcset_with_commas_in_urls() -> None:
+    out = rewrite('<img srcset="a,1.png 1x,b.png 2x , c.png (w,h) 3w,d.png">')
+    assert out == (
+        '<img srcset="http://h/dir/a,1.png 1x,http://h/dir/b.png 2x , http://h/dir/c.png (w,h) 3w,http://h/dir/d.png">'
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("5", "5"),
+        ("0;url=x.html", "0;url=http://h/dir/x.html"),
+        ("0; URL='x y.html'", "0; URL='http://h/dir/x y.html'"),
+        ('0, url = "x.html" ', '0, url = "http://h/dir/x.html" '),
+        ("0, x.html", "0, http://h/dir/x.html"),
+        ("3 ur=x.html", "3 http://h/dir/ur=x.html"),
+        ("1.5;url=http://abs/", "1.5;url=http://abs/"),
+        ("x;url=y", "x;url=y"),
+    ],
+)
+def test_meta_refresh_forms(content: str, expected: str) -> None:
+    page = f'<meta http-equiv="refresh" content="{html.escape(content)}">'
+    assert html.unescape(rewrite(page)) == f'<meta http-equiv="refresh" content="{expected}">'
+
+
+def test_meta_content_of_other_metas_is_not_a_url() -> None:
+    page = '<meta name="description" content="a/b"><meta property="og:image" content="i.png">'
+    assert rewrite(page) == page
+
+
+def test_css_forms_and_escapes() -> None:
+    page = (
+        "<style>@import 'a.css'; @import \"b.css\"; @import url(c.css);"
+        "x{background:url( d\\ e.png ) ; content:'url(no.png)'} /* url(no2.png) */"
+        "y{background-image:image-set('f.png' 1x, url(g.png) 2x)}</style>"
+    )
+    out = rewrite(page)
+    for name in ("a.css", "b.css", "c.css", "f.png", "g.png"):
+        assert f"http://h/dir/{name}" in out
+    assert "url( http://h/dir/d\\20 e.png )" in out  # CSS Syntax §4.3.7: a hex escape for the space
+    assert "url(no.png)" in out and "url(no2.png)" in out
+
+
+def test_style_attribute_with_character_references() -> None:
+    out = rewrite('<p style="background:url(&quot;a b.png&quot;)">')
+    assert out == '<p style="background:url(&quot;http://h/dir/a b.png&quot;)">'
+
+
+def test_iframe_srcdoc_is_a_nested_document_with_the_parents_base() -> None:
+    out = rewrite('<base href="/b/"><iframe srcdoc="&lt;img src=&quot;i.png&quot;&gt;"></iframe>')
+    assert out.endswith('<iframe srcdoc="&lt;img src=&quot;http://h/b/i.png&quot;&gt;"></iframe>')
+
+
+def test_svg_and_mathml_links() -> None:
+    out = rewrite('<svg><a xlink:href="a"><image href="b"/></a></svg><math href="c"></math>')
+    assert out == (
+        '<svg><a xlink:href="http://h/dir/a"><image href="http://h/dir/b"/></a></svg>'
+        '<math href="http://h/dir/c"></math>'
+    )
+
+
+def test_object_codebase_and_archive_lists() -> None:
+    out = rewrite('<object codebase="/cb/" data="m.swf" archive="a.jar b.jar"></object><applet archive="x.jar,y.jar">')
+    assert 'codebase="http://h/cb/"' in out
+    assert 'data="http://h/cb/m.swf"' in out and 'archive="http://h/cb/a.jar http://h/cb/b.jar"' in out
+    assert 'archive="http://h/dir/x.jar,http://h/dir/y.jar"' in out
+
+
+def test_usemap_only_when_it_is_a_url_and_param_only_by_ref() -> None:
+    page = '<img usemap="#m"><img usemap="maps.html#m"><param name=a value=v.html><param valuetype=ref value=r.html>'
+    assert rewrite(page) == (
+        '<img usemap="#m"><img usemap="http://h/dir/maps.html#m"><param name=a value=v.html>'
+        "<param valuetype=ref value=http://h/dir/r.html>"
+    )
+
+
+def test_lazy_attributes_by_default_and_not_when_switched_off() -> None:
+    page = '<img data-src="l.png" data-srcset="a.png 1x">'
+    assert rewrite(page) == '<img data-src="http://h/dir/l.png" data-srcset="http://h/dir/a.png 1x">'
+    assert rewrite(page, lazy_attributes=frozenset()) == page
+
+
+def test_conditional_comments() -> None:
+    page = (
+        '<!--[if IE]><link href="ie.css"><![endif]-->'
+        '<script>"<!--[if IE]><link href=\\"no.css\\"><![endif]-->"</script>'
+    )
+    out = rewrite(page)
+    assert '<link href="http://h/dir/ie.css">' in out and 'href=\\"no.css\\"' in out
+    assert rewrite(page, conditional_comments=False) == page
+
+
+def test_same_document_references() -> None:
+    page = '<a href="#top"></a><a href=""></a><a href="?q"></a>'
+    assert rewrite(page) == '<a href="#top"></a><a href=""></a><a href="http://h/dir/page.html?q"></a>'
+    assert rewrite(page, same_document=True) == (
+        '<a href="http://h/dir/page.html#top"></a><a href="http://h/dir/page.html"></a>'
+        '<a href="http://h/dir/page.html?q"></a>'
+    )
+
+
+def test_absolute_references_of_any_scheme_are_never_touched() -> None:
+    page = '<a href="HTTP://X/./a"><a href="javascript:go(\'../x\')"><a href="data:,a/../b"><a href="tel:+1">'
+    assert rewrite(page) == page
+
+
+# --- escaping ---------------------------------------------------------------------------
+
+
+def test_resolved_url_with_quotes_is_escaped_for_its_place() -> None:
+    out = rewrite('<a href=\'x"y\'><a href="z"><a href=q>', url="http://h/it's/")
+    assert "<a href='http://h/it&#39;s/x\"y'>" in out
+    assert '<a href="http://h/it\'s/z">' in out
+    assert '<a href="http://h/it\'s/q">' in out  # an unquoted value that needs quotes gets them
+    assert find_links(out.encode(), url="http://other/").links[0].original == "http://h/it's/x\"y"
+
+
+def test_character_references_are_decoded_before_resolving_and_kept_after() -> None:
+    out = rewrite('<a href="a?x=1&amp;y=&#50;">')
+    assert out == '<a href="http://h/dir/a?x=1&amp;y=&#50;">'
+    assert find_links(out.encode()).links[0].original == "http://h/dir/a?x=1&y=2"
+
+
+def test_whitespace_around_values_is_kept() -> None:
+    assert rewrite('<a href="  x \n">') == '<a href="  http://h/dir/x \n">'
+
+
+def test_no_other_byte_changes() -> None:
+    page = "<!DOCTYPE html>\r\n<P CLASS = 'a'   Href= x >&nbsp;<br/><IMG SRC=y.png Alt=''>\r\n</P>"
+    expected = page.replace("Href= x", "Href= http://h/dir/x").replace("SRC=y", "SRC=http://h/dir/y")
+    assert rewrite(page) == expected
+
+
+def test_duplicate_attributes_first_wins() -> None:
+    assert rewrite("<a href=x href=y>") == "<a href=http://h/dir/x href=y>"
+
+
+# --- encodings ----------------------------------------------------------------------------
+
+
+def test_windows_1252_page_keeps_its_bytes() -> None:
+    page = '<meta charset="windows-1252"><p>caf\xe9</p><a href="caf\xe9.html">'.encode("cp1252")
+    out = rewrite_html(page, url="http://h/d/").output
+    assert out == page.replace(b'href="caf', b'href="http://h/d/caf')
+
+
+def test_new_text_the_encoding_cannot_hold_is_percent_encoded() -> None:
+    page = b'<meta charset="iso-8859-1"><a href="x">'  # WHATWG: iso-8859-1 means windows-1252
+    result = rewrite_html(page, url="http://h/\u20ac\u4e2d/")
+    assert result.output.endswith(b'<a href="http://h/\x80%E4%B8%AD/x">')
+
+
+def test_utf16_document() -> None:
+    page = '\ufeff<p>\u4e2d<a href="x">'.encode("utf-16-le")
+    out = rewrite_html(page, url="http://h/").output
+    assert out.decode("utf-16") == '<p>\u4e2d<a href="http://h/x">'
+
+
+def test_shift_jis_page_declared_late() -> None:
+    page = (
+        "<html><head>" + " " * 2000 + '<meta charset="shift_jis"></head><p>\u65e5\u672c<a href="\u65e5.html">'
+    ).encode("shift_jis")
+    result = rewrite_html(page, url="http://h/")
+    assert result.encoding.lower() == "shift_jis"
+    assert result.output == page.replace(b'href="', b'href="http://h/')
+
+
+def test_transport_charset_wins_over_meta() -> None:
+    page = '<meta charset="utf-8"><a href="\xe9">'.encode("cp1252")
+    result = rewrite_html(page, url="http://h/", charset="windows-1252")
+    assert result.links[0].original == "\xe9"
+
+
+def test_invalid_utf8_bytes_survive() -> None:
+    page = b'<meta charset="utf-8"><p>\xff\xfe</p><a href="a\xffb">'
+    out = rewrite_html(page, url="http://h/").output
+    assert out == b'<meta charset="utf-8"><p>\xff\xfe</p><a href="http://h/a\xffb">'
+
+
+def test_link_spans_are_byte_offsets_into_the_input() -> None:
+    page = '<p>\u00e9\u00e9</p>\r\n<a href=" x ">'.encode()
+    link = find_links(page, url=URL).links[0]
+    assert page[link.start : link.end] == b"x"
+
+
+def test_rules_choice_reaches_the_resolver() -> None:
+    page = "<a href='../../../g'>"
+    assert rewrite(page, url="http://a/b/c/d", rules="rfc1808") == "<a href='http://a/../g'>"
+    assert rewrite(page, url="http://a/b/c/d", rules="whatwg") == "<a href='http://a/g'>"
+
+
+def test_whatwg_special_scheme_reference_is_relative() -> None:
+    assert rewrite("<a href='http:g'>", url="http://a/b/c/d", rules="whatwg") == "<a href='http://a/b/c/g'>"
+    assert rewrite("<a href='http:g'>", url="http://a/b/c/d") == "<a href='http:g'>"
+
+
+def test_start_tags_lists_what_the_tokenizer_gives() -> None:
+    tags = start_tags("<a title='&copy=1&amp;' href=x\r\ny\x00>")
+    assert tags == [("a", {"title": "&copy=1&", "href": "x", "y\ufffd": ""})]
