@@ -3,9 +3,10 @@
 Exit codes, for every verb:
 
 - 0: everything asked for was done;
-- 1: some item (a reference, later a link, part or file) could not be done; the
-  others were, and each failure is named on standard error;
-- 2: the command itself is wrong: a usage error or an input that cannot be read.
+- 1: some item (a reference, a link left relative, a file that cannot be read or
+  written) could not be done; the others were, and each failure is named on
+  standard error;
+- 2: the command itself is wrong (a usage error).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import TextIO
 
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rewriter",
         description="Make every relative link in HTML documents and MIME messages absolute.",
-        epilog="Exit codes: 0 all done, 1 some item failed (each named on stderr), 2 usage or input error.",
+        epilog="Exit codes: 0 all done, 1 some item failed (each named on stderr, the others done), 2 usage error.",
     )
     parser.add_argument("--version", action="version", version=f"rewriter {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
@@ -234,7 +234,7 @@ def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_SOME_FAILED
     for link in result.links:
         if args.json:
-            out.write(json.dumps(asdict(link), ensure_ascii=False) + "\n")
+            out.write(json.dumps(link._asdict(), ensure_ascii=False) + "\n")
         else:
             resolved = link.resolved if link.resolved is not None else "-"
             out.write(f"{link.element}\t{link.attribute}\t{link.status}\t{link.original}\t{resolved}\n")
@@ -275,7 +275,7 @@ def _run_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             resolve_all(_lines(path), "<stdin>" if path == "-" else path)
         except OSError as error:
             err.write(f"rewriter resolve: cannot read {path}: {error.strerror or error}\n")
-            return EXIT_USAGE
+            status = EXIT_SOME_FAILED
     return status
 
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import turbohtml
 
 from rewriter import css
 from rewriter.encoding import ByteMap, decode, encode_url_text, sniff
-from rewriter.links import ATTRIBUTE_NAMES, CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of
+from rewriter.links import CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of, selector
 from rewriter.microsyntax import (
     ASCII_WHITESPACE,
     decode_attribute,
@@ -50,9 +50,8 @@ class NoBaseError(ValueError):
     """The document has relative links and no base URL, and the policy requires one."""
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
-    """One URL found in a document.
+class Link(NamedTuple):
+    """One URL found in a document (a named tuple: pages have thousands).
 
     ``original`` is the URL as the document means it (character references decoded,
     surrounding whitespace left out); ``start``/``end`` are the byte offsets of its text
@@ -125,14 +124,6 @@ _NAMESPACE_NAMES = {
     turbohtml.Namespace.SVG: "svg",
     turbohtml.Namespace.MATHML: "math",
 }
-
-
-def _selector(policy: Policy) -> str:
-    names = sorted(ATTRIBUTE_NAMES | policy.lazy_attributes)
-    return ",".join(f"[{name.replace(':', chr(92) + ':')}]" for name in names) + ",style"
-
-
-_SELECTORS: dict[frozenset[str], str] = {}
 
 
 def _escape_attribute(text: str, quote: str) -> str:
@@ -359,10 +350,7 @@ def _rewrite_text(text: str, fallback: str | None, fallback_layer: Layer | None,
     context = _Context(base, layer, policy)
     result.base, result.layer = base, layer
 
-    selector = _SELECTORS.get(policy.lazy_attributes)
-    if selector is None:
-        selector = _SELECTORS[policy.lazy_attributes] = _selector(policy)
-    for element in tree.select(selector):
+    for element in tree.select(selector(policy.lazy_attributes)):
         if element.position is None:
             continue  # an element the parser made up (html, head, body, tbody)
         if element is base_element:
@@ -590,7 +578,7 @@ def _attribute_links(
     # text is the old one with a prefix (then only the prefix is written).
     replacements: list[tuple[int, int, str, str | None]] = []
     if kind == "css":
-        for url in css.find_urls(value):
+        for url in _css_urls(value):
             _one_url(
                 tag,
                 name,
@@ -694,6 +682,15 @@ def _splice_attribute(
             result.edits.append((raw_at, raw_start + _raw(offsets, end), _escape_attribute(new, quote)))
 
 
+# A URL in CSS needs one of these (or an escape, which can spell any of them).
+_CSS_MAY_HAVE_URL = re.compile(r"url\(|src\(|image-set\(|@import|\\", re.IGNORECASE).search
+
+
+def _css_urls(text: str) -> list[css.CSSURL]:
+    """The URLs of a piece of CSS; most style attributes have none, and are passed over at once."""
+    return css.find_urls(text) if _CSS_MAY_HAVE_URL(text) else []
+
+
 def _style_element(
     document: _Document,
     element: turbohtml.Element,
@@ -712,7 +709,7 @@ def _style_element(
     foreign = element.namespace != _HTML
     if foreign and ("&" in source or "<" in source):
         return  # SVG <style> is parsed as markup; only plain text is taken as is
-    for url in css.find_urls(source):
+    for url in _css_urls(source):
         status, resolved, reason = context.classify(url.value)
         result.found.append(
             (
@@ -822,7 +819,7 @@ def _process(
     mapped = dict(zip(positions, ByteMap(text, body, codec).byte_offsets(positions), strict=True))
     shift = len(bom)
     links = tuple(
-        Link(*item[:_START], mapped[item[_START]] + shift, mapped[item[_END]] + shift) for item in found.found
+        [Link(*item[:_START], mapped[item[_START]] + shift, mapped[item[_END]] + shift) for item in found.found]
     )
     output = data
     if edits:

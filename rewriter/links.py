@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-__all__ = ["CODEBASE_RELATIVE", "CONDITIONAL", "Kind", "attributes_of", "kind_of"]
+__all__ = ["CODEBASE_RELATIVE", "CONDITIONAL", "Kind", "attributes_of", "kind_of", "selector"]
 
 Kind = Literal[
     "url",  # one URL
@@ -112,3 +112,39 @@ def attributes_of(namespace: str, element: str, lazy: frozenset[str] = frozenset
     """
     names = ATTRIBUTE_NAMES | lazy
     return {name: kind for name in names if (kind := kind_of(namespace, element, name, lazy)) is not None}
+
+
+# The CSS selector forms of the conditions on CONDITIONAL entries.
+_CONDITION_SELECTORS = {
+    ("meta", "content"): 'meta[http-equiv="refresh" i][content]',
+    ("param", "value"): 'param[valuetype="ref" i][value]',
+}
+# A style attribute holds a URL only with one of these (or an escape, which can spell them).
+_STYLE_SELECTORS = [f'[style*="{needle}" i]' for needle in ("url(", "src(", "image-set(", "@import", "\\\\")]
+
+
+@lru_cache(maxsize=64)
+def selector(lazy: frozenset[str] = frozenset()) -> str:
+    """One CSS selector for every element that may hold a link, generated from the tables.
+
+    It lets the parser's C selector engine pick the few elements worth a look, so the
+    Python side never visits a meta description or a style attribute with no url().
+
+    >>> 'meta[http-equiv="refresh" i][content]' in selector()
+    True
+    """
+
+    def attribute(name: str) -> str:
+        return f"[{name.replace(':', chr(92) + ':')}]"
+
+    parts = [attribute(name) for name in sorted(set(_HTML_ANY) | set(_FOREIGN_ANY) | lazy) if name != "style"]
+    for element, name in sorted(_HTML_BY_ELEMENT):
+        if (element, name) in _CONDITION_SELECTORS:
+            parts.append(_CONDITION_SELECTORS[(element, name)])
+        elif name == "usemap":
+            parts.append(f'{element}[usemap]:not([usemap^="#"])')
+        elif name not in _HTML_ANY:
+            parts.append(element + attribute(name))
+    parts.extend(_STYLE_SELECTORS)
+    parts.append("style")  # <style> elements, for their text
+    return ",".join(parts)

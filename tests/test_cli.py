@@ -69,9 +69,9 @@ def test_failures_in_a_file_name_the_line(capsys: pytest.CaptureFixture[str], tm
     assert f"{listing}:2: 'relative'" in err and "no base" in err
 
 
-def test_unreadable_file_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = run(capsys, "resolve", "http://a/", "-f", str(tmp_path / "missing.txt"))
-    assert code == 2
+def test_unreadable_file_is_named_and_the_rest_done(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(capsys, "resolve", "http://a/", "g", "-f", str(tmp_path / "missing.txt"))
+    assert code == 1 and out == "http://a/g\n"
     assert "missing.txt" in err and "No such file" in err
 
 
