@@ -112,7 +112,6 @@ class _TextResult:
     problems: list[str] = field(default_factory=list)
 
 
-_ATTRIBUTE_VALUE = re.compile(r"[^\t\n\f\r /=>]?[^\t\n\f\r />=]*[\t\n\f\r ]*(?:=[\t\n\f\r ]*)?")
 _SAVED_FROM = re.compile(r"<!--\s*saved from url=\((\d{4})\)")
 _CONDITIONAL = re.compile(r"<!--\[if[^\]]*\]>(.*?)<!\[endif\]\s*-->", re.DOTALL | re.IGNORECASE)
 # Characters that end or break an unquoted attribute value (HTML §13.2.5.40); "="
@@ -157,6 +156,7 @@ _LINE_BREAK = re.compile(r"\r\n?|\n")
 _SCHEME_3986 = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):").match
 _SCHEME_1808 = re.compile(r"([A-Za-z0-9+.\-]+):").match
 _STYLE_END = re.compile(r"</style[\t\n\f\r />]", re.IGNORECASE)
+_WHATWG_ALONE = Resolver("", rules="whatwg")  # the WHATWG parser with no base
 _NOSCRIPT_END = re.compile(r"</noscript[\t\n\f\r />]", re.IGNORECASE)
 
 
@@ -250,21 +250,12 @@ class _Context:
         self.base = base
         self.layer: Layer | None = layer
         self.policy = policy
+        # Resolver parses its base once; the resolve module caches parsed bases.
         self.resolver = Resolver(base, rules=policy.rules, strict=policy.strict) if base else None
-        self._resolvers: dict[str, Resolver] = {}
         self._classified: dict[str, tuple[Status, str | None, str | None]] = {}
 
     def with_base(self, base: str, layer: Layer) -> _Context:
-        context = _Context.__new__(_Context)
-        context.base, context.layer, context.policy = base, layer, self.policy
-        context.resolver = self._resolvers.get(base)
-        if context.resolver is None:
-            context.resolver = self._resolvers[base] = Resolver(
-                base, rules=self.policy.rules, strict=self.policy.strict
-            )
-        context._resolvers = self._resolvers
-        context._classified = {}
-        return context
+        return _Context(base, layer, self.policy)
 
     def is_absolute(self, reference: str) -> bool:
         policy = self.policy
@@ -273,7 +264,7 @@ class _Context:
             if self.resolver is None:
                 return True
             try:
-                return Resolver("", rules="whatwg").resolve(reference) == self.resolver.resolve(reference)
+                return _WHATWG_ALONE.resolve(reference) == self.resolver.resolve(reference)
             except UnresolvableReference:
                 return False
         match = (_SCHEME_1808 if policy.rules == "rfc1808" else _SCHEME_3986)(reference)
