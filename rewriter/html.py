@@ -341,9 +341,16 @@ def _rewrite_text(text: str, fallback: str | None, fallback_layer: Layer | None,
     context = _Context(base, layer, policy)
     result.base, result.layer = base, layer
 
+    seen: set[tuple[int, int]] = set()
     for element in tree.select(selector(policy.lazy_attributes)):
-        if element.position is None:
+        position = element.position
+        if position is None:
             continue  # an element the parser made up (html, head, body, tbody)
+        if position in seen:
+            # HTML §13.2.4.3: reopened formatting elements (an <a> carried over a
+            # block boundary) are clones of one start tag; its text is done once.
+            continue
+        seen.add(position)
         if element is base_element:
             _base_element(document, element, fallback_context, policy, result)
             continue
@@ -412,7 +419,8 @@ def _element_links(
     tag = element.tag
     if tag == "style":
         _style_element(document, element, context, result)
-    table = attributes_of(namespace, tag, policy.lazy_attributes)
+    lazy = policy.lazy_attributes
+    table = attributes_of(namespace, tag, lazy)
     kinds = {name: table[name] for name in element.attrs if name in table}
     if not kinds:
         return
@@ -431,6 +439,8 @@ def _element_links(
             continue
         span = spans[name]
         if span is None:
+            continue
+        if name in lazy and not _looks_like_url(document.text[span[0] : span[1]], kind):
             continue
         local = context
         if (tag, name) in CODEBASE_RELATIVE and "codebase" in spans:
@@ -490,6 +500,18 @@ def _plain_url(
         result.edits.append((raw_start + start, raw_start + end, _escape_attribute(resolved, quote)))
     else:
         result.edits.append((raw_start + start, raw_start + start, _escape_attribute(prefix, quote)))
+
+
+def _looks_like_url(raw: str, kind: Kind) -> bool:
+    """Lazy-loading attributes are a convention, not a standard: some sites keep markup
+    or text in them (``data-original='<i>…'``). Take one only when it could be a URL
+    (or a srcset): no "<" or ">", and, for a single URL, no whitespace inside."""
+    if "<" in raw or ">" in raw:
+        return False
+    if kind == "srcset":
+        return True
+    value = raw.strip(ASCII_WHITESPACE)
+    return not any(char in ASCII_WHITESPACE for char in value)
 
 
 def _applies(element: turbohtml.Element, tag: str, name: str) -> bool:
@@ -844,9 +866,11 @@ def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tup
     parsed = _Document(text)
     everything = {"\0"}  # a name no attribute has: scan them all
     tags: list[tuple[str, dict[str, str]]] = []
+    seen: set[tuple[int, int]] = set()
     for element in parsed.tree.iter_elements():
-        if element.position is None:
-            continue
+        if element.position is None or element.position in seen:
+            continue  # made up by the parser, or a clone of a reopened formatting element
+        seen.add(element.position)
         line, column = element.position
         start = parsed.line_starts[line - 1] + column
         name = _ascii_lower(_TAG_NAME.match(text, start).group()[1:]).replace("\0", "\ufffd")  # type: ignore[union-attr]

@@ -287,3 +287,16 @@ def test_whatwg_special_scheme_reference_is_relative() -> None:
 def test_start_tags_lists_what_the_tokenizer_gives() -> None:
     tags = start_tags("<a title='&copy=1&amp;' href=x\r\ny\x00>")
     assert tags == [("a", {"title": "&copy=1&", "href": "x", "y\ufffd": ""})]
+
+
+def test_a_reopened_formatting_element_is_rewritten_once() -> None:
+    # HTML §13.2.4.3: the <a> is cloned into the second <p>; the clone shares its position.
+    assert rewrite('<p><a href="x.html">1<p>2') == '<p><a href="http://h/dir/x.html">1<p>2'
+    assert len(find_links(b'<p><a href="x.html">1<p>2<p>3', url=URL).links) == 1
+
+
+def test_lazy_attribute_holding_markup_is_not_a_url() -> None:
+    page = "<a data-original='<i class=\"x\">s</i>' data-src='a b'><img data-src=' l.png '>"
+    assert (
+        rewrite(page) == "<a data-original='<i class=\"x\">s</i>' data-src='a b'><img data-src=' http://h/dir/l.png '>"
+    )
