@@ -71,10 +71,14 @@ _ESCAPE = rf"\\(?:{_HEX_ESCAPE}|[^\n\r\f0-9a-fA-F]|\Z)"
 # What the scanner stops at outside strings, comments and url tokens: a comment start, a quote, a backslash
 # (it may start a name spelt with escapes), "@import", and the names of the functions that take URLs.
 # ASCII-only case folding (§4.3.4 compares names ASCII case-insensitively).
-_KEYWORDS = r"@import|(?:url|src|image-set|-webkit-image-set)\("
-_SCAN = re.compile(rf"/\*|[\"'\\]|{_KEYWORDS}", re.ASCII | re.IGNORECASE)
+# The scan stops at single characters (a character class runs ten times faster than an
+# alternation of keywords in Python's re): "/" may start a comment, "@" may start
+# "@import", and at "(" the name before it is read backwards.
+_SCAN = re.compile(r"[/\"'\\(@]")
 # Inside image-set(), brackets too: only strings at the top level of its arguments are URLs.
-_SCAN_NESTED = re.compile(rf"/\*|[\"'\\()\[\]{{}}]|{_KEYWORDS}", re.ASCII | re.IGNORECASE)
+_SCAN_NESTED = re.compile(r"[/\"'\\()\[\]{}@]")
+# The function names that take a URL, longest first (a "-webkit-image-set" also ends in "image-set").
+_FUNCTION_NAMES = ("-webkit-image-set", "image-set", "url", "src")
 
 _WS = re.compile(r"[ \t\n\r\f]*")  # §4.2 whitespace: newline (LF, CR, FF), tab, space
 
@@ -251,11 +255,40 @@ def find_urls(css: str) -> list[CSSURL]:
             break
         k = match.start()
         char = css[k]
-        if char == "/":  # §4.3.2 consume comments
-            end = css.find("*/", k + 2)
-            if end < 0:
-                break
-            pos = boundary = end + 2
+        if char == "(":
+            # "url(" and the like: the name that ends here, within what this search passed over.
+            name = next(
+                (candidate for candidate in _FUNCTION_NAMES if css[k - len(candidate) : k].lower() == candidate),
+                None,
+            )
+            start = k - len(name) if name is not None else k
+            # A function only when the name starts here (§4.3.4), not when it is the end of a longer name
+            # (xurl), a hash (#url), an at-keyword (@url) or a dimension (5url). "<!--" is a token of its own
+            # (§4.3.1 CDO), so "<!--url(" is a url.
+            before = css[start - 1] if start > boundary else ""
+            if (
+                name is not None
+                and start >= pos
+                and not (
+                    before
+                    and (_is_name(before) or before in "@#")
+                    and not (start - 4 >= boundary and css[start - 4 : start] == "<!--")
+                )
+            ):
+                pos = boundary = _function(name, css, k + 1, stack, out)
+            elif stack:  # a bracket inside image-set()
+                stack.append((")", False))
+                pos = boundary = k + 1
+            else:
+                pos = k + 1
+        elif char == "/":
+            if css.startswith("*", k + 1):  # §4.3.2 consume comments
+                end = css.find("*/", k + 2)
+                if end < 0:
+                    break
+                pos = boundary = end + 2
+            else:
+                pos = k + 1
         elif char == '"' or char == "'":
             context: Context | None = "image-set" if stack and stack[-1][1] else None
             pos = boundary = _string(css, k, context, out)
@@ -263,7 +296,9 @@ def find_urls(css: str) -> list[CSSURL]:
             pos = boundary = _backslash(css, k, boundary, stack, out)
         elif char == "@":
             after = k + 7
-            if after < n and (
+            if css[k + 1 : after].lower() != "import":
+                pos = k + 1
+            elif after < n and (
                 _is_name(css[after]) or (css[after] == "\\" and css[after + 1 : after + 2] not in _NEWLINES)
             ):
                 pos = k + 1  # a longer at-keyword such as @imports (§4.3.12 the name goes on)
@@ -272,21 +307,11 @@ def find_urls(css: str) -> list[CSSURL]:
         elif char in _CLOSERS:
             stack.append((_CLOSERS[char], False))
             pos = boundary = k + 1
-        elif char in ")]}":
+        else:  # ")", "]" or "}" inside image-set()
             # §5.4.8/§5.4.9: a block or function ends at its own closing token; others inside are kept
             if stack[-1][0] == char:
                 stack.pop()
             pos = boundary = k + 1
-        else:
-            # "url(" and the like: a function only when the name starts here (§4.3.4), not when it is the end
-            # of a longer name (xurl), a hash (#url), an at-keyword (@url) or a dimension (5url). "<!--" is a
-            # token of its own (§4.3.1 CDO), so "<!--url(" is a url.
-            before = css[k - 1] if k > boundary else ""
-            if before and (_is_name(before) or before in "@#") and not (k - 4 >= boundary and css[k - 4 : k] == "<!--"):
-                pos = k + 1
-            else:
-                name = match.group()[:-1].lower()
-                pos = boundary = _function(name, css, match.end(), stack, out)
     return out
 
 
