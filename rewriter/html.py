@@ -150,6 +150,7 @@ _ATTRIBUTE = re.compile(
     r"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"([^\"]*)\"?|'([^']*)'?|([^\t\n\f\r >]*)))?)?"
 )
 _TAG_NAME = re.compile(r"<[^\t\n\f\r />]*")
+_QUOTE_OF_GROUP = {2: '"', 3: "'", 4: ""}
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 
 
@@ -190,23 +191,18 @@ class _Document:
         match_attribute = _ATTRIBUTE.match
         while True:
             match = match_attribute(text, position)
-            name = match.group(1)  # type: ignore[union-attr]
-            if name is None:
+            last = match.lastindex  # type: ignore[union-attr]
+            if last is None:
                 return spans
+            name = match.group(1)  # type: ignore[union-attr]
             position = match.end()  # type: ignore[union-attr]
-            name = _ascii_lower(name)
+            name = name.lower() if name.isascii() else _ascii_lower(name)
             if name in spans:
                 continue
             if name in needed:
                 wanted -= 1
-            if match.group(2) is not None:  # type: ignore[union-attr]
-                spans[name] = (match.start(2), match.end(2), '"')  # type: ignore[union-attr]
-            elif match.group(3) is not None:  # type: ignore[union-attr]
-                spans[name] = (match.start(3), match.end(3), "'")  # type: ignore[union-attr]
-            elif match.group(4) is not None:  # type: ignore[union-attr]
-                spans[name] = (match.start(4), match.end(4), "")  # type: ignore[union-attr]
-            else:
-                spans[name] = None
+            # Group 2, 3 or 4 is the value, double-quoted, single-quoted or unquoted.
+            spans[name] = None if last == 1 else (*match.span(last), _QUOTE_OF_GROUP[last])  # type: ignore[union-attr]
             if wanted <= 0:
                 return spans
 
@@ -408,6 +404,11 @@ def _base_element(
     _element_links(document, element, fallback, policy, result)
 
 
+# The link table per (namespace, tag, lazy attributes): a dict lookup per element.
+_TABLES: dict[tuple[object, str, frozenset[str]], dict[str, Kind]] = {}
+_CONDITIONAL_TAGS = frozenset(tag for tag, _ in CONDITIONAL)
+
+
 def _element_links(
     document: _Document,
     element: turbohtml.Element,
@@ -415,16 +416,18 @@ def _element_links(
     policy: Policy,
     result: _TextResult,
 ) -> None:
-    namespace = _NAMESPACE_NAMES.get(element.namespace, "html")
     tag = element.tag
     if tag == "style":
         _style_element(document, element, context, result)
     lazy = policy.lazy_attributes
-    table = attributes_of(namespace, tag, lazy)
+    table = _TABLES.get((element.namespace, tag, lazy))
+    if table is None:
+        namespace = _NAMESPACE_NAMES.get(element.namespace, "html")
+        table = _TABLES[(element.namespace, tag, lazy)] = attributes_of(namespace, tag, lazy)
     kinds = {name: table[name] for name in element.attrs if name in table}
     if not kinds:
         return
-    if any((tag, name) in CONDITIONAL for name in kinds):
+    if tag in _CONDITIONAL_TAGS:
         kinds = {name: kind for name, kind in kinds.items() if _applies(element, tag, name)}
     needed = set(kinds)
     if tag in ("object", "applet") and "codebase" in element.attrs:
