@@ -124,7 +124,8 @@ class ByteMap:
         # Piecewise encoding is exact when the whole text encodes back to the bytes
         # and the codec carries no state from one piece to the next; with as many
         # characters as bytes, offsets are the same.
-        roundtrip = text.encode(codec, "surrogateescape") == data
+        # UTF-8 read with surrogateescape always encodes back to the same bytes.
+        roundtrip = codec == "utf-8" or text.encode(codec, "surrogateescape") == data
         self._identity = roundtrip and len(text) == len(data)
         self._exact = roundtrip and (self._identity or codecs.lookup(codec).name in _STATELESS_MULTIBYTE)
 
