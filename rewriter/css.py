@@ -77,8 +77,6 @@ _ESCAPE = rf"\\(?:{_HEX_ESCAPE}|[^\n\r\f0-9a-fA-F]|\Z)"
 _SCAN = re.compile(r"[/\"'\\(@]")
 # Inside image-set(), brackets too: only strings at the top level of its arguments are URLs.
 _SCAN_NESTED = re.compile(r"[/\"'\\()\[\]{}@]")
-# The function names that take a URL, longest first (a "-webkit-image-set" also ends in "image-set").
-_FUNCTION_NAMES = ("-webkit-image-set", "image-set", "url", "src")
 
 _WS = re.compile(r"[ \t\n\r\f]*")  # §4.2 whitespace: newline (LF, CR, FF), tab, space
 
@@ -257,10 +255,13 @@ def find_urls(css: str) -> list[CSSURL]:
         char = css[k]
         if char == "(":
             # "url(" and the like: the name that ends here, within what this search passed over.
-            name = next(
-                (candidate for candidate in _FUNCTION_NAMES if css[k - len(candidate) : k].lower() == candidate),
-                None,
-            )
+            tail = css[k - 3 : k].lower()
+            if tail == "url" or tail == "src":
+                name: str | None = tail
+            elif tail == "set" and css[k - 9 : k].lower() == "image-set":
+                name = "-webkit-image-set" if css[k - 17 : k].lower() == "-webkit-image-set" else "image-set"
+            else:
+                name = None
             start = k - len(name) if name is not None else k
             # A function only when the name starts here (§4.3.4), not when it is the end of a longer name
             # (xurl), a hash (#url), an at-keyword (@url) or a dimension (5url). "<!--" is a token of its own
