@@ -18,12 +18,14 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rewriter import __version__
-from rewriter.html import HTMLResult, NoBaseError, find_links, rewrite_html
 from rewriter.policy import Policy
 from rewriter.resolve import RULES, Resolver, UnresolvableReference
+
+if TYPE_CHECKING:
+    from rewriter.html import HTMLResult
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
@@ -171,6 +173,8 @@ def _report(name: str, result: HTMLResult, err: TextIO) -> bool:
 
 
 def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from rewriter.html import NoBaseError, rewrite_html  # the HTML stack loads only for the verbs that use it
+
     policy = _policy(args)
     several = len(args.files) > 1
     target = Path(args.output) if args.output and args.output != "-" else None
@@ -220,6 +224,8 @@ def _write_bytes(out: TextIO, data: bytes) -> None:
 
 
 def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from rewriter.html import NoBaseError, find_links
+
     name = args.files[0]
     shown = "<stdin>" if name == "-" else name
     try:

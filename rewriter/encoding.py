@@ -16,7 +16,6 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 import webencodings
-from bs4.dammit import EncodingDetector
 
 __all__ = ["ByteMap", "Sniffed", "decode", "encode_url_text", "sniff"]
 
@@ -84,6 +83,8 @@ def sniff(data: bytes, transport: str | None = None) -> Sniffed:
     transport_encoding = webencodings.lookup(transport.strip()) if transport else None
     if transport_encoding is not None:
         return Sniffed(_python_codec(transport_encoding), transport_encoding.name, b"", "transport")
+    from bs4.dammit import EncodingDetector  # bs4's package import is heavy; only sniffing needs it
+
     declared = EncodingDetector.find_declared_encoding(data[:1024], is_html=True) or (
         EncodingDetector.find_declared_encoding(data, is_html=True, search_entire_document=True)
     )
