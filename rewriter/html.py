@@ -158,6 +158,12 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 _SCHEME_3986 = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):").match
 _SCHEME_1808 = re.compile(r"([A-Za-z0-9+.\-]+):").match
 _WHATWG_ALONE = Resolver("", rules="whatwg")  # the WHATWG parser with no base
+# A special scheme (URL Standard §3.1), then (group 2) two slashes or backslashes, tab
+# and newline being removed first; leading C0 controls and spaces are stripped.
+_SPECIAL_SCHEME = re.compile(
+    r"[\x00-\x20]*((?i:f[\t\n\r]*t[\t\n\r]*p|f[\t\n\r]*i[\t\n\r]*l[\t\n\r]*e|h[\t\n\r]*t[\t\n\r]*t[\t\n\r]*p"
+    r"(?:[\t\n\r]*s)?|w[\t\n\r]*s(?:[\t\n\r]*s)?)[\t\n\r]*:)([\t\n\r]*[/\\][\t\n\r]*[/\\])?"
+).match
 
 
 def _line_starts(text: str) -> list[int]:
@@ -253,21 +259,33 @@ def _is_inert(document: _Document, element: turbohtml.Element) -> bool:
 class _Context:
     """The base of one document and the policy, resolving one reference at a time."""
 
-    def __init__(self, base: str | None, layer: Layer | None, policy: Policy) -> None:
+    def __init__(self, base: str | None, layer: Layer | None, policy: Policy, codec: str = "utf-8") -> None:
         self.base = base
         self.layer: Layer | None = layer
         self.policy = policy
+        # URL Standard "query state": a special URL's query is encoded in the document's
+        # encoding; ada-url knows only UTF-8, so such queries are encoded here first.
+        self.query_codec = None if policy.rules != "whatwg" or codec in ("utf-8", "utf-16-le", "utf-16-be") else codec
         # Resolver parses its base once; the resolve module caches parsed bases.
         self.resolver = Resolver(base, rules=policy.rules, strict=policy.strict) if base else None
         self._classified: dict[str, tuple[Status, str | None, str | None]] = {}
 
     def with_base(self, base: str, layer: Layer) -> _Context:
-        return _Context(base, layer, self.policy)
+        context = _Context(base, layer, self.policy)
+        context.query_codec = self.query_codec
+        return context
 
     def is_absolute(self, reference: str) -> bool:
         policy = self.policy
         if policy.rules == "whatwg":
-            # A special-scheme reference such as "http:g" is relative to an http base.
+            # URL Standard "special relative or authority state": a special scheme not
+            # followed by two slashes ("https:g", "http:/x") is relative to a base of
+            # that scheme, so the reference means another URL on a page served
+            # elsewhere. Only one that parses alone to what it resolves to, and does
+            # not lean on the base's scheme, is absolute.
+            special = _SPECIAL_SCHEME(reference)
+            if special is not None and special.group(2) is None:
+                return False
             if self.resolver is None:
                 return True
             try:
@@ -297,12 +315,46 @@ class _Context:
         if self.resolver is None:
             return "no-base", None, "no base URL: the document has no <base>, and no retrieval URL was given"
         try:
-            return "rewritten", self.resolver.resolve(reference), None
+            target = reference
+            if self.query_codec is not None:
+                target = _encode_query(reference, self.query_codec, self.base or "")
+            return "rewritten", self.resolver.resolve(target), None
         except UnresolvableReference as error:
             return "unresolvable", None, error.reason
 
 
-def _rewrite_text(text: str, fallback: str | None, fallback_layer: Layer | None, policy: Policy) -> _TextResult:
+def _encode_query(reference: str, codec: str, base: str) -> str:
+    """*reference* with the non-ASCII characters of its query percent-encoded in *codec*.
+
+    URL Standard "percent-encode after encoding": what the encoding cannot represent
+    becomes ``%26%23`` + its code point in decimal + ``%3B``. Only for special URLs.
+    """
+    question = reference.find("?")
+    hash_mark = reference.find("#")
+    if question < 0 or 0 <= hash_mark < question:
+        return reference
+    end = len(reference) if hash_mark < 0 else hash_mark
+    query = reference[question + 1 : end]
+    if query.isascii():
+        return reference
+    scheme = _SCHEME_3986(reference) or _SCHEME_3986(base)
+    if scheme is None or scheme.group(1).lower() not in ("http", "https", "ws", "wss", "ftp", "file"):
+        return reference
+    encoded: list[str] = []
+    for char in query:
+        if char.isascii():
+            encoded.append(char)
+            continue
+        try:
+            encoded.extend(f"%{byte:02X}" for byte in char.encode(codec))
+        except UnicodeEncodeError:
+            encoded.append(f"%26%23{ord(char)}%3B")
+    return reference[: question + 1] + "".join(encoded) + reference[end:]
+
+
+def _rewrite_text(
+    text: str, fallback: str | None, fallback_layer: Layer | None, policy: Policy, codec: str = "utf-8"
+) -> _TextResult:
     """Find and resolve every link of one document's text; the edits are text spans."""
     document = _Document(text)
     result = _TextResult()
@@ -318,7 +370,7 @@ def _rewrite_text(text: str, fallback: str | None, fallback_layer: Layer | None,
         canonical = _canonical(tree)
         if canonical is not None:
             base, layer = canonical, "canonical"
-    fallback_context = _Context(base, layer, policy)
+    fallback_context = _Context(base, layer, policy, codec)
     base_element = None
     for candidate in tree.select("base[href]"):
         if candidate.namespace != _HTML or candidate.position is None or _is_inert(document, candidate):
@@ -345,7 +397,7 @@ def _rewrite_text(text: str, fallback: str | None, fallback_layer: Layer | None,
         if problem is not None:
             result.problems.append(f"<base href={href!r}> ignored: {problem}")
         break
-    context = _Context(base, layer, policy)
+    context = _Context(base, layer, policy, codec)
     result.base, result.layer = base, layer
 
     seen: set[tuple[int, int]] = set()
@@ -622,6 +674,7 @@ def _attribute_links(
                 css_quote=url.quote,
             )
     elif kind == "srcdoc":
+        # A srcdoc document is a string: its encoding is UTF-8 (HTML §4.8.5 "about:srcdoc").
         nested = _rewrite_text(value, context.base, context.layer, policy)
         result.found.extend(_shifted(found, offsets, raw_start) for found in nested.found)
         for edit_start, edit_end, new in nested.edits:
@@ -790,7 +843,13 @@ def _conditional_comments(document: _Document, context: _Context, policy: Policy
         if data.replace("\r\n", "\n").replace("\r", "\n") not in comments:
             continue
         inner_start = match.start(1)
-        nested = _rewrite_text(match.group(1), context.base, context.layer, policy.clone(conditional_comments=False))
+        nested = _rewrite_text(
+            match.group(1),
+            context.base,
+            context.layer,
+            policy.clone(conditional_comments=False),
+            "utf-8" if context.query_codec is None else context.query_codec,
+        )
         result.found.extend(_shifted(found, None, inner_start) for found in nested.found)
         for start, end, new in nested.edits:
             result.edits.append((start + inner_start, end + inner_start, new))
@@ -850,7 +909,7 @@ def _process(
     else:
         sniffed = sniff(document, charset)
         data, text, bom, codec, label = document, decode(document, sniffed), sniffed.bom, sniffed.codec, sniffed.label
-    found = _rewrite_text(text, fallback, layer, policy)
+    found = _rewrite_text(text, fallback, layer, policy, codec)
     found.found.sort(key=lambda item: item[_START])  # document order (conditional comments come last)
     body = data[len(bom) :]
     edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite else []
