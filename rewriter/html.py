@@ -111,6 +111,16 @@ class _TextResult:
     layer: Layer | None = None
     problems: list[str] = field(default_factory=list)
 
+    def record(
+        self, context: _Context, element: str, attribute: str, kind: Kind, reference: str, start: int, end: int
+    ) -> str | None:
+        """Classify one reference, note it as found, and give the URL to write (None: leave it)."""
+        status, resolved, reason = context.classify(reference)
+        self.found.append(
+            (element, attribute, kind, reference, resolved, status, reason, context.base, context.layer, start, end)
+        )
+        return resolved if status == "rewritten" and resolved != reference else None
+
 
 _SAVED_FROM = re.compile(r"<!--\s*saved from url=\((\d{4})\)")
 _CONDITIONAL = re.compile(r"<!--\[if[^\]]*\]>(.*?)<!\[endif\]\s*-->", re.DOTALL | re.IGNORECASE)
@@ -540,23 +550,8 @@ def _plain_url(
         reference = raw[start:end]
     else:
         reference = raw
-    status, resolved, reason = context.classify(reference)
-    result.found.append(
-        (
-            tag,
-            name,
-            "url",
-            reference,
-            resolved,
-            status,
-            reason,
-            context.base,
-            context.layer,
-            raw_start + start,
-            raw_start + end,
-        )
-    )
-    if status != "rewritten" or resolved is None or resolved == reference:
+    resolved = result.record(context, tag, name, "url", reference, raw_start + start, raw_start + end)
+    if resolved is None:
         return
     prefix = resolved[: len(resolved) - len(reference)] if reference and resolved.endswith(reference) else None
     written = resolved if prefix is None else prefix
@@ -705,23 +700,9 @@ def _one_url(
     replacements: list[tuple[int, int, str, str | None]],
     css_quote: str | None = None,
 ) -> None:
-    status, resolved, reason = context.classify(reference)
-    result.found.append(
-        (
-            tag,
-            name,
-            kind,
-            reference,
-            resolved,
-            status,
-            reason,
-            context.base,
-            context.layer,
-            raw_start + _raw(offsets, start),
-            raw_start + _raw(offsets, end),
-        )
-    )
-    if status != "rewritten" or resolved is None or resolved == reference:
+    start_at, end_at = raw_start + _raw(offsets, start), raw_start + _raw(offsets, end)
+    resolved = result.record(context, tag, name, kind, reference, start_at, end_at)
+    if resolved is None:
         return
     if css_quote is not None:
         new = css.escape_url(resolved, css_quote)  # type: ignore[arg-type]
@@ -802,23 +783,8 @@ def _style_element(
     if foreign and ("&" in source or "<" in source):
         return  # SVG <style> is parsed as markup; only plain text is taken as is
     for url in _css_urls(source):
-        status, resolved, reason = context.classify(url.value)
-        result.found.append(
-            (
-                "style",
-                "#style",
-                "css",
-                url.value,
-                resolved,
-                status,
-                reason,
-                context.base,
-                context.layer,
-                start + url.start,
-                start + url.end,
-            )
-        )
-        if status == "rewritten" and resolved is not None and resolved != url.value:
+        resolved = result.record(context, "style", "#style", "css", url.value, start + url.start, start + url.end)
+        if resolved is not None:
             new = css.escape_url(resolved, url.quote, in_style_element=True)
             if foreign:
                 new = new.replace("&", "&amp;")
