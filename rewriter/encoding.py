@@ -17,7 +17,47 @@ from dataclasses import dataclass
 
 import webencodings
 
-__all__ = ["ByteMap", "Sniffed", "decode", "encode_url_text", "sniff"]
+__all__ = ["ESCAPE", "ByteMap", "Sniffed", "decode", "encode_url_text", "errors_for", "sniff", "split"]
+
+ESCAPE = "rewriter-escape"
+
+
+def _escape(error: UnicodeError) -> tuple[str, int]:
+    """Bytes a codec cannot read become U+DC00 + byte, one code point each, and back.
+
+    Like ``surrogateescape``, but for every byte value: in UTF-16 a lone surrogate
+    code unit such as ``00 D8`` has a byte below 0x80, which ``surrogateescape``
+    refuses, and the document must still come back byte for byte.
+    """
+    if isinstance(error, UnicodeDecodeError):
+        bad = error.object[error.start : error.end]
+        return "".join(chr(0xDC00 + byte) for byte in bad), error.end
+    if isinstance(error, UnicodeEncodeError):
+        chars = error.object[error.start : error.end]
+        if all("\udc00" <= char <= "\udcff" for char in chars):
+            return bytes(ord(char) - 0xDC00 for char in chars), error.end  # type: ignore[return-value]
+    raise error
+
+
+codecs.register_error(ESCAPE, _escape)
+
+
+def errors_for(codec: str) -> str:
+    """The error handler that keeps *codec*'s text mapped to the exact bytes.
+
+    UTF-16 encoders take no one-byte replacement, but ``surrogatepass`` round-trips
+    a lone surrogate code unit there; an odd last byte is set aside (:func:`split`).
+    """
+    return "surrogatepass" if codec.startswith("utf-16") else ESCAPE
+
+
+def split(data: bytes, sniffed: Sniffed) -> tuple[bytes, bytes]:
+    """The bytes after the BOM that hold text, and a trailing odd byte of UTF-16, if any."""
+    body = data[len(sniffed.bom) :]
+    if sniffed.codec.startswith("utf-16") and len(body) % 2:
+        return body[:-1], body[-1:]
+    return body, b""
+
 
 # WHATWG Encoding: the BOM wins over every label (§4 "decode").
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16le"), (codecs.BOM_UTF16_BE, "utf-16be"))
@@ -102,10 +142,10 @@ def sniff(data: bytes, transport: str | None = None) -> Sniffed:
 def decode(data: bytes, sniffed: Sniffed) -> str:
     """The text of *data* after its BOM; bytes the codec cannot read become lone surrogates.
 
-    ``surrogateescape`` keeps one code point per unreadable byte, so the text can be
-    mapped back to the exact bytes.
+    Every unreadable byte becomes one code point (see :data:`ESCAPE`), so the text
+    maps back to the exact bytes.
     """
-    return data[len(sniffed.bom) :].decode(sniffed.codec, "surrogateescape")
+    return split(data, sniffed)[0].decode(sniffed.codec, errors_for(sniffed.codec))
 
 
 class ByteMap:
@@ -116,17 +156,18 @@ class ByteMap:
     [0, 3, 6]
     """
 
-    __slots__ = ("_codec", "_data", "_exact", "_identity", "_text")
+    __slots__ = ("_codec", "_data", "_errors", "_exact", "_identity", "_text")
 
-    def __init__(self, text: str, data: bytes, codec: str) -> None:
+    def __init__(self, text: str, data: bytes, codec: str, errors: str | None = None) -> None:
         self._text = text
         self._data = data
         self._codec = codec
         # Piecewise encoding is exact when the whole text encodes back to the bytes
         # and the codec carries no state from one piece to the next; with as many
         # characters as bytes, offsets are the same.
-        # UTF-8 read with surrogateescape always encodes back to the same bytes.
-        roundtrip = codec == "utf-8" or text.encode(codec, "surrogateescape") == data
+        # UTF-8 read with ESCAPE always encodes back to the same bytes.
+        self._errors = errors or errors_for(codec)
+        roundtrip = (codec == "utf-8" and self._errors == ESCAPE) or text.encode(codec, self._errors) == data
         self._identity = roundtrip and len(text) == len(data)
         self._exact = roundtrip and (self._identity or codecs.lookup(codec).name in _STATELESS_MULTIBYTE)
 
@@ -141,14 +182,14 @@ class ByteMap:
         previous_text = 0
         previous_byte = 0
         for offset in offsets:
-            previous_byte += len(text[previous_text:offset].encode(codec, "surrogateescape"))
+            previous_byte += len(text[previous_text:offset].encode(codec, self._errors))
             previous_text = offset
             result.append(previous_byte)
         return result
 
     def _by_decoding(self, offsets: list[int]) -> list[int]:
         """Slow and always exact: decode byte by byte, noting where each character starts."""
-        decoder = codecs.getincrementaldecoder(self._codec)("surrogateescape")
+        decoder = codecs.getincrementaldecoder(self._codec)(self._errors)
         data = self._data
         starts: list[int] = []  # the byte offset at which each character starts
         pending = 0  # the first byte not yet part of a character
@@ -163,20 +204,21 @@ class ByteMap:
         return [starts[min(offset, len(starts) - 1)] for offset in offsets]
 
 
-def encode_url_text(text: str, codec: str) -> bytes:
+def encode_url_text(text: str, codec: str, errors: str | None = None) -> bytes:
     """*text* in the document's encoding; what it cannot represent is percent-encoded as UTF-8.
 
     >>> encode_url_text("http://h/é€", "iso-8859-1")
     b'http://h/\\xe9%E2%82%AC'
     """
+    errors = errors or errors_for(codec)
     try:
-        return text.encode(codec, "surrogateescape")
+        return text.encode(codec, errors)
     except UnicodeEncodeError:
         pass
     out = bytearray()
     for char in text:
         try:
-            out += char.encode(codec, "surrogateescape")
+            out += char.encode(codec, errors)
         except UnicodeEncodeError:
             out += "".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass")).encode(codec)
     return bytes(out)

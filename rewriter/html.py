@@ -27,7 +27,7 @@ from typing import Literal, NamedTuple
 import turbohtml
 
 from rewriter import css
-from rewriter.encoding import ByteMap, decode, encode_url_text, sniff
+from rewriter.encoding import ByteMap, decode, encode_url_text, errors_for, sniff, split
 from rewriter.links import CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of, selector
 from rewriter.microsyntax import (
     ASCII_WHITESPACE,
@@ -163,6 +163,7 @@ _TAG_NAME = re.compile(r"<[^\t\n\f\r />]*")
 _QUOTE_OF_GROUP = {2: '"', 3: "'", 4: ""}
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _LONE_CR = re.compile(r"\r(?!\n)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 _SCHEME_3986 = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):").match
@@ -174,6 +175,19 @@ _SPECIAL_SCHEME = re.compile(
     r"[\x00-\x20]*((?i:f[\t\n\r]*t[\t\n\r]*p|f[\t\n\r]*i[\t\n\r]*l[\t\n\r]*e|h[\t\n\r]*t[\t\n\r]*t[\t\n\r]*p"
     r"(?:[\t\n\r]*s)?|w[\t\n\r]*s(?:[\t\n\r]*s)?)[\t\n\r]*:)([\t\n\r]*[/\\][\t\n\r]*[/\\])?"
 ).match
+
+
+def _for_parser(text: str) -> str:
+    """*text* as the parser may take it: a lone surrogate (from an undecodable byte, a
+    UTF-16 code unit, or a str input) becomes U+FFFD, one code point for one, so every
+    offset stays the same. Our own text keeps them, for splicing."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def _line_starts(text: str) -> list[int]:
@@ -203,7 +217,7 @@ class _Document:
         self.text = text
         # HTML §13.2.3.5: the parser sees CR and CRLF as LF; positions are lines and columns.
         self.line_starts = _line_starts(text)
-        self.tree = turbohtml.parse(text, scripting=False, allow_declarative_shadow_roots=False)
+        self.tree = turbohtml.parse(_for_parser(text), scripting=False, allow_declarative_shadow_roots=False)
 
     def attributes(self, element: turbohtml.Element, needed: set[str]) -> dict[str, tuple[int, int, str] | None]:
         """The attributes of *element*'s start tag: the text span of each value and its quote.
@@ -870,22 +884,24 @@ def _process(
 ) -> HTMLResult:
     fallback, layer = _fallback(url, base)
     if isinstance(document, str):
-        data = document.encode("utf-8", "surrogateescape")
-        text, bom, codec, label = document, b"", "utf-8", "utf-8"
+        # A decoded document may hold any lone surrogate; it goes out as UTF-8 with them.
+        text, codec, label, errors = document, "utf-8", "utf-8", "surrogatepass"
+        bom, body, tail = b"", document.encode("utf-8", errors), b""
     else:
         sniffed = sniff(document, charset)
-        data, text, bom, codec, label = document, decode(document, sniffed), sniffed.bom, sniffed.codec, sniffed.label
+        text, codec, label, errors = decode(document, sniffed), sniffed.codec, sniffed.label, errors_for(sniffed.codec)
+        bom = sniffed.bom
+        body, tail = split(document, sniffed)
     found = _rewrite_text(text, fallback, layer, policy, codec)
     found.found.sort(key=lambda item: item[_START])  # document order (conditional comments come last)
-    body = data[len(bom) :]
     edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite else []
     positions = sorted({p for edit in edits for p in edit[:2]} | {p for item in found.found for p in item[_START:]})
-    mapped = dict(zip(positions, ByteMap(text, body, codec).byte_offsets(positions), strict=True))
+    mapped = dict(zip(positions, ByteMap(text, body, codec, errors).byte_offsets(positions), strict=True))
     shift = len(bom)
     links = tuple(
         [Link(*item[:_START], mapped[item[_START]] + shift, mapped[item[_END]] + shift) for item in found.found]
     )
-    output = data
+    output = document if isinstance(document, bytes) else body
     if edits:
         pieces: list[bytes] = [bom]
         last = 0
@@ -894,9 +910,10 @@ def _process(
             if byte_start < last:
                 continue  # edits never overlap; should one, the first stands
             pieces.append(body[last:byte_start])
-            pieces.append(encode_url_text(new, codec))
+            pieces.append(encode_url_text(new, codec, errors))
             last = byte_end
         pieces.append(body[last:])
+        pieces.append(tail)
         output = b"".join(pieces)
     return HTMLResult(output, links, label, found.base, found.layer, tuple(found.problems))
 
