@@ -12,7 +12,6 @@ Sniffed(codec='cp932', label='shift_jis', bom=b'', source='meta')
 from __future__ import annotations
 
 import codecs
-from bisect import bisect_left
 from dataclasses import dataclass
 
 import webencodings
@@ -222,24 +221,3 @@ def encode_url_text(text: str, codec: str, errors: str | None = None) -> bytes:
         except UnicodeEncodeError:
             out += "".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass")).encode(codec)
     return bytes(out)
-
-
-def crlf_positions(text: str) -> list[int]:
-    """For newline-normalised offsets: where each CRLF of *text* lands once CRLF counts as one.
-
-    HTML §13.2.3.5 normalises CRLF and CR to LF before tokenizing; parsers report
-    offsets into that text. :func:`original_offset` maps them back.
-    """
-    positions: list[int] = []
-    start = text.find("\r\n")
-    removed = 0
-    while start >= 0:
-        positions.append(start - removed)
-        removed += 1
-        start = text.find("\r\n", start + 2)
-    return positions
-
-
-def original_offset(normalised: int, crlfs: list[int]) -> int:
-    """The offset in the original text of an offset in the newline-normalised text."""
-    return normalised + bisect_left(crlfs, normalised)
