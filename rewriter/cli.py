@@ -232,7 +232,7 @@ def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         data = _read(name)
     except OSError as error:
         err.write(f"rewriter links: cannot read {shown}: {error.strerror or error}\n")
-        return EXIT_USAGE
+        return EXIT_SOME_FAILED
     try:
         result = find_links(data, url=args.url, charset=args.charset, policy=_policy(args))
     except NoBaseError as error:

@@ -174,3 +174,9 @@ def test_links_plain_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     records = [json.loads(line) for line in out.splitlines()]
     assert {"element", "attribute", "status", "original", "resolved", "layer", "start", "end"} <= set(records[0])
     assert any(r["attribute"] == "srcset" and r["original"] == "img/diagram,wide.webp" for r in records)
+
+
+def test_links_on_an_unreadable_file_is_an_item_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "links", str(tmp_path / "missing.html"))
+    assert (code, out) == (1, "")
+    assert "missing.html" in err and "Traceback" not in err
