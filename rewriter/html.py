@@ -1,14 +1,15 @@
 """The HTML engine: find every URL in a document, resolve it through the base layers,
 and splice the absolute form into the original bytes, changing no other byte.
 
-One primitive, :func:`_walk`, yields every link site once (like lxml's ``iterlinks``);
-:func:`rewrite_html` and :func:`find_links` are thin layers on it.
+One primitive, :func:`_rewrite_text`, finds every link site once (like lxml's
+``iterlinks``) and the edits for it; :func:`rewrite_html` and :func:`find_links` are
+thin layers on it.
 
 The document is parsed by turbohtml (WHATWG tree construction, scripting off, so
-``<noscript>`` content is markup, as a browser with scripting off sees it), with the
-source span of every start tag and attribute. The tree says what each tag is (its
-namespace, whether it is in ``<template>`` content or ``<noscript>``); the spans say
-where its bytes are. Nothing is re-serialised.
+``<noscript>`` content is markup, as a browser with scripting off sees it). The tree
+says what each tag is (its namespace, whether it is in ``<template>`` content) and
+where its start tag begins; a tokenizer-exact scan of that one tag gives the byte
+span of each attribute value. Nothing is re-serialised.
 
 >>> result = rewrite_html(b'<base href="/docs/"><a href="guide.html#s">x</a><a href="#top">t</a>',
 ...                       url="https://example.org/index.html")
@@ -21,6 +22,7 @@ b'<base href="https://example.org/docs/"><a href="https://example.org/docs/guide
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -38,7 +40,7 @@ from rewriter.microsyntax import (
     strip_whitespace,
 )
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import Resolver, UnresolvableReference, parse
+from rewriter.resolve import Resolver, UnresolvableReference, parse, scheme_of
 
 __all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html", "start_tags"]
 
@@ -166,8 +168,6 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-_SCHEME_3986 = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):").match
-_SCHEME_1808 = re.compile(r"([A-Za-z0-9+.\-]+):").match
 _WHATWG_ALONE = Resolver("", rules="whatwg")  # the WHATWG parser with no base
 # A special scheme (URL Standard §3.1), then (group 2) two slashes or backslashes, tab
 # and newline being removed first; leading C0 controls and spaces are stripped.
@@ -219,6 +219,25 @@ class _Document:
         self.line_starts = _line_starts(text)
         self.tree = turbohtml.parse(_for_parser(text), scripting=False, allow_declarative_shadow_roots=False)
 
+    def offset(self, element: turbohtml.Element) -> int:
+        """Where *element*'s start tag begins in the text."""
+        line, column = element.position
+        return self.line_starts[line - 1] + column
+
+    def start_tags(self, elements: Iterable[turbohtml.Element]) -> Iterator[turbohtml.Element]:
+        """*elements* that have a start tag of their own in the source, each tag once.
+
+        An element the parser made up (html, head, body, tbody) has no position;
+        reopened formatting elements (an <a> carried over a block boundary, HTML
+        §13.2.4.3) are clones of one start tag and share its position.
+        """
+        seen: set[tuple[int, int]] = set()
+        for element in elements:
+            position = element.position
+            if position is not None and position not in seen:
+                seen.add(position)
+                yield element
+
     def attributes(self, element: turbohtml.Element, needed: set[str]) -> dict[str, tuple[int, int, str] | None]:
         """The attributes of *element*'s start tag: the text span of each value and its quote.
 
@@ -226,9 +245,8 @@ class _Document:
         stops once every name in *needed* has been seen.
         """
         wanted = len(needed)
-        line, column = element.position
         text = self.text
-        position = _TAG_NAME.match(text, self.line_starts[line - 1] + column).end()  # type: ignore[union-attr]
+        position = _TAG_NAME.match(text, self.offset(element)).end()  # type: ignore[union-attr]
         spans: dict[str, tuple[int, int, str] | None] = {}
         match_attribute = _ATTRIBUTE.match
         while True:
@@ -250,8 +268,7 @@ class _Document:
 
     def start_tag_end(self, element: turbohtml.Element) -> int:
         """The offset just past *element*'s start tag."""
-        line, column = element.position
-        position = _TAG_NAME.match(self.text, self.line_starts[line - 1] + column).end()  # type: ignore[union-attr]
+        position = _TAG_NAME.match(self.text, self.offset(element)).end()  # type: ignore[union-attr]
         while (match := _ATTRIBUTE.match(self.text, position)) is not None and match.group(1) is not None:
             position = match.end()
         close = self.text.find(">", position)
@@ -267,8 +284,7 @@ def _is_inert(document: _Document, element: turbohtml.Element) -> bool:
     """
     if any(getattr(ancestor, "tag", None) == "template" for ancestor in element.ancestors):
         return True
-    line, column = element.position
-    offset = document.line_starts[line - 1] + column
+    offset = document.offset(element)
     for noscript in document.tree.select("noscript"):
         if noscript.namespace != _HTML or noscript.position is None:
             continue
@@ -287,6 +303,7 @@ class _Context:
         self.base = base
         self.layer: Layer | None = layer
         self.policy = policy
+        self.codec = codec
         # URL Standard "query state": a special URL's query is encoded in the document's
         # encoding; ada-url knows only UTF-8, so such queries are encoded here first.
         self.query_codec = None if policy.rules != "whatwg" or codec in ("utf-8", "utf-16-le", "utf-16-be") else codec
@@ -295,9 +312,7 @@ class _Context:
         self._classified: dict[str, tuple[Status, str | None, str | None]] = {}
 
     def with_base(self, base: str, layer: Layer) -> _Context:
-        context = _Context(base, layer, self.policy)
-        context.query_codec = self.query_codec
-        return context
+        return _Context(base, layer, self.policy, self.codec)
 
     def is_absolute(self, reference: str) -> bool:
         policy = self.policy
@@ -316,12 +331,12 @@ class _Context:
                 return _WHATWG_ALONE.resolve(reference) == self.resolver.resolve(reference)
             except UnresolvableReference:
                 return False
-        match = (_SCHEME_1808 if policy.rules == "rfc1808" else _SCHEME_3986)(reference)
-        if match is None:
+        scheme = scheme_of(reference, rules=policy.rules)
+        if scheme is None:
             return False
         if not policy.strict and policy.rules != "rfc1808" and self.base is not None:
-            base_scheme = parse(self.base).scheme
-            return base_scheme is None or match.group(1).lower() != base_scheme.lower()
+            base_scheme = scheme_of(self.base)
+            return base_scheme is None or scheme.lower() != base_scheme.lower()
         return True
 
     def classify(self, reference: str) -> tuple[Status, str | None, str | None]:
@@ -361,8 +376,8 @@ def _encode_query(reference: str, codec: str, base: str) -> str:
     query = reference[question + 1 : end]
     if query.isascii():
         return reference
-    scheme = _SCHEME_3986(reference) or _SCHEME_3986(base)
-    if scheme is None or scheme.group(1).lower() not in ("http", "https", "ws", "wss", "ftp", "file"):
+    scheme = scheme_of(reference) or scheme_of(base)
+    if scheme is None or scheme.lower() not in ("http", "https", "ws", "wss", "ftp", "file"):
         return reference
     encoded: list[str] = []
     for char in query:
@@ -424,16 +439,7 @@ def _rewrite_text(
     context = _Context(base, layer, policy, codec)
     result.base, result.layer = base, layer
 
-    seen: set[tuple[int, int]] = set()
-    for element in tree.select(selector(policy.lazy_attributes)):
-        position = element.position
-        if position is None:
-            continue  # an element the parser made up (html, head, body, tbody)
-        if position in seen:
-            # HTML §13.2.4.3: reopened formatting elements (an <a> carried over a
-            # block boundary) are clones of one start tag; its text is done once.
-            continue
-        seen.add(position)
+    for element in document.start_tags(tree.select(selector(policy.lazy_attributes))):
         if element is base_element:
             _base_element(document, element, fallback_context, policy, result)
             continue
@@ -485,8 +491,7 @@ def _base_element(
 ) -> None:
     """The <base> element stays with its href made absolute, or goes (``remove_base``)."""
     if policy.remove_base:
-        line, column = element.position
-        result.edits.append((document.line_starts[line - 1] + column, document.start_tag_end(element), ""))
+        result.edits.append((document.offset(element), document.start_tag_end(element), ""))
         return
     _element_links(document, element, fallback, policy, result)
 
@@ -565,16 +570,9 @@ def _plain_url(
     else:
         reference = raw
     resolved = result.record(context, tag, name, "url", reference, raw_start + start, raw_start + end)
-    if resolved is None:
-        return
-    prefix = resolved[: len(resolved) - len(reference)] if reference and resolved.endswith(reference) else None
-    written = resolved if prefix is None else prefix
-    if not quote and any(char in _NEEDS_QUOTES for char in written):
-        _splice_attribute(raw, raw_start, raw_end, quote, raw, None, [(start, end, resolved, prefix)], result)
-    elif prefix is None:
-        result.edits.append((raw_start + start, raw_start + end, _escape_attribute(resolved, quote)))
-    else:
-        result.edits.append((raw_start + start, raw_start + start, _escape_attribute(prefix, quote)))
+    if resolved is not None:
+        replacement = (start, end, resolved, _prefix(resolved, reference))
+        _splice_attribute(raw, raw_start, raw_end, quote, raw, None, [replacement], result)
 
 
 def _looks_like_url(raw: str, kind: Kind) -> bool:
@@ -723,8 +721,12 @@ def _one_url(
         replacements.append((start, end, new, None))
         return
     new = _for_context(kind, resolved, value, start)
-    prefix = new[: len(new) - len(reference)] if new.endswith(reference) and value[start:end] == reference else None
-    replacements.append((start, end, new, prefix))
+    replacements.append((start, end, new, _prefix(new, reference) if value[start:end] == reference else None))
+
+
+def _prefix(new: str, reference: str) -> str | None:
+    """What *new* adds before *reference* when it only adds a prefix (then only that is written)."""
+    return new[: len(new) - len(reference)] if reference and new.endswith(reference) else None
 
 
 def _raw(offsets: list[int] | None, index: int) -> int:
@@ -828,7 +830,7 @@ def _conditional_comments(document: _Document, context: _Context, policy: Policy
             context.base,
             context.layer,
             policy.clone(conditional_comments=False),
-            "utf-8" if context.query_codec is None else context.query_codec,
+            context.codec,
         )
         result.found.extend(_shifted(found, None, inner_start) for found in nested.found)
         for start, end, new in nested.edits:
@@ -934,13 +936,8 @@ def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tup
     parsed = _Document(text)
     everything = {"\0"}  # a name no attribute has: scan them all
     tags: list[tuple[str, dict[str, str]]] = []
-    seen: set[tuple[int, int]] = set()
-    for element in parsed.tree.iter_elements():
-        if element.position is None or element.position in seen:
-            continue  # made up by the parser, or a clone of a reopened formatting element
-        seen.add(element.position)
-        line, column = element.position
-        start = parsed.line_starts[line - 1] + column
+    for element in parsed.start_tags(parsed.tree.iter_elements()):
+        start = parsed.offset(element)
         name = _ascii_lower(_TAG_NAME.match(text, start).group()[1:]).replace("\0", "\ufffd")  # type: ignore[union-attr]
         values: dict[str, str] = {}
         for attribute, span in parsed.attributes(element, everything).items():

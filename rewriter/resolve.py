@@ -47,6 +47,7 @@ __all__ = [
     "parse",
     "remove_dot_segments",
     "resolve",
+    "scheme_of",
 ]
 
 Rules = Literal["rfc1808", "rfc2396", "rfc3986", "whatwg"]
@@ -529,8 +530,19 @@ def _scalar_values(text: str) -> str:
     return text
 
 
-_SCHEME_3986 = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:").match
-_SCHEME_1808 = re.compile(r"[A-Za-z0-9+.\-]+:").match
+# A scheme at the start of a reference, by RFC 3986 §3.1 and RFC 1808 §2.4.2 syntax.
+_SCHEME_3986 = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):").match
+_SCHEME_1808 = re.compile(r"([A-Za-z0-9+.\-]+):").match
+
+
+def scheme_of(reference: str, *, rules: Rules = "rfc3986") -> str | None:
+    """The scheme *reference* starts with by the syntax of *rules*, or None when it is relative.
+
+    >>> scheme_of("git+ssh://host/repo"), scheme_of("10:30"), scheme_of("10:30", rules="rfc1808")
+    ('git+ssh', None, '10')
+    """
+    match = (_SCHEME_1808 if rules == "rfc1808" else _SCHEME_3986)(reference)
+    return match[1] if match else None
 
 
 def _with_shortcuts(
@@ -576,7 +588,7 @@ def _with_shortcuts(
             return full(reference)
         scheme = scheme_prefix(reference)
         if scheme is not None:
-            if same_scheme is not None and scheme[0][:-1].lower() == same_scheme:
+            if same_scheme is not None and scheme[1].lower() == same_scheme:
                 return full(reference)
             if dots_everywhere and ("/." in reference or reference[scheme.end() : scheme.end() + 1] == "."):
                 return full(reference)
