@@ -24,9 +24,10 @@ ESCAPE = "rewriter-escape"
 def _escape(error: UnicodeError) -> tuple[str, int]:
     """Bytes a codec cannot read become U+DC00 + byte, one code point each, and back.
 
-    Like ``surrogateescape``, but for every byte value: in UTF-16 a lone surrogate
-    code unit such as ``00 D8`` has a byte below 0x80, which ``surrogateescape``
-    refuses, and the document must still come back byte for byte.
+    Like ``surrogateescape``, but for every byte value: an unreadable run can hold
+    bytes below 0x80 (a broken ISO-2022-JP sequence such as ``1B 24 42 78``), which
+    ``surrogateescape`` refuses, and the document must still come back byte for byte.
+    UTF-16 uses ``surrogatepass`` instead (:func:`errors_for`).
     """
     if isinstance(error, UnicodeDecodeError):
         bad = error.object[error.start : error.end]
@@ -101,8 +102,7 @@ def _whatwg(label: str | None) -> webencodings.Encoding | None:
 
 
 def _python_codec(encoding: webencodings.Encoding) -> str:
-    name = encoding.codec_info.name
-    return {"utf-16-le": "utf-16-le", "utf-16-be": "utf-16-be"}.get(name, name)
+    return encoding.codec_info.name
 
 
 def sniff(data: bytes, transport: str | None = None) -> Sniffed:
@@ -161,11 +161,11 @@ class ByteMap:
         self._text = text
         self._data = data
         self._codec = codec
+        self._errors = errors or errors_for(codec)
         # Piecewise encoding is exact when the whole text encodes back to the bytes
         # and the codec carries no state from one piece to the next; with as many
-        # characters as bytes, offsets are the same.
-        # UTF-8 read with ESCAPE always encodes back to the same bytes.
-        self._errors = errors or errors_for(codec)
+        # characters as bytes, offsets are the same. UTF-8 read with ESCAPE always
+        # encodes back to the same bytes.
         roundtrip = (codec == "utf-8" and self._errors == ESCAPE) or text.encode(codec, self._errors) == data
         self._identity = roundtrip and len(text) == len(data)
         self._exact = roundtrip and (self._identity or codecs.lookup(codec).name in _STATELESS_MULTIBYTE)
