@@ -16,7 +16,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -137,8 +137,25 @@ def _policy(args: argparse.Namespace) -> Policy:
     return policy.clone(lazy_attributes=frozenset()) if args.no_lazy else policy
 
 
-def _read(path: str) -> bytes:
-    return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+def _shown(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def _run_engine(verb: str, path: str, engine: Callable[[bytes], HTMLResult], err: TextIO) -> HTMLResult | None:
+    """Read *path* ('-': stdin) and run *engine* on its bytes; None, with the file and
+    the reason on stderr, when it cannot be read or the policy refuses it."""
+    from rewriter.html import NoBaseError
+
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as error:
+        err.write(f"rewriter {verb}: cannot read {_shown(path)}: {error.strerror or error}\n")
+        return None
+    try:
+        return engine(data)
+    except NoBaseError as error:
+        err.write(f"rewriter {verb}: {_shown(path)}: {error}\n")
+        return None
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -173,7 +190,7 @@ def _report(name: str, result: HTMLResult, err: TextIO) -> bool:
 
 
 def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from rewriter.html import NoBaseError, rewrite_html  # the HTML stack loads only for the verbs that use it
+    from rewriter.html import rewrite_html  # the HTML stack loads only for the verbs that use it
 
     policy = _policy(args)
     several = len(args.files) > 1
@@ -185,17 +202,11 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         target.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
     status = EXIT_OK
     for name in args.files:
-        shown = "<stdin>" if name == "-" else name
-        try:
-            data = _read(name)
-        except OSError as error:
-            err.write(f"rewriter rewrite: cannot read {shown}: {error.strerror or error}\n")
-            status = EXIT_SOME_FAILED
-            continue
-        try:
-            result = rewrite_html(data, url=args.url, charset=args.charset, policy=policy)
-        except NoBaseError as error:
-            err.write(f"rewriter rewrite: {shown}: {error}\n")
+        shown = _shown(name)
+        result = _run_engine(
+            "rewrite", name, lambda data: rewrite_html(data, url=args.url, charset=args.charset, policy=policy), err
+        )
+        if result is None:
             status = EXIT_SOME_FAILED
             continue
         if not _report(shown, result, err):
@@ -224,19 +235,14 @@ def _write_bytes(out: TextIO, data: bytes) -> None:
 
 
 def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from rewriter.html import NoBaseError, find_links
+    from rewriter.html import find_links
 
     name = args.files[0]
-    shown = "<stdin>" if name == "-" else name
-    try:
-        data = _read(name)
-    except OSError as error:
-        err.write(f"rewriter links: cannot read {shown}: {error.strerror or error}\n")
-        return EXIT_SOME_FAILED
-    try:
-        result = find_links(data, url=args.url, charset=args.charset, policy=_policy(args))
-    except NoBaseError as error:
-        err.write(f"rewriter links: {shown}: {error}\n")
+    policy = _policy(args)
+    result = _run_engine(
+        "links", name, lambda data: find_links(data, url=args.url, charset=args.charset, policy=policy), err
+    )
+    if result is None:
         return EXIT_SOME_FAILED
     for link in result.links:
         if args.json:
@@ -244,7 +250,7 @@ def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         else:
             resolved = link.resolved if link.resolved is not None else "-"
             out.write(f"{link.element}\t{link.attribute}\t{link.status}\t{link.original}\t{resolved}\n")
-    return EXIT_OK if _report(shown, result, err) else EXIT_SOME_FAILED
+    return EXIT_OK if _report(_shown(name), result, err) else EXIT_SOME_FAILED
 
 
 def _lines(path: str) -> Iterator[str]:
@@ -278,7 +284,7 @@ def _run_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     resolve_all(args.references, "")
     for path in args.file:
         try:
-            resolve_all(_lines(path), "<stdin>" if path == "-" else path)
+            resolve_all(_lines(path), _shown(path))
         except OSError as error:
             err.write(f"rewriter resolve: cannot read {path}: {error.strerror or error}\n")
             status = EXIT_SOME_FAILED
