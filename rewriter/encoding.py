@@ -120,6 +120,10 @@ def sniff(data: bytes, transport: str | None = None) -> Sniffed:
             encoding = webencodings.lookup(name)
             return Sniffed(_python_codec(encoding), encoding.name, bom, "bom")
     transport_encoding = webencodings.lookup(transport.strip()) if transport else None
+    if transport_encoding is not None and transport_encoding.name == "x-user-defined":
+        # Python has no x-user-defined codec; windows-1252 reads ASCII the same, and the
+        # escape handler keeps every other byte as it is.
+        transport_encoding = webencodings.lookup("windows-1252")
     if transport_encoding is not None:
         return Sniffed(_python_codec(transport_encoding), transport_encoding.name, b"", "transport")
     from bs4.dammit import EncodingDetector  # bs4's package import is heavy; only sniffing needs it

@@ -22,14 +22,14 @@ b'<base href="https://example.org/docs/"><a href="https://example.org/docs/guide
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 import turbohtml
 
 from rewriter import css
-from rewriter.encoding import ByteMap, decode, encode_url_text, errors_for, sniff, split
+from rewriter.encoding import ByteMap, Sniffed, decode, encode_url_text, errors_for, sniff, split
 from rewriter.links import CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of, selector
 from rewriter.microsyntax import (
     ASCII_WHITESPACE,
@@ -62,7 +62,7 @@ class Link(NamedTuple):
     """
 
     element: str
-    attribute: str  # the attribute, or "#style" for a <style> element's text
+    attribute: str  # the attribute; "#style": a <style> element's text; "#stylesheet": a whole style sheet
     kind: Kind
     original: str
     resolved: str | None
@@ -446,9 +446,13 @@ def _rewrite_text(
         _element_links(document, element, context, policy, result)
     if policy.conditional_comments:
         _conditional_comments(document, context, policy, result)
+    _require_base(policy, result)
+    return result
+
+
+def _require_base(policy: Policy, result: _TextResult) -> None:
     if policy.require_base and any(found[_STATUS] == "no-base" for found in result.found):
         raise NoBaseError("the document has relative links and no base URL (RFC 1808 §3.4)")
-    return result
 
 
 def _unusable_base(reference: str, context: _Context) -> str | None:
@@ -798,13 +802,29 @@ def _style_element(
     foreign = element.namespace != _HTML
     if foreign and ("&" in source or "<" in source):
         return  # SVG <style> is parsed as markup; only plain text is taken as is
+    _css_links(source, start, "style", "#style", context, result, in_style_element=True, foreign=foreign)
+
+
+def _css_links(
+    source: str,
+    shift: int,
+    element: str,
+    attribute: str,
+    context: _Context,
+    result: _TextResult,
+    *,
+    in_style_element: bool,
+    foreign: bool = False,
+) -> None:
+    """The URLs of a style sheet's text that starts at *shift*: a <style> element's, or a whole .css file's."""
     for url in _css_urls(source):
-        resolved = result.record(context, "style", "#style", "css", url.value, start + url.start, start + url.end)
+        start, end = shift + url.start, shift + url.end
+        resolved = result.record(context, element, attribute, "css", url.value, start, end)
         if resolved is not None:
-            new = css.escape_url(resolved, url.quote, in_style_element=True)
+            new = css.escape_url(resolved, url.quote, in_style_element=in_style_element)
             if foreign:
-                new = new.replace("&", "&amp;")
-            result.edits.append((start + url.start, start + url.end, new))
+                new = new.replace("&", "&amp;")  # SVG <style> is markup: "&" would start a reference
+            result.edits.append((start, end, new))
 
 
 def _conditional_comments(document: _Document, context: _Context, policy: Policy, result: _TextResult) -> None:
@@ -866,7 +886,7 @@ def rewrite_html(
     transport charset (HTTP or MIME). The output is bytes in the document's own
     encoding; a ``str`` document is taken as already decoded and comes back as UTF-8.
     """
-    return _process(document, url, base, charset, policy, rewrite=True)
+    return _process(document, url, base, charset, policy, rewrite=True, engine=_rewrite_text, sniffer=sniff)
 
 
 def find_links(
@@ -878,23 +898,37 @@ def find_links(
     policy: Policy = DEFAULT_POLICY,
 ) -> HTMLResult:
     """Every link of an HTML document, resolved, without rewriting (``output`` is the input)."""
-    return _process(document, url, base, charset, policy, rewrite=False)
+    return _process(document, url, base, charset, policy, rewrite=False, engine=_rewrite_text, sniffer=sniff)
+
+
+# A text-level engine (HTML or CSS): text, fallback base, its layer, policy, codec.
+_Engine = Callable[[str, str | None, Layer | None, Policy, str], _TextResult]
 
 
 def _process(
-    document: bytes | str, url: str | None, base: str | None, charset: str | None, policy: Policy, *, rewrite: bool
+    document: bytes | str,
+    url: str | None,
+    base: str | None,
+    charset: str | None,
+    policy: Policy,
+    *,
+    rewrite: bool,
+    engine: _Engine,
+    sniffer: Callable[[bytes, str | None], Sniffed],
 ) -> HTMLResult:
+    """Decode, run *engine* on the text, map its text offsets to bytes, and splice its edits
+    into the original bytes. *sniffer* chooses the encoding (HTML's or CSS's rules)."""
     fallback, layer = _fallback(url, base)
     if isinstance(document, str):
         # A decoded document may hold any lone surrogate; it goes out as UTF-8 with them.
         text, codec, label, errors = document, "utf-8", "utf-8", "surrogatepass"
         bom, body, tail = b"", document.encode("utf-8", errors), b""
     else:
-        sniffed = sniff(document, charset)
+        sniffed = sniffer(document, charset)
         text, codec, label, errors = decode(document, sniffed), sniffed.codec, sniffed.label, errors_for(sniffed.codec)
         bom = sniffed.bom
         body, tail = split(document, sniffed)
-    found = _rewrite_text(text, fallback, layer, policy, codec)
+    found = engine(text, fallback, layer, policy, codec)
     found.found.sort(key=lambda item: item[_START])  # document order (conditional comments come last)
     edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite else []
     positions = sorted({p for edit in edits for p in edit[:2]} | {p for item in found.found for p in item[_START:]})

@@ -300,3 +300,9 @@ def test_lazy_attribute_holding_markup_is_not_a_url() -> None:
     assert (
         rewrite(page) == "<a data-original='<i class=\"x\">s</i>' data-src='a b'><img data-src=' http://h/dir/l.png '>"
     )
+
+
+def test_transport_charset_x_user_defined_is_read_not_refused() -> None:
+    # A MIME part or HTTP response may name x-user-defined, which Python has no codec for.
+    result = rewrite_html(b"<a href=x\xf0>", url="http://h/", charset="x-user-defined")
+    assert result.output == b"<a href=http://h/x\xf0>"
