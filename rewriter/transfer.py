@@ -1,0 +1,357 @@
+"""Undo a MIME part's Content-Transfer-Encoding, and redo it changing as few bytes as possible.
+
+The MIME engine rewrites URLs in a part's decoded body, then splices the re-encoded body
+back into the message. :func:`encode` keeps every encoded byte whose decoded content did
+not change: for quoted-printable, the unchanged lines and even the unchanged soft-wrapped
+pieces of a changed line keep their original bytes.
+
+>>> body = b'<a href=3D"a.html">A</a>\\r\\n<p>long line, soft=\\r\\n-wrapped</p>'
+>>> decode(body, "quoted-printable")
+b'<a href="a.html">A</a>\\r\\n<p>long line, soft-wrapped</p>'
+>>> encode(body, "Quoted-Printable", b'<a href="http://x/a.html">A</a>\\r\\n<p>long line, soft-wrapped</p>')
+b'<a href=3D"http://x/a.html">A</a>\\r\\n<p>long line, soft=\\r\\n-wrapped</p>'
+>>> encode(b"PGI+\\r\\n", "base64", b"<i>")
+b'PGk+\\r\\n'
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass
+
+__all__ = ["IDENTITY", "TransferError", "decode", "encode", "mechanism"]
+
+# RFC 2045 §6.2: these mechanisms leave the body as it is.
+IDENTITY = frozenset({"7bit", "8bit", "binary"})
+
+_CRLF = b"\r\n"
+_LF = b"\n"
+_MAX_LINE = 76  # RFC 2045 §6.7 rule 5 and §6.8: encoded lines are at most 76 characters
+
+
+class TransferError(ValueError):
+    """The body cannot be decoded or re-encoded in this transfer encoding; .reason says why."""
+
+    def __init__(self, reason: str, encoding: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.encoding = encoding
+
+
+def mechanism(encoding: str | None) -> str:
+    """The Content-Transfer-Encoding as a lower-case name this module handles (RFC 2045 §6.1).
+
+    >>> mechanism(" Quoted-Printable "), mechanism(None)
+    ('quoted-printable', '7bit')
+    """
+    name = (encoding or "").strip().lower()
+    if not name:
+        return "7bit"  # RFC 2045 §6.1: no header means 7bit
+    if name in IDENTITY or name in ("quoted-printable", "base64"):
+        return name
+    raise TransferError(f"unsupported Content-Transfer-Encoding {encoding!r}", encoding)
+
+
+def decode(body: bytes, encoding: str | None) -> bytes:
+    """The decoded bytes of *body*, leniently as mail readers do."""
+    name = mechanism(encoding)
+    if name == "quoted-printable":
+        return _decode_qp(body)
+    if name == "base64":
+        return _decode_base64(body, encoding)
+    return body
+
+
+def encode(original: bytes, encoding: str | None, new: bytes, *, eol: bytes = _CRLF) -> bytes:
+    """The body to splice in place of *original* so that ``decode(result, encoding) == new``.
+
+    *eol* is the line break for new quoted-printable lines when *original* has none to copy.
+    """
+    name = mechanism(encoding)
+    if name == "quoted-printable":
+        return _encode_qp(original, new, eol)
+    if name == "base64":
+        return original if _decode_base64(original, encoding) == new else _encode_base64(original, new)
+    return new
+
+
+# --- quoted-printable ----------------------------------------------------------------------------------------------
+
+# RFC 2045 §6.7 rule 1; lower-case digits are accepted as the RFC's note on robust readers suggests.
+_ESCAPE = re.compile(rb"=[0-9A-Fa-f]{2}")
+_HEX = b"0123456789ABCDEFabcdef"
+_UNESCAPE = {bytes((61, hi, lo)): bytes((int(bytes((hi, lo)), 16),)) for hi in _HEX for lo in _HEX}
+
+# RFC 2045 §6.7 rule 2: printable ASCII but "=" stands for itself; rule 3: so do space and tab, except at a line end.
+_TOKENS = tuple(bytes([b]) if (33 <= b <= 126 and b != ord("=")) or b in (9, 32) else b"=%02X" % b for b in range(256))
+_WHITE = (9, 32)
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One physical line of a logical line: its encoded range (soft break included) and decoded bytes."""
+
+    start: int
+    end: int
+    decoded: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """A logical line: the physical lines joined by soft breaks, then its hard break (b"" for the last line)."""
+
+    parts: tuple[_Part, ...]
+    brk: bytes
+
+    @property
+    def start(self) -> int:
+        return self.parts[0].start
+
+    @property
+    def end(self) -> int:
+        return self.parts[-1].end
+
+    @property
+    def decoded(self) -> bytes:
+        return b"".join(part.decoded for part in self.parts)
+
+
+def _unescape(text: bytes) -> bytes:
+    # RFC 2045 §6.7 note (2): an "=" not followed by two hex digits is kept as it is.
+    return _ESCAPE.sub(lambda m: _UNESCAPE[m[0]], text) if b"=" in text else text
+
+
+def _decode_qp(body: bytes) -> bytes:
+    """What :func:`_parse_qp`'s lines decode to, without building them: the hot path.
+
+    The same reading line by line; binascii's C decoder does the escapes wherever it
+    reads them as :func:`_unescape` does (it takes a final "=" or "=\\r" as a soft break,
+    and "==" as one "=").
+    """
+    pieces = body.split(_LF)
+    last = len(pieces) - 1
+    decoded: list[bytes] = []
+    append = decoded.append
+    for index, line in enumerate(pieces):
+        if index == last:
+            brk = b""
+        elif line.endswith(b"\r"):
+            line, brk = line[:-1], _CRLF
+        else:
+            brk = _LF
+        content = line.rstrip(b" \t")
+        soft = content.endswith(b"=")  # rule 5, also "=" at the very end of the body
+        if soft:
+            content = content[:-1]
+        if b"=" in content:
+            fast = not content.endswith(b"=") and b"=\r" not in content and b"==" not in content
+            content = binascii.a2b_qp(content) if fast else _unescape(content)
+        append(content)
+        if not soft:
+            append(brk)
+    return b"".join(decoded)
+
+
+def _parse_qp(body: bytes) -> list[_Line]:
+    """The logical lines of *body*; the last one has no hard break (it may be empty)."""
+    lines: list[_Line] = []
+    parts: list[_Part] = []
+    pos = 0
+    while True:
+        lf = body.find(_LF, pos)
+        if lf < 0:
+            content_end = next_pos = len(body)
+        else:
+            content_end = lf - 1 if lf > pos and body[lf - 1] == 13 else lf
+            next_pos = lf + 1
+        # RFC 2045 §6.7 rule 3: trailing white space is transport padding; the body's end counts as a line end.
+        content = body[pos:content_end].rstrip(b" \t")
+        if content.endswith(b"="):  # rule 5: soft line break, also "=" at the very end of the body
+            parts.append(_Part(pos, next_pos, _unescape(content[:-1])))
+            if lf < 0:
+                lines.append(_Line(tuple(parts), b""))
+                return lines
+        else:
+            parts.append(_Part(pos, content_end, _unescape(content)))
+            lines.append(_Line(tuple(parts), body[content_end:next_pos]))
+            if lf < 0:
+                return lines
+            parts = []
+        pos = next_pos
+
+
+def _wrap(text: bytes, eol: bytes, soft_end: bool) -> bytes:
+    """*text* (no hard breaks: CR and LF are escaped) as physical lines of at most 76 characters.
+
+    With *soft_end* the result ends with a soft break, for encoded bytes that follow on the same logical line.
+    """
+    tokens = [_TOKENS[b] for b in text]
+    if tokens and not soft_end and text[-1] in _WHITE:
+        tokens[-1] = b"=%02X" % text[-1]  # RFC 2045 §6.7 rule 3: no trailing white space before a line end
+    out: list[bytes] = []
+    line: list[bytes] = []
+    width = 0
+    rest = sum(map(len, tokens))
+    for token in tokens:
+        # rule 5: a line that goes on after a soft break keeps one column for the "="
+        if width + len(token) > _MAX_LINE - 1 and (soft_end or width + rest > _MAX_LINE):
+            out += (*line, b"=", eol)
+            line, width = [], 0
+        line.append(token)
+        width += len(token)
+        rest -= len(token)
+    out += line
+    if soft_end and line:
+        out += (b"=", eol)
+    return b"".join(out)
+
+
+def _encode_text(text: bytes, eol: bytes) -> bytes:
+    """*text* quoted-printable, each *eol* in it a hard break (RFC 2045 §6.7 rule 4)."""
+    return eol.join(_wrap(line, eol, soft_end=False) for line in text.split(eol))
+
+
+def _align(lines: list[_Line], new: bytes) -> list[bytes] | None:
+    """*new* cut into as many lines as *lines*, at the same hard breaks, or None if it cannot be.
+
+    The n-th LF of *new* is matched with the n-th LF of the old decoded body: an LF that came from
+    "=0A" inside a line stays inside the line, so an escaped CR LF never shifts the alignment.
+    """
+    cut: list[bytes] = []
+    pos = 0
+    for line in lines[:-1]:
+        stop = pos
+        for _ in range(line.decoded.count(_LF) + 1):
+            stop = new.find(_LF, stop) + 1
+            if not stop:
+                return None
+        end = stop - len(line.brk)
+        if end < pos or new[end:stop] != line.brk:
+            return None
+        cut.append(new[pos:end])
+        pos = stop
+    if new.count(_LF, pos) != lines[-1].decoded.count(_LF):
+        return None
+    cut.append(new[pos:])
+    return cut
+
+
+def _splice_line(body: bytes, line: _Line, new: bytes, eol: bytes) -> bytes:
+    """The encoded logical *line* with decoded content *new*, keeping the unchanged physical lines at each end."""
+    parts = line.parts
+    first, head = 0, 0
+    while first < len(parts) - 1 and new.startswith(parts[first].decoded, head):
+        head += len(parts[first].decoded)
+        first += 1
+    last, tail = len(parts), len(new)
+    while last > first and new.endswith(parts[last - 1].decoded, head, tail):
+        tail -= len(parts[last - 1].decoded)
+        last -= 1
+    kept_tail = body[parts[last].start : line.end] if last < len(parts) else b""
+    return body[line.start : parts[first].start] + _wrap(new[head:tail], eol, soft_end=bool(kept_tail)) + kept_tail
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """The length of the longest common prefix: a binary search over slice comparisons, each at C speed."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: bytes, b: bytes) -> int:
+    """The length of the longest common suffix, as :func:`_common_prefix`."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid :] == b[len(b) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _encode_qp(original: bytes, new: bytes, default_eol: bytes) -> bytes:
+    lines = _parse_qp(original)
+    old = b"".join(line.decoded + line.brk for line in lines)
+    if new == old:
+        return original
+    crlf = sum(line.brk == _CRLF for line in lines)
+    lf = len(lines) - 1 - crlf
+    dominant = default_eol if crlf == lf == 0 else _CRLF if crlf >= lf else _LF
+
+    cut = _align(lines, new)
+    if cut is not None:  # same hard breaks: re-encode only the lines that changed
+        out: list[bytes] = []
+        for line, content in zip(lines, cut, strict=True):
+            if content == line.decoded:
+                out.append(original[line.start : line.end])
+            else:
+                out.append(_splice_line(original, line, content, line.brk or dominant))
+            out.append(line.brk)
+        return b"".join(out)
+
+    # The line structure changed: keep the unchanged whole lines at each end, re-encode the lines between.
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line.decoded) + len(line.brk))
+    last = len(lines) - 1  # the last line has no hard break, so it never ends a kept head
+    head = _common_prefix(old, new)
+    first = max(k for k in range(last + 1) if offsets[k] <= head)
+    tail = _common_suffix(old, new)
+    start = offsets[first]
+    stop = len(lines)  # index of the first kept tail line; len(lines) keeps none
+    for k in range(max(first, 1), len(lines)):
+        kept = len(old) - offsets[k]
+        if kept <= tail and start + kept <= len(new):
+            middle = new[start : len(new) - kept]
+            if not middle or middle.endswith(lines[k - 1].brk):  # the new lines end where the kept ones start
+                stop = k
+                break
+    if stop == len(lines):
+        encoded = _encode_text(new[start:], dominant)
+        return original[: lines[first].start] + encoded
+    brk = lines[stop - 1].brk
+    middle = new[start : len(new) - (len(old) - offsets[stop])]
+    encoded = _encode_text(middle[: -len(brk)], brk) + brk if middle else b""
+    return original[: lines[first].start] + encoded + original[lines[stop].start :]
+
+
+# --- base64 --------------------------------------------------------------------------------------------------------
+
+_NOT_BASE64 = re.compile(rb"[^A-Za-z0-9+/=]+")
+
+
+def _decode_base64(body: bytes, encoding: str | None) -> bytes:
+    # RFC 2045 §6.8: characters outside the base64 alphabet are ignored.
+    text = _NOT_BASE64.sub(b"", body)
+    data = text.rstrip(b"=")
+    if b"=" in data:
+        # §6.8: "=" marks the end of the data; readers disagree on what follows it, so it is not rewritten.
+        raise TransferError("base64 body has data after its '=' padding", encoding)
+    if len(data) % 4 == 1:
+        raise TransferError(
+            f"base64 body has {len(data)} characters: the last one holds 6 bits, not a whole byte", encoding
+        )
+    # A final quantum without its padding is decoded as if padded (§6.8): each byte it holds is whole.
+    return binascii.a2b_base64(data + b"=" * (-len(data) % 4))
+
+
+def _encode_base64(original: bytes, new: bytes) -> bytes:
+    """*new* in base64, wrapped like *original*: its first line's length, line break and final line break."""
+    encoded = base64.b64encode(new)
+    lf = original.find(_LF)
+    if lf < 0:
+        return encoded
+    eol = _CRLF if lf > 0 and original[lf - 1] == 13 else _LF
+    rows = [row for row in original.split(_LF) if row.strip()]
+    # One line then a break says nothing of the width, beyond being at least that line's length.
+    width = len(rows[0].strip()) if len(rows) > 1 else max(_MAX_LINE, len(rows[0].strip()) if rows else 0)
+    lines = [encoded[i : i + width] for i in range(0, len(encoded), width)]
+    return eol.join(lines) + (eol if original.endswith(_LF) else b"")
