@@ -45,6 +45,9 @@ class Policy:
     - ``canonical_base``: with no retrieval URL, use ``<link rel=canonical>`` or ``og:url``.
     - ``require_base``: a document with relative links and no base is an error
       (otherwise its relative links stay as they are and are reported).
+    - ``rewrite_signed``: also rewrite inside multipart/signed and application/pkcs7-mime
+      entities (off: they are left byte for byte, and reported, since any change breaks
+      the signature).
     """
 
     rules: Rules = "rfc3986"
@@ -55,6 +58,7 @@ class Policy:
     remove_base: bool = False
     canonical_base: bool = False
     require_base: bool = False
+    rewrite_signed: bool = False
 
     def __post_init__(self) -> None:
         if self.rules not in RULES:

@@ -1,0 +1,500 @@
+"""The MIME engine: rewrite the HTML and CSS parts of a message, changing no other byte.
+
+A message (an .eml file, an MHTML archive, one message of an mbox) is read as bytes. Its
+structure is found here, byte range by byte range: each entity's heading, its body, the
+delimiter lines of a multipart (RFC 2046 §5.1.1) and the message inside a message/rfc822
+part. The stdlib ``email`` package only reads what is inside a heading (content type,
+parameters, transfer encoding); it never writes anything, because its serialiser changes
+bytes nobody asked it to change (../shared/research/mime-base-urls.md §3).
+
+Each text/html and text/css part is resolved against the first base found, innermost
+first (RFC 1808 §3, RFC 2557 §5):
+
+1. the first ``<base href>`` in the HTML (resolved against what follows);
+2. the part's own heading: ``Base: <URL:...>`` (RFC 1808 §3.1) or ``Content-Base``
+   (RFC 2110), else an absolute ``Content-Location`` (RFC 2557 §5(b)); a relative one is
+   resolved against ``Content-Base`` in the same heading, else against the enclosing base;
+3. the headings of the enclosing entities, innermost first (RFC 2557 §5(c), RFC 1808 §3.2);
+4. the retrieval URL, or Chrome's ``Snapshot-Content-Location`` (RFC 1808 §3.3);
+5. none: relative links stay as they are and are reported (§3.4).
+
+The body is decoded (transfer encoding, then charset), rewritten by the HTML or CSS
+engine, encoded the same way again and spliced into the original bytes.
+
+>>> message = (b"Content-Type: multipart/related; boundary=b\\r\\n"
+...            b"Content-Location: http://example.org/docs/\\r\\n\\r\\n"
+...            b"--b\\r\\nContent-Type: text/html\\r\\n\\r\\n<img src=logo.png>\\r\\n--b--\\r\\n")
+>>> result = rewrite_message(message)
+>>> result.output.split(b"\\r\\n")[6]
+b'<img src=http://example.org/docs/logo.png>'
+>>> [(part.path, part.content_type, part.base, part.layer, part.origin) for part in result.parts]
+[('1', 'multipart/related', 'http://example.org/docs/', 'Content-Location', '1'), \
+('1.1', 'text/html', 'http://example.org/docs/', 'Content-Location', '1')]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.header
+import email.parser
+import email.utils
+import functools
+import re
+from dataclasses import dataclass, field
+from email.message import Message
+from email.policy import compat32
+from typing import Literal
+
+from rewriter.html import HTMLResult, Link, rewrite_html
+from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.resolve import Resolver, UnresolvableReference, parse
+from rewriter.transfer import TransferError, decode, encode
+
+__all__ = ["MessageResult", "Part", "find_message_links", "rewrite_message"]
+
+MimeLayer = Literal[
+    "base-element", "Base", "Content-Base", "Content-Location", "Snapshot-Content-Location", "retrieval-url"
+]
+Action = Literal["rewritten", "unchanged", "skipped", "container", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One MIME entity of a message, what its base is, and what was done to it.
+
+    ``path`` numbers entities like IMAP: "1" is the message, "1.2" its second child, and
+    the message inside a message/rfc822 part "1.2" is "1.2.1". ``start``, ``body_start``
+    and ``end`` are byte offsets in the input: the heading, the body, the body's end (the
+    line break before a delimiter belongs to the delimiter, RFC 2046 §5.1.1).
+    ``base``/``layer``/``origin``: the base the part's links were resolved against, which
+    layer gave it, and the path of the entity whose heading gave it (None for a
+    ``<base>`` element and the retrieval URL). ``links`` have byte spans in the decoded body.
+    """
+
+    path: str
+    content_type: str
+    start: int
+    body_start: int
+    end: int
+    base: str | None
+    layer: MimeLayer | None
+    origin: str | None
+    links: tuple[Link, ...] = ()
+    action: Action = "other"
+    problems: tuple[str, ...] = ()
+
+    def count(self, *statuses: str) -> int:
+        """How many of this part's links have one of *statuses*."""
+        return sum(1 for link in self.links if link.status in statuses)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageResult:
+    """The rewritten message and every entity of it, in tree order."""
+
+    output: bytes
+    parts: tuple[Part, ...]
+    problems: tuple[str, ...] = ()
+
+    @property
+    def links(self) -> tuple[Link, ...]:
+        return tuple(link for part in self.parts for link in part.links)
+
+
+# --------------------------------------------------------------------------
+# Structure: headings, bodies and delimiters as byte ranges
+# --------------------------------------------------------------------------
+
+# A line, with its line break (CRLF, CR or LF, as the email package splits lines).
+_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)?")
+# RFC 5322 §2.2 field names are printable ASCII but ":"; the email package's test, so
+# that both read the same heading. A "From " line opens an mbox message.
+_HEADER_LINE = re.compile(rb"From |[\x21-\x39\x3b-\x7e]*:|[\t ]")
+_BLANK = re.compile(rb"(?:\r\n|\r|\n)")
+_SIGNED = frozenset({"multipart/signed", "application/pkcs7-mime", "application/x-pkcs7-mime"})
+_HEADER_PARSER = email.parser.BytesHeaderParser(policy=compat32)
+
+
+@dataclass(slots=True)
+class _Entity:
+    path: str
+    start: int
+    body_start: int
+    end: int
+    heading: Message
+    content_type: str
+    children: list[_Entity] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _heading_end(data: bytes, start: int, end: int) -> tuple[int, int]:
+    """(end of the heading, start of the body) for the entity at *start*.
+
+    The heading runs to the first blank line, which is consumed; a line that is neither a
+    field nor a continuation ends it too and starts the body (the email package's rule,
+    its MissingHeaderBodySeparatorDefect).
+    """
+    position = start
+    while position < end:
+        line = _LINE.match(data, position, end)
+        assert line is not None  # the pattern matches the empty string
+        line_end = line.end()
+        if line_end == position:
+            break
+        if _BLANK.fullmatch(data, position, line_end):
+            return position, line_end
+        if not _HEADER_LINE.match(data, position, line_end):
+            return position, position
+        position = line_end
+    return position, position
+
+
+def _boundary(heading: Message) -> str | None:
+    """The boundary parameter, quotes removed but nothing else.
+
+    ``Message.get_boundary`` also strips one pair of angle brackets, so a boundary such
+    as ``<<001-3e1d>>`` would never be found (bpo-28945).
+    """
+    value = heading.get_param("boundary", unquote=False)
+    if value is None or value is True:  # absent, or a bare "boundary" without "="
+        return None
+    if isinstance(value, tuple):  # RFC 2231 continuations or charset
+        value = email.utils.collapse_rfc2231_value(value)
+    value = str(value).strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        value = re.sub(r"\\(.)", r"\1", value[1:-1])
+    # RFC 2046 §5.1.1 asks for 1 to 70 characters; an empty one is read as the email
+    # package reads it, delimiter lines being a bare "--".
+    return value.rstrip(" \t")
+
+
+def _parse_entity(data: bytes, start: int, end: int, path: str, enclosing: list[bytes], depth: int) -> _Entity:
+    heading_end, body_start = _heading_end(data, start, end)
+    heading = _HEADER_PARSER.parsebytes(data[start:heading_end])
+    content_type = heading.get_content_type()
+    entity = _Entity(path, start, body_start, end, heading, content_type)
+    if depth > 100:
+        entity.problems.append("nested more than 100 levels deep: the inner levels are kept as they are")
+        return entity
+    if heading.get_content_maintype() == "multipart":
+        _parse_multipart(data, entity, enclosing, depth)
+    elif heading.get_content_maintype() == "message" and content_type != "message/delivery-status":
+        # As the email package reads it: a message/* body is a message (RFC 2046 §5.2).
+        encoding = str(heading.get("content-transfer-encoding", "")).strip().lower()
+        if encoding in ("", "7bit", "8bit", "binary"):
+            entity.children.append(_parse_entity(data, body_start, end, f"{path}.1", enclosing, depth + 1))
+        else:  # RFC 2046 §5.2.1 forbids it; what is inside is kept as it is
+            entity.problems.append(f"a {content_type} body in {encoding} is kept as it is")
+    return entity
+
+
+def _delimiters(boundaries: list[bytes]) -> re.Pattern[bytes]:
+    """Delimiter lines of these boundaries: "--" boundary, "--" if closing, transport padding."""
+    return _delimiter_pattern(tuple(boundaries))
+
+
+@functools.lru_cache(maxsize=256)
+def _delimiter_pattern(boundaries: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    alternatives = b"|".join(re.escape(boundary) for boundary in boundaries)
+    return re.compile(rb"^--(?:" + alternatives + rb")(--)?[ \t]*(?:\r\n|\r|\n|\Z)", re.MULTILINE)
+
+
+def _parse_multipart(data: bytes, entity: _Entity, enclosing: list[bytes], depth: int) -> None:
+    """The parts between the delimiter lines of *entity*'s boundary (RFC 2046 §5.1.1).
+
+    The line break before a delimiter belongs to it. An enclosing multipart's delimiter
+    cannot occur here: the enclosing entity's range already ends before it.
+    """
+    boundary_text = _boundary(entity.heading)
+    if boundary_text is None:
+        entity.problems.append("a multipart without a boundary parameter is kept as it is")
+        return
+    boundary = boundary_text.encode("utf-8", "surrogateescape")
+    boundaries = [boundary, *enclosing]
+    part_start: int | None = None
+    closed = False
+    for match in _delimiters([boundary]).finditer(data, entity.body_start, entity.end):
+        if part_start is not None:
+            _add_part(data, entity, part_start, _before_line_break(data, part_start, match.start()), boundaries, depth)
+        if match.group(1):
+            closed = True
+            break
+        part_start = match.end()
+    else:
+        if part_start is not None:  # the last part runs to the end of the body
+            _add_part(data, entity, part_start, entity.end, boundaries, depth)
+    if not entity.children and not closed:
+        entity.problems.append(f"no part delimited by the boundary {boundary_text!r}: the body is kept as it is")
+    elif not closed:
+        entity.problems.append(f"the closing delimiter --{boundary_text}-- is missing")
+
+
+def _before_line_break(data: bytes, floor: int, position: int) -> int:
+    """*position* moved before the line break that ends there (RFC 2046: it is the delimiter's)."""
+    if position - 2 >= floor and data[position - 2 : position] == b"\r\n":
+        return position - 2
+    if position - 1 >= floor and data[position - 1 : position] in (b"\n", b"\r"):
+        return position - 1
+    return position
+
+
+def _add_part(data: bytes, entity: _Entity, start: int, end: int, boundaries: list[bytes], depth: int) -> None:
+    path = f"{entity.path}.{len(entity.children) + 1}"
+    entity.children.append(_parse_entity(data, start, end, path, boundaries, depth + 1))
+
+
+def _walk(entity: _Entity) -> list[_Entity]:
+    entities = [entity]
+    for child in entity.children:
+        entities.extend(_walk(child))
+    return entities
+
+
+# --------------------------------------------------------------------------
+# Base layers
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Base:
+    url: str
+    layer: MimeLayer
+    origin: str | None
+
+
+def _header_url(heading: Message, name: str) -> str | None:
+    """The URL in the first *name* field, as RFC 2557 §4.4.3 reads it: unfolded, with the
+    whitespace that folding (URLBODY, RFC 2017 §3.1) put inside it removed, then RFC 2047
+    decoded (a space it encodes stays), never percent-decoded. Surrounding quotes go, as
+    Netscape wrote ``Content-Base: "file:///..."``. Raw 8-bit bytes are read as UTF-8."""
+    value = next((value for field, value in heading.raw_items() if field.lower() == name), None)
+    if value is None:
+        return None
+    text = re.sub(r"\s+", "", str(value).encode("ascii", "surrogateescape").decode("utf-8", "replace"))
+    if "=?" in text:
+        with contextlib.suppress(ValueError, LookupError, UnicodeError):  # not RFC 2047: the text as it is
+            text = str(email.header.make_header(email.header.decode_header(text)))
+    return text.strip('"')
+
+
+def _base_header(value: str) -> str:
+    """RFC 1808 §3.1: ``Base: <URL:absoluteURL>`` (whitespace inside already gone)."""
+    if value.startswith("<") and value.endswith(">"):
+        value = value[1:-1]
+    return value[4:] if value[:4].lower() == "url:" else value
+
+
+def _hierarchical(url: str) -> bool:
+    """Whether *url* can serve as a base: a scheme, then a hierarchical path (RFC 3986 §4.2)."""
+    scheme = parse(url).scheme
+    if scheme is None or scheme.lower() in ("javascript", "data", "vbscript"):
+        return False
+    return url[len(scheme) + 1 :].startswith("/")
+
+
+def _against(reference: str, base: _Base | None, policy: Policy) -> str | None:
+    """*reference* made absolute against *base* under the policy's rules (``http:g`` is
+    relative when not strict); None when it cannot be."""
+    if base is None:
+        return reference if parse(reference).scheme is not None else None
+    try:
+        return Resolver(base.url, rules=policy.rules, strict=policy.strict).resolve(reference)
+    except UnresolvableReference:
+        return None
+
+
+def _heading_base(entity: _Entity, enclosing: _Base | None, policy: Policy, notes: list[str]) -> _Base | None:
+    """The base *entity*'s own heading gives (RFC 2557 §5(b), RFC 2110 §5, RFC 1808 §3.1), or None.
+
+    ``Base`` and ``Content-Base`` outrank ``Content-Location`` in the same heading (RFC
+    2110 §5, RFC 2068 §14.11); a relative value is resolved against the enclosing base
+    (RFC 2557 §8.2(c)).
+    """
+    heading = entity.heading
+    for name, layer in (("base", "Base"), ("content-base", "Content-Base")):
+        value = _header_url(heading, name)
+        if value is None:
+            continue
+        url = _base_header(value) if layer == "Base" else value
+        resolved = _against(url, enclosing, policy) if url else None
+        if resolved is not None and _hierarchical(resolved):
+            return _Base(resolved, layer, entity.path)  # type: ignore[arg-type]
+        notes.append(f"{layer}: {value!r} gives no base: it is not a usable URL")
+    location = _header_url(heading, "content-location")
+    if not location:
+        return None
+    resolved = _against(location, enclosing, policy)
+    # Neither a relative location with nothing to resolve it against (RFC 2557 §4.2's
+    # fiction1/fiction2) nor an opaque one (Chrome's cid: labels for frames and style
+    # sheets) is a base; both are normal, so neither is reported as a problem.
+    if resolved is None or not _hierarchical(resolved):
+        return None
+    return _Base(resolved, "Content-Location", entity.path)
+
+
+def _top_base(entity: _Entity, url: str | None) -> _Base | None:
+    """RFC 1808 §3.3: the retrieval URL; else Chrome's Snapshot-Content-Location, the page's URL."""
+    if url:
+        return _Base(url, "retrieval-url", None)
+    location = _header_url(entity.heading, "snapshot-content-location")
+    if location and _hierarchical(location):
+        return _Base(location, "Snapshot-Content-Location", entity.path)
+    return None
+
+
+# --------------------------------------------------------------------------
+# Rewriting
+# --------------------------------------------------------------------------
+
+
+def _charset(heading: Message) -> str | None:
+    charset = heading.get_param("charset")
+    if isinstance(charset, tuple):
+        charset = email.utils.collapse_rfc2231_value(charset)
+    return str(charset).strip() if charset else None
+
+
+def _part(
+    entity: _Entity, base: _Base | None, action: Action, problems: list[str], result: HTMLResult | None = None
+) -> Part:
+    """The report for *entity*; a ``<base>`` element the engine used outranks the MIME base."""
+    if result is not None and result.layer == "base-element" and result.base is not None:
+        base = _Base(result.base, "base-element", None)
+    return Part(
+        entity.path,
+        entity.content_type,
+        entity.start,
+        entity.body_start,
+        entity.end,
+        base.url if base else None,
+        base.layer if base else None,
+        base.origin if base else None,
+        result.links if result is not None else (),
+        action,
+        tuple(problems) + (result.problems if result is not None else ()),
+    )
+
+
+def _rewrite_leaf(
+    data: bytes, entity: _Entity, base: _Base | None, policy: Policy, boundaries: list[bytes], rewrite: bool
+) -> tuple[Part, bytes | None]:
+    """One text/html or text/css part: its report, and its new body (None: it stays).
+
+    The body is decoded (transfer encoding; the charset is the engine's to apply: the
+    part's parameter, else the document's own declaration), rewritten, and encoded again
+    the same way.
+    """
+    from rewriter.stylesheet import rewrite_css
+
+    body = data[entity.body_start : entity.end]
+    encoding = str(entity.heading.get("content-transfer-encoding", "")).strip().lower() or None
+    problems = list(entity.problems)
+    try:
+        decoded = decode(body, encoding)
+    except TransferError as error:
+        problems.append(f"kept as it is: {error.reason}")
+        return _part(entity, base, "skipped", problems), None
+    engine = rewrite_css if entity.content_type == "text/css" else rewrite_html
+    fallback = {} if base is None else {"url" if base.layer == "retrieval-url" else "base": base.url}
+    try:
+        result = engine(decoded, charset=_charset(entity.heading), policy=policy, **fallback)
+    except ValueError as error:  # the policy refused it (NoBaseError)
+        problems.append(str(error))
+        return _part(entity, base, "skipped", problems), None
+    if not rewrite or result.output == decoded:
+        return _part(entity, base, "unchanged", problems, result), None
+    try:
+        new_body = encode(body, encoding, result.output)
+    except TransferError as error:
+        problems.append(f"kept as it is: {error.reason}")
+        return _part(entity, base, "skipped", problems, result), None
+    if boundaries and _delimiters(boundaries).search(new_body):
+        problems.append("kept as it is: the rewritten body would contain a delimiter line")
+        return _part(entity, base, "skipped", problems, result), None
+    return _part(entity, base, "rewritten", problems, result), new_body
+
+
+class _Walk:
+    """One pass over a message's tree: the base of each entity, and the new bodies."""
+
+    def __init__(self, data: bytes, policy: Policy, rewrite: bool) -> None:
+        self.data = data
+        self.policy = policy
+        self.rewrite = rewrite
+        self.parts: list[Part] = []
+        self.edits: list[tuple[int, int, bytes]] = []
+        self.problems: list[str] = []
+
+    def visit(self, entity: _Entity, enclosing: _Base | None, boundaries: list[bytes], signed: bool) -> None:
+        problems = list(entity.problems)
+        base = _heading_base(entity, enclosing, self.policy, problems) or enclosing
+        if entity.content_type in _SIGNED and not self.policy.rewrite_signed:
+            signed = True
+            problems.append("signed content is left as it is: a change would break the signature")
+        if entity.heading.get_content_maintype() == "multipart" or entity.children:
+            if (boundary := _boundary(entity.heading)) is not None:
+                boundaries = [boundary.encode("utf-8", "surrogateescape"), *boundaries]
+            self._add(
+                _part(entity, base, "skipped" if entity.content_type in _SIGNED and signed else "container", problems)
+            )
+            for child in entity.children:
+                self.visit(child, base, boundaries, signed)
+            return
+        if entity.content_type not in ("text/html", "text/css"):
+            self._add(_part(entity, base, "other", problems))
+        elif signed:
+            self._add(_part(entity, base, "skipped", [*problems, "inside signed content: left as it is"]))
+        else:
+            part, new_body = _rewrite_leaf(self.data, entity, base, self.policy, boundaries, self.rewrite)
+            self._add(part)
+            if new_body is not None:
+                self.edits.append((entity.body_start, entity.end, new_body))
+
+    def _add(self, part: Part) -> None:
+        self.parts.append(part)
+        self.problems.extend(f"part {part.path}: {problem}" for problem in part.problems)
+
+    def output(self) -> bytes:
+        """The input with the new bodies spliced in: every other byte as it was."""
+        if not self.edits:
+            return self.data
+        pieces: list[bytes] = []
+        last = 0
+        for start, end, new in sorted(self.edits):
+            pieces.append(self.data[last:start])
+            pieces.append(new)
+            last = end
+        pieces.append(self.data[last:])
+        return b"".join(pieces)
+
+
+def _process(data: bytes, url: str | None, policy: Policy, *, rewrite: bool) -> MessageResult:
+    try:
+        root = _parse_entity(data, 0, len(data), "1", [], 0)
+        walk = _Walk(data, policy, rewrite)
+        walk.visit(root, _top_base(root, url), [], False)
+    except RecursionError:
+        return MessageResult(data, (), ("the message is nested too deeply to read: it is kept as it is",))
+    output = walk.output()
+    if output is not data and _dkim_signed(root.heading):
+        walk.problems.append("part 1: its DKIM-Signature will no longer verify: the body was changed")
+    return MessageResult(output, tuple(walk.parts), tuple(dict.fromkeys(walk.problems)))
+
+
+def _dkim_signed(heading: Message) -> bool:
+    return heading.get("dkim-signature") is not None or heading.get("arc-message-signature") is not None
+
+
+def rewrite_message(data: bytes, *, url: str | None = None, policy: Policy = DEFAULT_POLICY) -> MessageResult:
+    """Make every relative link in the HTML and CSS parts of a MIME message absolute.
+
+    *url* is where the message was retrieved from (RFC 1808 §3.3). Every byte outside
+    the rewritten bodies stays as it is; a message with nothing to rewrite comes back
+    byte for byte. Never raises on bad input: what cannot be read is kept and reported.
+    """
+    return _process(data, url, policy, rewrite=True)
+
+
+def find_message_links(data: bytes, *, url: str | None = None, policy: Policy = DEFAULT_POLICY) -> MessageResult:
+    """Every link of the message's HTML and CSS parts, resolved, without rewriting."""
+    return _process(data, url, policy, rewrite=False)
