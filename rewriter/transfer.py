@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["IDENTITY", "TransferError", "decode", "encode", "mechanism"]
 
@@ -89,8 +89,7 @@ _TOKENS = tuple(bytes([b]) if (33 <= b <= 126 and b != ord("=")) or b in (9, 32)
 _WHITE = (9, 32)
 
 
-@dataclass(frozen=True, slots=True)
-class _Part:
+class _Part(NamedTuple):
     """One physical line of a logical line: its encoded range (soft break included) and decoded bytes."""
 
     start: int
@@ -98,8 +97,7 @@ class _Part:
     decoded: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class _Line:
+class _Line(NamedTuple):
     """A logical line: the physical lines joined by soft breaks, then its hard break (b"" for the last line)."""
 
     parts: tuple[_Part, ...]
