@@ -25,7 +25,9 @@ from rewriter.policy import Policy
 from rewriter.resolve import RULES, Resolver, UnresolvableReference
 
 if TYPE_CHECKING:
-    from rewriter.html import HTMLResult
+    from rewriter.html import HTMLResult, Link
+    from rewriter.mailbox import MboxReport
+    from rewriter.mime import MessageResult
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
@@ -102,10 +104,31 @@ def build_parser() -> argparse.ArgumentParser:
     links.add_argument("--json", action="store_true", help="one JSON object per link (JSON Lines)")
     _document_options(links)
     links.set_defaults(run=_run_links)
+
+    explain = verbs.add_parser(
+        "explain",
+        help="show the MIME tree with each part's base and where it came from",
+        description=(
+            "Show FILE's structure: for each MIME part its type, its effective base URL, which layer gave it "
+            "(a <base> element, a Base/Content-Base/Content-Location header of which part, the retrieval URL) "
+            "and how many links would be rewritten, kept, or left relative. A plain HTML file is one document."
+        ),
+        epilog="Example: rewriter explain saved.mhtml --json",
+    )
+    explain.add_argument("files", metavar="FILE", nargs=1, help="a message, MHTML archive or HTML document")
+    explain.add_argument("--json", action="store_true", help="the tree as one JSON object")
+    _document_options(explain)
+    explain.set_defaults(run=_run_explain)
     return parser
 
 
 def _document_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=("auto", "html", "css", "message", "mbox"),
+        default="auto",
+        help="what the input is (default: told by its content: an mbox, a MIME message or MHTML, CSS, HTML)",
+    )
     parser.add_argument("--url", help="the retrieval URL: the base when the page has no <base> (RFC 1808 §3.3)")
     parser.add_argument("--charset", help="the transport charset, if known (HTTP or MIME charset parameter)")
     parser.add_argument("--rules", choices=RULES, default="rfc3986", help="resolution rules (default: rfc3986)")
@@ -141,21 +164,80 @@ def _shown(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
-def _run_engine(verb: str, path: str, engine: Callable[[bytes], HTMLResult], err: TextIO) -> HTMLResult | None:
-    """Read *path* ('-': stdin) and run *engine* on its bytes; None, with the file and
-    the reason on stderr, when it cannot be read or the policy refuses it."""
-    from rewriter.html import NoBaseError
+class _Document:
+    """One input read and run through the engine its format needs: what the verbs share."""
 
+    def __init__(self, name: str, fmt: str, result: HTMLResult | MessageResult) -> None:
+        self.name = name
+        self.format = fmt
+        self.result = result
+
+    @property
+    def output(self) -> bytes:
+        return self.result.output
+
+    def located_links(self) -> Iterator[tuple[str, Link]]:
+        """(where, link) for every link: the part path for a message, "" for a document."""
+        parts = getattr(self.result, "parts", None)
+        if parts is None:
+            for link in self.result.links:
+                yield "", link
+            return
+        for part in parts:
+            for link in part.links:
+                yield part.path, link
+
+    def report(self, err: TextIO) -> bool:
+        """Name on stderr every problem and every link that stayed relative; True if all went well."""
+        well = True
+        for problem in self.result.problems:
+            err.write(f"rewriter: {self.name}: {problem}\n")
+        for where, link in self.located_links():
+            if link.status in ("no-base", "unresolvable"):
+                well = False
+                part = f"part {where}: " if where else ""
+                err.write(
+                    f"rewriter: {self.name}: {part}<{link.element} {link.attribute}> {link.original!r} at bytes "
+                    f"{link.start}-{link.end}: {link.status}: {link.reason}\n"
+                )
+        return well
+
+
+def _read(verb: str, path: str, err: TextIO) -> bytes | None:
     try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as error:
         err.write(f"rewriter {verb}: cannot read {_shown(path)}: {error.strerror or error}\n")
         return None
+
+
+def _run_engine(
+    verb: str, path: str, data: bytes, args: argparse.Namespace, err: TextIO, *, rewrite: bool
+) -> _Document | None:
+    """Run the engine *data*'s format needs (told by its content, the name only breaking
+    ties); None, with the file and the reason on stderr, when the policy refuses it."""
+    from rewriter.html import NoBaseError, find_links, rewrite_html
+    from rewriter.mailbox import detect_format
+    from rewriter.mime import find_message_links, rewrite_message
+
+    policy = _policy(args)
+    fmt = args.format if getattr(args, "format", "auto") != "auto" else detect_format(data[:65536], path)
     try:
-        return engine(data)
+        if fmt in ("message", "mbox"):  # one message read whole (mbox streams elsewhere)
+            engine = rewrite_message if rewrite else find_message_links
+            result: HTMLResult | MessageResult = engine(data, url=args.url, policy=policy)
+        elif fmt == "css":
+            from rewriter.stylesheet import find_css_links, rewrite_css
+
+            css_engine = rewrite_css if rewrite else find_css_links
+            result = css_engine(data, url=args.url, charset=args.charset, policy=policy)
+        else:
+            html_engine = rewrite_html if rewrite else find_links
+            result = html_engine(data, url=args.url, charset=args.charset, policy=policy)
     except NoBaseError as error:
         err.write(f"rewriter {verb}: {_shown(path)}: {error}\n")
         return None
+    return _Document(_shown(path), fmt, result)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -174,25 +256,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def _report(name: str, result: HTMLResult, err: TextIO) -> bool:
-    """Name on stderr every link that stayed relative and every problem; True if all went well."""
-    well = True
-    for problem in result.problems:
-        err.write(f"rewriter: {name}: {problem}\n")
-    for link in result.links:
-        if link.status in ("no-base", "unresolvable"):
-            well = False
-            err.write(
-                f"rewriter: {name}: <{link.element} {link.attribute}> {link.original!r} at bytes "
-                f"{link.start}-{link.end}: {link.status}: {link.reason}\n"
-            )
-    return well
-
-
 def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from rewriter.html import rewrite_html  # the HTML stack loads only for the verbs that use it
+    from rewriter.mailbox import detect_format, is_maildir
 
-    policy = _policy(args)
     several = len(args.files) > 1
     target = Path(args.output) if args.output and args.output != "-" else None
     if several and (target is None or (target.exists() and not target.is_dir())):
@@ -202,25 +268,108 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         target.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
     status = EXIT_OK
     for name in args.files:
-        shown = _shown(name)
-        result = _run_engine(
-            "rewrite", name, lambda data: rewrite_html(data, url=args.url, charset=args.charset, policy=policy), err
-        )
-        if result is None:
+        destination = target / Path(name).name if several and target is not None else target
+        if name != "-" and Path(name).is_dir():
+            if not is_maildir(Path(name)):
+                err.write(f"rewriter rewrite: {name} is a folder but not a Maildir (cur/, new/, tmp/)\n")
+                status = EXIT_SOME_FAILED
+            elif destination is None:
+                err.write(f"rewriter rewrite: the Maildir {name} needs -o DIR, a folder for the rewritten copy\n")
+                status = EXIT_SOME_FAILED
+            elif not _rewrite_maildir(Path(name), destination, args, err):
+                status = EXIT_SOME_FAILED
+            continue
+        if name != "-" and _is_mbox(Path(name), detect_format):
+            if not _rewrite_mbox(name, destination, args, out, err):
+                status = EXIT_SOME_FAILED
+            continue
+        data = _read("rewrite", name, err)
+        document = None if data is None else _run_engine("rewrite", name, data, args, err, rewrite=True)
+        if document is None:
             status = EXIT_SOME_FAILED
             continue
-        if not _report(shown, result, err):
+        if not document.report(err):
             status = EXIT_SOME_FAILED
         try:
-            if target is None:
-                _write_bytes(out, result.output)
+            if destination is None:
+                _write_bytes(out, document.output)
             else:
-                destination = target / Path(name).name if several else target
-                _write_atomically(destination, result.output)
+                _write_atomically(destination, document.output)
         except OSError as error:
-            err.write(f"rewriter rewrite: cannot write the output of {shown}: {error.strerror or error}\n")
+            err.write(f"rewriter rewrite: cannot write the output of {document.name}: {error.strerror or error}\n")
             status = EXIT_SOME_FAILED
     return status
+
+
+def _is_mbox(path: Path, detect_format: Callable[[bytes, str | None], str]) -> bool:
+    try:
+        with path.open("rb") as stream:
+            return detect_format(stream.read(65536), path.name) == "mbox"
+    except OSError:
+        return False  # reported when it is read
+
+
+def _rewrite_mbox(name: str, destination: Path | None, args: argparse.Namespace, out: TextIO, err: TextIO) -> bool:
+    """Stream an mbox message by message: memory stays flat whatever its size."""
+    from rewriter.mailbox import rewrite_mbox
+
+    well = True
+    policy = _policy(args)
+    temporary: Path | None = None
+    try:
+        with open(name, "rb") as source:
+            if destination is None:
+                sink = getattr(out, "buffer", None)
+                if sink is None:
+                    err.write("rewriter rewrite: an mbox needs a binary standard output or -o FILE\n")
+                    return False
+                out.flush()
+                reports = list(_mbox_reports(rewrite_mbox(source, sink, url=args.url, policy=policy), name, err))
+                sink.flush()
+            else:
+                handle, temporary_name = tempfile.mkstemp(
+                    dir=destination.parent, prefix=f".{destination.name}.", suffix=".tmp"
+                )
+                temporary = Path(temporary_name)
+                with os.fdopen(handle, "wb") as sink:
+                    reports = list(_mbox_reports(rewrite_mbox(source, sink, url=args.url, policy=policy), name, err))
+                    sink.flush()
+                    os.fsync(sink.fileno())
+                if destination.exists():
+                    os.chmod(temporary, destination.stat().st_mode & 0o7777)
+                os.replace(temporary, destination)
+                temporary = None
+        well = all(reports)
+    except OSError as error:
+        err.write(f"rewriter rewrite: {name}: {error.strerror or error}\n")
+        well = False
+    finally:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
+    return well
+
+
+def _mbox_reports(reports: Iterable[MboxReport], name: str, err: TextIO) -> Iterator[bool]:
+    """Each message's problems on stderr, numbered from 1; True for a message that went well."""
+    for report in reports:
+        for problem in report.problems:
+            err.write(f"rewriter: {name}: message {report.index + 1}: {problem}\n")
+        if report.relative:
+            err.write(f"rewriter: {name}: message {report.index + 1}: {report.relative} link(s) left relative\n")
+        yield not report.relative
+
+
+def _rewrite_maildir(folder: Path, destination: Path, args: argparse.Namespace, err: TextIO) -> bool:
+    from rewriter.mailbox import rewrite_maildir
+
+    well = True
+    for report in rewrite_maildir(folder, destination, url=args.url, policy=_policy(args)):
+        for problem in report.problems:
+            err.write(f"rewriter: {folder}: {problem}\n")
+        if report.relative:
+            err.write(f"rewriter: {report.path}: {report.relative} link(s) left relative\n")
+        well = well and not report.relative and report.target is not None
+    return well
 
 
 def _write_bytes(out: TextIO, data: bytes) -> None:
@@ -235,22 +384,105 @@ def _write_bytes(out: TextIO, data: bytes) -> None:
 
 
 def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from rewriter.html import find_links
-
     name = args.files[0]
-    policy = _policy(args)
-    result = _run_engine(
-        "links", name, lambda data: find_links(data, url=args.url, charset=args.charset, policy=policy), err
-    )
-    if result is None:
+    data = _read("links", name, err)
+    document = None if data is None else _run_engine("links", name, data, args, err, rewrite=False)
+    if document is None:
         return EXIT_SOME_FAILED
-    for link in result.links:
+    for where, link in document.located_links():
         if args.json:
-            out.write(json.dumps(link._asdict(), ensure_ascii=False) + "\n")
+            record = link._asdict()
+            if document.format in ("message", "mbox"):
+                record = {"part": where, **record}
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
         else:
             resolved = link.resolved if link.resolved is not None else "-"
-            out.write(f"{link.element}\t{link.attribute}\t{link.status}\t{link.original}\t{resolved}\n")
-    return EXIT_OK if _report(_shown(name), result, err) else EXIT_SOME_FAILED
+            part = f"{where}\t" if document.format in ("message", "mbox") else ""
+            out.write(f"{part}{link.element}\t{link.attribute}\t{link.status}\t{link.original}\t{resolved}\n")
+    return EXIT_OK if document.report(err) else EXIT_SOME_FAILED
+
+
+def _run_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """The MIME tree (or the one document): each part's type, base, where the base came
+    from, and how many links were rewritten, kept and left relative."""
+    name = args.files[0]
+    data = _read("explain", name, err)
+    document = None if data is None else _run_engine("explain", name, data, args, err, rewrite=False)
+    if document is None:
+        return EXIT_SOME_FAILED
+    rows = _explain_rows(document)
+    if args.json:
+        out.write(
+            json.dumps(
+                {
+                    "file": document.name,
+                    "format": document.format,
+                    "parts": rows,
+                    "problems": list(document.result.problems),
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+            + "\n"
+        )
+    else:
+        out.write(f"{document.name} ({document.format})\n")
+        for row in rows:
+            indent = "  " * (row["path"].count(".") + 1) if row["path"] else "  "
+            label = f"{row['path']} " if row["path"] else ""
+            out.write(f"{indent}{label}{row['type']}")
+            if row["action"] in ("rewritten", "unchanged", "skipped") or row["links"]:
+                count = row["links"]
+                out.write(
+                    f": {count} link{'' if count == 1 else 's'}, {row['rewritten']} to rewrite, {row['kept']} kept, "
+                    f"{row['relative']} left relative"
+                )
+            out.write("\n")
+            base = row["base"] if row["base"] is not None else "none"
+            source = row["layer"] or "no layer"
+            if row["origin"]:
+                source += f" of part {row['origin']}"
+            out.write(f"{indent}  base: {base} ({source})\n")
+        for problem in document.result.problems:
+            out.write(f"  problem: {problem}\n")
+    return EXIT_OK
+
+
+def _explain_rows(document: _Document) -> list[dict[str, object]]:
+    parts = getattr(document.result, "parts", None)
+    if parts is None:
+        result = document.result
+        links = result.links
+        entries = [
+            (
+                "",
+                "text/css" if document.format == "css" else "text/html",
+                result.base,
+                result.layer,
+                None,
+                links,
+                "document",
+            )
+        ]
+    else:
+        entries = [(p.path, p.content_type, p.base, p.layer, p.origin, p.links, p.action) for p in parts]
+    rows: list[dict[str, object]] = []
+    for path, kind, base, layer, origin, links, action in entries:
+        rows.append(
+            {
+                "path": path,
+                "type": kind,
+                "action": action,
+                "base": base,
+                "layer": layer,
+                "origin": origin,
+                "links": len(links),
+                "rewritten": sum(1 for link in links if link.status == "rewritten"),
+                "kept": sum(1 for link in links if link.status in ("absolute", "same-document")),
+                "relative": sum(1 for link in links if link.status in ("no-base", "unresolvable")),
+            }
+        )
+    return rows
 
 
 def _lines(path: str) -> Iterator[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,3 +28,32 @@ def test_resolver_benchmark_runs_and_prints_ratios(tmp_path: Path) -> None:
     assert "urllib.parse.urljoin" in done.stdout and "ada_url.join_url" in done.stdout
     for rules in ("rfc1808", "rfc2396", "rfc3986", "whatwg"):
         assert f"rewriter {rules} per-base" in done.stdout
+
+
+def test_mbox_benchmark_runs_and_prints_figures_and_ratios(tmp_path: Path) -> None:
+    corpus = tmp_path / "mail"
+    corpus.mkdir()
+    (corpus / "page.mhtml").write_bytes(
+        b"Content-Type: text/html\r\nContent-Location: http://example.org/a/\r\n\r\n<img src=b.png>\r\n"
+    )
+    (corpus / "plain.eml").write_bytes(b"From: a@example.org\nSubject: hi\n\nFrom here on, no links.")
+    (corpus / "two.mbox").write_bytes(b"From a\nSubject: 1\n\none\n\nFrom b\nSubject: 2\n\n>From two\n")
+    (corpus / "notes.txt").write_bytes(b"not mail")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_mbox.py"), "--corpus", str(corpus), "--size-mb", "0.002"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for figure in ("messages", "MB", "seconds", "messages/s", "MB/s", "peak RSS MB"):
+        assert figure in out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("rewriter.mailbox", "stdlib email"))]
+    assert len(rows) == 2 and rows[0][-6] == rows[1][-6] and int(rows[0][-6]) % 4 == 0  # 4 messages per round
+    assert "rewriter / stdlib throughput:" in out and "(target >= 2x" in out
+    assert "rewriter peak RSS:" in out and "(target < 150 MB" in out
+    assert list(scratch.iterdir()) == []  # the mbox and the outputs are deleted

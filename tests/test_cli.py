@@ -180,3 +180,91 @@ def test_links_on_an_unreadable_file_is_an_item_failure(tmp_path: Path, capsys: 
     code, out, err = run(capsys, "links", str(tmp_path / "missing.html"))
     assert (code, out) == (1, "")
     assert "missing.html" in err and "Traceback" not in err
+
+
+# --- messages, mbox, Maildir, explain (issue #4) -------------------------------------------------------------
+
+MIME = FIXTURES / "mime"
+
+
+def test_rewrite_detects_a_message_by_its_content(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "no-extension"
+    source.write_bytes((MIME / "rfc2557-9.3.eml").read_bytes())
+    code, out, err = run(capsys, "rewrite", str(source), "-o", str(tmp_path / "out.eml"))
+    assert (code, out, err) == (0, "", "")
+    written = (tmp_path / "out.eml").read_bytes()
+    assert b"http://www.ietf.cnri.reston.va.us/images/ietflogo1.gif" in written.replace(b"=\r\n", b"")
+    # The heading and every other part are as they were.
+    assert written.split(b"\r\n\r\n")[0] == source.read_bytes().split(b"\r\n\r\n")[0]
+
+
+def test_rewrite_message_with_no_base_reports_by_part(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "rewrite", str(MIME / "rfc2557-9.4.eml"))
+    assert code == 1
+    assert "part 1.1: <img src> 'ietflogo.gif'" in err and "no-base" in err
+
+
+def test_rewrite_an_mbox_streams_every_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one = (MIME / "rfc2557-9.3.eml").read_bytes().replace(b"\r\n", b"\n")
+    mbox = tmp_path / "archive"
+    mbox.write_bytes(b"From a@example.org Mon Jan  1 00:00:00 2024\n" + one + b"\n" + b"From b Tue\n" + one)
+    code, out, err = run(capsys, "rewrite", str(mbox), "-o", str(tmp_path / "out.mbox"))
+    assert (code, out) == (0, ""), err
+    written = (tmp_path / "out.mbox").read_bytes()
+    assert written.count(b"\nFrom b Tue\n") == 1 and written.startswith(b"From a@example.org Mon")
+    # In each message: once in the image part's Content-Location, and now once in the HTML.
+    absolute = b"http://www.ietf.cnri.reston.va.us/images/ietflogo1.gif"
+    assert mbox.read_bytes().count(absolute) == 2
+    assert written.replace(b"=\n", b"").count(absolute) == 4
+
+
+def test_rewrite_a_maildir_into_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    maildir = tmp_path / "Mail"
+    for sub in ("cur", "new", "tmp"):
+        (maildir / sub).mkdir(parents=True)
+    (maildir / "cur" / "1700000000.1.host:2,S").write_bytes((MIME / "rfc2557-9.3.eml").read_bytes())
+    (maildir / "new" / "1700000001.2.host").write_bytes(b"Subject: plain\n\nno links\n")
+    code, _, err = run(capsys, "rewrite", str(maildir), "-o", str(tmp_path / "copy"))
+    assert code == 0, err
+    assert (tmp_path / "copy" / "new" / "1700000001.2.host").read_bytes() == b"Subject: plain\n\nno links\n"
+    assert b"ietflogo1.gif" in (tmp_path / "copy" / "cur" / "1700000000.1.host:2,S").read_bytes()
+    code, _, err = run(capsys, "rewrite", str(maildir))
+    assert code == 1 and "needs -o DIR" in err
+
+
+def test_a_folder_that_is_not_a_maildir_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "rewrite", str(tmp_path), "-o", str(tmp_path / "x"))
+    assert code == 1 and "is a folder but not a Maildir" in err
+
+
+def test_links_of_a_message_name_the_part(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "links", str(MIME / "precedence-rfc822.eml"), "--json")
+    assert code == 0
+    records = [json.loads(line) for line in out.splitlines()]
+    assert {record["part"] for record in records} >= {"1.1", "1.2.1.1"}
+    assert all(record["status"] == "rewritten" for record in records)
+
+
+def test_explain_shows_each_part_base_and_where_it_came_from(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "explain", str(MIME / "precedence-content-base.eml"))
+    assert code == 0
+    assert "(message)" in out.splitlines()[0]
+    assert "text/html" in out and "Content-Base of part" in out
+    code, out, _ = run(capsys, "explain", str(MIME / "precedence-content-base.eml"), "--json")
+    tree = json.loads(out)
+    html = next(row for row in tree["parts"] if row["type"] == "text/html")
+    assert html["layer"] == "Content-Base" and html["rewritten"] >= 1
+
+
+def test_explain_a_plain_html_document(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "explain", str(FIXTURES / "saved-page.html"), "--url", "https://example.org/a/")
+    assert code == 0 and "(html)" in out and "retrieval-url" in out
+
+
+def test_format_can_be_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "page.txt"
+    page.write_bytes(b"Note: a page\n<a href=x>x</a>")  # one field-like line: read as HTML
+    code, out, _ = run(capsys, "rewrite", str(page), "--url", "http://h/")
+    assert code == 0 and "href=http://h/x" in out
+    code, out, _ = run(capsys, "rewrite", str(page), "--url", "http://h/", "--format", "message")
+    assert code == 0 and "href=x" in out  # as a message it is text/plain: nothing to rewrite

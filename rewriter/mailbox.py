@@ -1,0 +1,688 @@
+"""Mailboxes: tell what a file is, and rewrite every message of an mbox or a Maildir.
+
+An mbox is read as a byte stream, one message at a time (memory stays flat in the size
+of the mbox): :func:`iter_mbox` yields each ``From `` separator line as found and the
+message bytes after it, and the pieces it yields always add up to the input, byte for
+byte. :func:`rewrite_mbox` writes each separator unchanged and each message as
+:func:`rewriter.mime.rewrite_message` returns it (quoting a ``From `` line the rewrite
+made, and moving a right Content-Length by the change in size). A Maildir is a folder of message
+files; :func:`rewrite_maildir` replaces the ones that change (see
+../shared/research/mime-base-urls.md §3.4 for why neither goes through the stdlib
+``mailbox`` module: it re-quotes ``From `` lines and changes line breaks).
+
+>>> import io
+>>> data = (b"From a@example.org Sat Jan  1 00:00:00 2000\\nSubject: one\\n\\nhi\\n>From here\\n\\n"
+...         b"From b@example.org Sat Jan  1 00:00:00 2000\\nSubject: two\\n\\nbye\\n")
+>>> detect_format(data)
+'mbox'
+>>> for separator, message in iter_mbox(io.BytesIO(data)):
+...     print(separator, message)
+b'From a@example.org Sat Jan  1 00:00:00 2000\\n' b'Subject: one\\n\\nhi\\n>From here\\n\\n'
+b'From b@example.org Sat Jan  1 00:00:00 2000\\n' b'Subject: two\\n\\nbye\\n'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+from rewriter.mime import MessageResult, rewrite_message
+from rewriter.policy import DEFAULT_POLICY, Policy
+
+__all__ = [
+    "MaildirReport",
+    "MboxReport",
+    "detect_format",
+    "is_maildir",
+    "iter_maildir",
+    "iter_mbox",
+    "rewrite_maildir",
+    "rewrite_mbox",
+]
+
+Format = Literal["mbox", "message", "html", "css"]
+
+SNIFF_SIZE = 8192  # how much of a file's head detect_format needs
+CHUNK_SIZE = 1 << 20
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+
+# ---------------------------------------------------------------------------
+# What a file is
+# ---------------------------------------------------------------------------
+
+# RFC 5322 §3.6.8 field name (printable ASCII but ":"); RFC 5322 §4.5.4 obsolete syntax
+# allows white space before the colon, and real mail has it ("X-Odd : v").
+_FIELD = re.compile(rb"([\x21-\x39\x3b-\x7e]+)[ \t]*:")
+# Fields that only MIME entities have: one of them makes a heading a message's.
+_MIME_FIELDS = frozenset(
+    {
+        b"mime-version",
+        b"content-type",
+        b"content-transfer-encoding",
+        b"content-location",
+        b"content-base",
+        b"content-id",
+        b"content-disposition",
+        b"content-description",
+    }
+)
+# Mail fields (RFC 5322 §3.6, trace fields, common extensions; any X-* field counts too).
+# Each also begins some text files ("Date: 2024-01-01"), so two of them are needed.
+_MAIL_FIELDS = frozenset(
+    {
+        b"from",
+        b"to",
+        b"cc",
+        b"bcc",
+        b"subject",
+        b"date",
+        b"received",
+        b"return-path",
+        b"message-id",
+        b"reply-to",
+        b"sender",
+        b"delivered-to",
+        b"in-reply-to",
+        b"references",
+        b"resent-from",
+        b"resent-to",
+        b"resent-date",
+        b"resent-message-id",
+        b"dkim-signature",
+        b"arc-seal",
+        b"authentication-results",
+        b"list-id",
+        b"list-unsubscribe",
+        b"user-agent",
+        b"snapshot-content-location",
+    }
+)
+# Markup: a tag, a comment, a doctype, a processing instruction or an end tag.
+_MARKUP = re.compile(rb"<[A-Za-z!?/]")
+_CSS_COMMENT = re.compile(rb"/\*.*?\*/", re.S)
+# Only style sheets open with one of these at-rules, or with a rule whose block holds a
+# declaration ("name:"), a comment or nothing.
+_CSS_START = re.compile(
+    rb"@(?:charset|import|namespace|media|font-face|supports|layer|page|keyframes|-webkit-keyframes"
+    rb"|counter-style|property|container|font-feature-values)\b"
+    rb"|[^<{}@;\"']{1,1000}\{\s*(?:-*[A-Za-z][-\w]*\s*:|\}|/\*)",
+    re.I,
+)
+_NAMES: dict[str, Format] = {
+    ".mbox": "mbox",
+    ".mbx": "mbox",
+    ".eml": "message",
+    ".mht": "message",
+    ".mhtml": "message",
+    ".mime": "message",
+    ".mim": "message",
+    ".css": "css",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".shtml": "html",
+}
+
+
+def _is_heading(lines: list[bytes]) -> bool:
+    """Whether *lines* begin with a message heading (see :func:`detect_format`, rule 3)."""
+    mime = mail = 0
+    for line in lines:
+        line = line.rstrip(b"\r")
+        if not line:
+            break  # the blank line that ends the heading
+        if line[:1] in (b" ", b"\t"):
+            continue  # folded; flanker-enclosed-rfc822.eml even opens with such a line
+        field = _FIELD.match(line)
+        if field is None:
+            break  # not a heading (any more): what was read so far decides
+        name = field.group(1).lower()
+        if name in _MIME_FIELDS:
+            mime += 1
+        elif name in _MAIL_FIELDS or name.startswith(b"x-"):
+            mail += 1
+    return mime > 0 or mail > 1
+
+
+def detect_format(head: bytes, name: str | None = None) -> Format:
+    """What a file is, from its first few KB (*head*); its *name* only breaks ties.
+
+    The rules, first match wins:
+
+    1. A UTF-8 byte order mark is skipped (mimekit-unmunged.mbox has one). A UTF-16 one
+       means text that is no mail: rules 2 and 3 are skipped.
+    2. ``mbox``: the first line starts with ``From `` and the next line is a header
+       field (``name:``), as after every mbox separator. A single message saved with its
+       envelope line (flanker-torture.mbox, mime4j-mp-msg-rfc822.eml) is an mbox of one.
+    3. ``message``: the file opens with header fields (folded lines allowed, a first line
+       of white space too), and the fields before the first line that is not one include
+       a MIME field (MIME-Version, Content-*) or two mail fields (From, To, Subject,
+       Date, Received, Return-Path, Message-ID, X-*, ...). One is not enough: text
+       pages open with "Date: ..." or "Note: ..." (never a mail field) too.
+    4. ``html``: the first non-blank byte opens markup: ``<`` then a letter, ``!``,
+       ``?`` or ``/`` (except ``<!--`` in a file named .css, where it is CSS's CDO).
+    5. ``css``: the content is clearly CSS (starts, after comments, with an at-rule such
+       as ``@import`` or with a rule ``selector { name: ...``) and has no markup.
+    6. The name: .mbox/.mbx, .eml/.mht/.mhtml/.mime, .css, .html/.htm/.xhtml.
+    7. ``html``.
+
+    >>> detect_format(b"From: a@example.org\\r\\nSubject: hi\\r\\n\\r\\n<p>hi</p>")
+    'message'
+    >>> detect_format(b"Note: this page moved.\\n\\n<p><a href=new.html>here</a></p>")
+    'html'
+    >>> detect_format(b"body { margin: 0 }"), detect_format(b"", "site.css")
+    ('css', 'css')
+    """
+    suffix = os.path.splitext(name)[1].lower() if name else ""
+    head = head[:SNIFF_SIZE]
+    mail_possible = True
+    if head.startswith(_UTF8_BOM):
+        head = head[len(_UTF8_BOM) :]
+    elif head[:2] in _UTF16_BOMS:
+        head = head[2:].decode(_UTF16_BOMS[head[:2]], "replace").encode("utf-8", "replace")
+        mail_possible = False
+    if mail_possible:
+        lines = head.split(b"\n", 64)[:64]
+        if lines[0].startswith(b"From ") and len(lines) > 1 and _FIELD.match(lines[1]):
+            return "mbox"
+        if _is_heading(lines):
+            return "message"
+    text = head.lstrip(b" \t\r\n\f")
+    if _MARKUP.match(text) and not (suffix == ".css" and text.startswith(b"<!--")):
+        return "html"
+    sheet = _CSS_COMMENT.sub(b" ", text).lstrip(b" \t\r\n\f")
+    if _CSS_START.match(sheet) and not _MARKUP.search(sheet):
+        return "css"
+    return _NAMES.get(suffix, "html")
+
+
+# ---------------------------------------------------------------------------
+# mbox as a byte stream
+# ---------------------------------------------------------------------------
+
+_SEPARATOR = b"\nFrom "
+_CONTENT_LENGTH = re.compile(rb"^content-length[ \t]*:[ \t]*(\d{1,18})[ \t]*\r?$", re.I | re.M)
+_HEADING_END = re.compile(rb"\r?\n\r?\n")
+# Between where a Content-Length says the body ends and the next From_ line there may be
+# the line break that ends the last line (mutt's mbox.c checks offset + length + 1, and
+# the Netscape messages of mimekit-content-length.mbox need exactly that) or a blank line.
+_SLACK = 4
+# A Content-Length pointing further ahead than this on a stream that cannot seek is not
+# followed up (the check would have to buffer everything up to there).
+_MAX_LOOKAHEAD = 256 << 20
+
+
+def _content_length(data: bytes, start: int, end: int) -> tuple[int, int, int, int] | None:
+    """``(value, digits start, digits end, body start)`` of the Content-Length field in
+    the heading of the message ``data[start:end]``; None without one or a heading end."""
+    if data.startswith((b"\n", b"\r\n"), start):
+        return None  # an empty heading
+    heading_end = _HEADING_END.search(data, start, end)
+    if heading_end is None:
+        return None
+    field = _CONTENT_LENGTH.search(data, start, heading_end.start() + 1)
+    if field is None:
+        return None
+    return int(field.group(1)), field.start(1), field.end(1), heading_end.end()
+
+
+def _only_line_breaks(data: bytes) -> bool:
+    return not data.strip(b"\r\n")
+
+
+class _MboxSplitter:
+    """The state of :func:`iter_mbox`: ``data`` holds stream bytes from offset ``base``.
+
+    Offsets are stream offsets, so dropping consumed bytes (only when a chunk is read)
+    never invalidates one. ``start`` is where the current message's separator begins:
+    nothing before it is kept.
+    """
+
+    def __init__(self, stream: BinaryIO, chunk_size: int) -> None:
+        self.stream = stream
+        self.chunk_size = chunk_size
+        self.data = b""
+        self.base = 0
+        self.start = 0
+        self.eof = False
+
+    @property
+    def end(self) -> int:
+        return self.base + len(self.data)
+
+    def read(self) -> bool:
+        """One more chunk; False at the end of the stream."""
+        if self.eof:
+            return False
+        # Reads grow with the message held, so that a long message costs linear copying.
+        chunk = self.stream.read(max(self.chunk_size, self.end - self.start))
+        if not chunk:
+            self.eof = True
+            return False
+        self.data = self.data[self.start - self.base :] + chunk
+        self.base = self.start
+        return True
+
+    def read_to(self, offset: int) -> None:
+        while self.end < offset and self.read():
+            pass
+
+    def piece(self, start: int, end: int) -> bytes:
+        return self.data[start - self.base : end - self.base]
+
+    def line_end(self, offset: int) -> int:
+        """The end of the line starting at *offset*, with its line break."""
+        while True:
+            found = self.data.find(b"\n", offset - self.base)
+            if found >= 0:
+                return found + self.base + 1
+            if not self.read():
+                return self.end
+
+    def peek(self, offset: int, size: int) -> bytes:
+        """``size`` stream bytes from *offset* (fewer at the end), without keeping them if
+        the stream can seek; b"" if they lie too far ahead to buffer."""
+        if offset + size > self.end and not self.eof:
+            if self.stream.seekable():
+                here = self.stream.tell()  # our offsets count from where the stream was at first
+                try:
+                    self.stream.seek(here - self.end + offset)
+                    return self.stream.read(size)
+                finally:
+                    self.stream.seek(here)
+            if offset - self.start > _MAX_LOOKAHEAD:
+                return b""
+            self.read_to(offset + size)
+        return self.piece(offset, offset + size)
+
+    def declared_end(self, expected: int) -> int | None:
+        """Where the next From_ line starts if a Content-Length says the body ends at
+        *expected*: ``-1`` for the end of the stream, None when nothing plausible is there."""
+        window = self.peek(expected - 1, _SLACK + 6)
+        for skip in range(_SLACK + 1):
+            if skip and window[skip : skip + 1] not in (b"\r", b"\n"):
+                return None  # something other than line breaks after the declared end
+            if len(window) == skip + 1:
+                return -1  # the stream ends there
+            if window[skip : skip + 1] == b"\n" and window[skip + 1 : skip + 6] == b"From ":
+                return expected + skip
+        return None
+
+    def next_separator(self, body: int) -> int | None:
+        """Where the From_ line after the message whose body starts at *body* starts;
+        None when the message runs to the end of the stream (then all of it is read)."""
+        search = max(body - 1, self.start)  # the separator's own line break may precede a From_ line
+        expected: int | None = -1  # where a Content-Length says the body ends; -1: not looked up yet
+        while True:
+            found = self.data.find(_SEPARATOR, search - self.base)
+            if found < 0:
+                search = max(search, self.end - len(_SEPARATOR) + 1)  # a match may straddle chunks
+                if not self.read():
+                    return None
+                continue
+            candidate = found + self.base + 1
+            if expected == -1:
+                declared = _content_length(self.data, body - self.base, candidate - self.base)
+                expected = None if declared is None else self.base + declared[3] + declared[0]
+            if expected is None:
+                return candidate
+            if expected <= candidate <= expected + _SLACK and _only_line_breaks(self.piece(expected, candidate)):
+                return candidate  # the length agrees with the line rule
+            if candidate > expected:
+                return candidate  # the length is too short to be right
+            target = self.declared_end(expected)
+            if target is None:
+                return candidate  # the length leads nowhere: the line rule
+            if target < 0:
+                self.read_to(1 << 62)
+                return None
+            # An mboxcl2 body with unquoted From lines: the length skips them (as mutt does).
+            self.read_to(target + len(_SEPARATOR))
+            return target
+
+
+def iter_mbox(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[tuple[bytes, bytes]]:
+    """Split an mbox into ``(separator, message)`` pairs, reading *stream* chunk by chunk.
+
+    The separator is the ``From `` line exactly as found, with its line break (and, for
+    the first one, a UTF-8 byte order mark before it); the message is every byte up to
+    the next separator, including the blank line before it. Everything yielded, joined,
+    is the input. Bytes before the first separator (a file not starting with ``From ``)
+    come first, with separator ``b""``. Line breaks are LF or CRLF.
+
+    The From_-line rule: a line starting with ``From `` is a separator wherever it is,
+    blank line before it or not, as Python's ``mailbox``, Thunderbird and MimeKit read
+    mboxes: in mimekit-simple.mbox 2 of 2 and in mimekit-content-length.mbox 10 of 28
+    From_ lines after the first have no blank line before them, and an
+    mboxo/mboxrd writer quotes body lines (``>From ``), which are never touched. One
+    exception, after mutt: when a message's heading has a Content-Length (mboxcl,
+    mboxcl2) and a From_ line (or the end of the file) is where it says the body ends
+    (give or take a line break), ``From `` lines before that are body lines. A length
+    that does not lead to a From_ line is ignored (4 of the 29 in
+    mimekit-content-length.mbox are wrong, by 4 to 2,045 bytes).
+
+    Memory is bounded by about twice the largest message plus *chunk_size*.
+
+    >>> import io
+    >>> [pair for pair in iter_mbox(io.BytesIO(b"junk\\nFrom x\\r\\nA: b\\r\\n\\r\\nFrom y"))]
+    [(b'', b'junk\\n'), (b'From x\\r\\n', b'A: b\\r\\n\\r\\n'), (b'From y', b'')]
+    """
+    if chunk_size < 1:
+        raise ValueError("chunk_size must be positive")
+    splitter = _MboxSplitter(stream, chunk_size)
+    splitter.read_to(len(_UTF8_BOM) + 5)
+    if not splitter.data:
+        return
+    lead = len(_UTF8_BOM) if splitter.data.startswith(_UTF8_BOM) else 0
+    body = splitter.line_end(lead) if splitter.data.startswith(b"From ", lead) else 0
+    while True:
+        following = splitter.next_separator(body)
+        separator = splitter.piece(splitter.start, body)
+        if following is None:
+            yield separator, splitter.piece(body, splitter.end)
+            return
+        yield separator, splitter.piece(body, following)
+        splitter.start = following
+        body = splitter.line_end(following)
+
+
+def _from_lines(data: bytes) -> list[int]:
+    """Offsets of the lines of *data* that start with ``From ``."""
+    offsets = [0] if data.startswith(b"From ") else []
+    found = data.find(_SEPARATOR)
+    while found >= 0:
+        offsets.append(found + 1)
+        found = data.find(_SEPARATOR, found + 1)
+    return offsets
+
+
+def _quote_new_from_lines(before: bytes, after: bytes) -> tuple[bytes, int]:
+    """*after* with ``>`` before each line starting ``From `` that *before* did not have.
+
+    URL splices essentially never make one: a splice replaces a URL inside a line, and
+    a serialised URL has neither a line break nor a space, so no new line can begin and
+    no line's first five bytes can become ``From ``. What can: a quoted-printable body
+    whose changed lines are re-wrapped, so that a soft line break now falls before a
+    word "From ". A reader would cut the message there; quoting keeps it whole.
+    """
+    offsets = _from_lines(after)
+    if not offsets:
+        return after, 0
+    lines = Counter(before[start : before.find(b"\n", start) + 1 or len(before)] for start in _from_lines(before))
+    pieces: list[bytes] = []
+    last = quoted = 0
+    for start in offsets:
+        line = after[start : after.find(b"\n", start) + 1 or len(after)]
+        if lines[line] > 0:
+            lines[line] -= 1
+            continue
+        pieces += (after[last:start], b">")
+        last = start
+        quoted += 1
+    if not quoted:
+        return after, 0
+    pieces.append(after[last:])
+    return b"".join(pieces), quoted
+
+
+def _fix_content_length(before: bytes, after: bytes) -> bytes:
+    """*after* with its Content-Length field moved by the change in size, when *before*'s
+    was right (the next From_ line or the end of the file followed the body it counted):
+    mboxcl readers trust a right one, and it would now point into the middle of a line."""
+    if len(after) == len(before):
+        return after
+    declared = _content_length(before, 0, len(before))
+    if declared is None:
+        return after
+    value, digits, digits_end, body = declared
+    tail = len(before) - body - value
+    if not (0 <= tail <= _SLACK and _only_line_breaks(before[len(before) - tail :])):
+        return after
+    if after[:body] != before[:body]:
+        return after  # the heading changed: not ours to edit
+    return after[:digits] + str(value + len(after) - len(before)).encode() + after[digits_end:]
+
+
+@dataclass(frozen=True, slots=True)
+class MboxReport:
+    """What happened to one message of an mbox.
+
+    ``index`` counts from 0; ``offset`` is where its separator starts in the input;
+    ``size``/``output_size`` count the message without its separator. ``parts``: MIME
+    entities; ``rewritten_parts``: HTML/CSS bodies changed; ``links``: links found;
+    ``rewritten_links``: made absolute; ``quoted``: new ``From `` lines quoted;
+    ``relative``: links left relative (no base, or unresolvable).
+    """
+
+    index: int
+    offset: int
+    size: int
+    output_size: int
+    changed: bool
+    parts: int = 0
+    rewritten_parts: int = 0
+    links: int = 0
+    rewritten_links: int = 0
+    quoted: int = 0
+    problems: tuple[str, ...] = ()
+    relative: int = 0  # links left relative: no base, or unresolvable
+
+
+def _counts(result: MessageResult) -> tuple[int, int, int, int]:
+    """(parts, rewritten parts, links, rewritten links) of a message's result."""
+    links = [link for part in result.parts for link in part.links]
+    return (
+        len(result.parts),
+        sum(1 for part in result.parts if part.action == "rewritten"),
+        len(links),
+        sum(1 for link in links if link.status == "rewritten"),
+    )
+
+
+def _rewrite(data: bytes, url: str | None, policy: Policy) -> tuple[bytes, tuple[int, int, int, int], list[str], int]:
+    """The rewritten message, its counts, problems and links left relative; the input
+    unchanged if the engine raises."""
+    try:
+        result = rewrite_message(data, url=url, policy=policy)
+    except Exception as error:  # a bug in the engine: keep the message and go on with the next
+        problem = f"not rewritten, kept as it was: internal error: {type(error).__name__}: {error}"
+        return data, (0, 0, 0, 0), [problem], 0
+    left = sum(1 for part in result.parts for link in part.links if link.status in ("no-base", "unresolvable"))
+    return result.output, _counts(result), list(result.problems), left
+
+
+def rewrite_mbox(
+    source: BinaryIO, target: BinaryIO, *, url: str | None = None, policy: Policy = DEFAULT_POLICY
+) -> Iterator[MboxReport]:
+    """Rewrite every message of the mbox *source* into *target*, yielding one report each.
+
+    Streams: each message is read, rewritten, written and forgotten before the next (the
+    caller must exhaust the iterator). Separators and ``>From`` quoting are written as
+    found; a message is written unchanged when it has nothing to rewrite, and when the
+    engine fails on it (a bug, reported). *url* applies to every message; usually there
+    is none and each message's own headings give the base.
+
+    >>> import io
+    >>> mbox = (b"From a Sat Jan  1 00:00:00 2000\\nContent-Type: text/html\\n"
+    ...         b"Content-Location: http://example.org/docs/\\n\\n<img src=logo.png>\\n")
+    >>> target = io.BytesIO()
+    >>> [(report.index, report.rewritten_links) for report in rewrite_mbox(io.BytesIO(mbox), target)]
+    [(0, 1)]
+    >>> target.getvalue().splitlines()[-1]
+    b'<img src=http://example.org/docs/logo.png>'
+    """
+    offset = 0
+    for index, (separator, message) in enumerate(iter_mbox(source)):
+        output, (parts, rewritten_parts, links, rewritten_links), problems, relative = _rewrite(message, url, policy)
+        quoted = 0
+        if output != message:
+            output, quoted = _quote_new_from_lines(message, output)
+            output = _fix_content_length(message, output)
+        if quoted:
+            problems.append(f"{quoted} new line(s) starting with 'From ' quoted as '>From '")
+        if not separator and index == 0:
+            problems.insert(0, "no From_ line before it: the file does not start like an mbox")
+        target.write(separator)
+        target.write(output)
+        yield MboxReport(
+            index,
+            offset,
+            len(message),
+            len(output),
+            output != message,
+            parts,
+            rewritten_parts,
+            links,
+            rewritten_links,
+            quoted,
+            tuple(problems),
+            relative,
+        )
+        offset += len(separator) + len(message)
+
+
+# ---------------------------------------------------------------------------
+# Maildir
+# ---------------------------------------------------------------------------
+
+_MAILDIR_SUBFOLDERS = ("cur", "new", "tmp")
+# Dovecot's ",S=<size>" and ",W=<size>" name fields state the message size.
+_SIZE_IN_NAME = re.compile(r",[SW]=\d+")
+
+
+def is_maildir(path: Path) -> bool:
+    """Whether *path* is a Maildir: a folder with cur/, new/ and tmp/ folders in it."""
+    return all((Path(path) / name).is_dir() for name in _MAILDIR_SUBFOLDERS)
+
+
+def iter_maildir(folder: Path) -> Iterator[Path]:
+    """The message files of a Maildir: cur/ then new/, each sorted by name.
+
+    tmp/ holds deliveries not finished yet, and names starting with "." are not
+    messages (the Maildir convention, which Python's ``mailbox`` follows too).
+    Maildir++ subfolders (``.Sent/``) are Maildirs of their own, not visited.
+    """
+    for sub in ("cur", "new"):
+        directory = Path(folder) / sub
+        if directory.is_dir():
+            yield from sorted(p for p in directory.iterdir() if not p.name.startswith(".") and p.is_file())
+
+
+@dataclass(frozen=True, slots=True)
+class MaildirReport:
+    """What happened to one message file of a Maildir.
+
+    ``path`` is the message file; ``target`` the file written (None when nothing was:
+    unchanged in place, or unreadable). Counts as in :class:`MboxReport`.
+    """
+
+    path: Path
+    target: Path | None
+    changed: bool
+    parts: int = 0
+    rewritten_parts: int = 0
+    links: int = 0
+    rewritten_links: int = 0
+    problems: tuple[str, ...] = ()
+    relative: int = 0
+
+
+def _write_atomically(path: Path, data: bytes, scratch: Path, like: os.stat_result) -> None:
+    """Put *data* at *path* in one rename, with *like*'s mode and times.
+
+    The temporary file goes to the Maildir's tmp/ (same filesystem, so os.replace is
+    atomic), where Maildir writers keep unfinished files because readers never list
+    it: a reader sees the old message or the new one, never half of one.
+    """
+    handle, name = tempfile.mkstemp(dir=scratch, prefix="rewriter.")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(name, stat.S_IMODE(like.st_mode))
+        # Some readers take the arrival time from the file's mtime.
+        os.utime(name, ns=(like.st_atime_ns, like.st_mtime_ns))
+        os.replace(name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+
+
+def rewrite_maildir(
+    folder: Path,
+    target_folder: Path | None = None,
+    *,
+    url: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+) -> Iterator[MaildirReport]:
+    """Rewrite every message of the Maildir *folder*, yielding one report each.
+
+    With no *target_folder*, in place: a message file that changes is replaced in one
+    rename, keeping its name (with the ``:2,FLAGS`` info), mode and mtime; one that does
+    not is left alone. Do not run it while a mail client renames files in the folder
+    (a file renamed meanwhile is skipped and reported). Otherwise every message is
+    written to *target_folder* at the same relative path (cur/, new/, tmp/ are created);
+    nothing else is copied. A file that cannot be read or written is reported, and the
+    others go on.
+
+    >>> import pathlib, shutil, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("cur", "new", "tmp"):
+    ...     (folder / name).mkdir()
+    >>> _ = (folder / "new" / "1.eml").write_bytes(b"Content-Type: text/html\\n"
+    ...     b"Content-Location: http://example.org/\\n\\n<a href=next.html>next</a>\\n")
+    >>> is_maildir(folder), [path.name for path in iter_maildir(folder)]
+    (True, ['1.eml'])
+    >>> [(report.path.name, report.changed, report.rewritten_links) for report in rewrite_maildir(folder)]
+    [('1.eml', True, 1)]
+    >>> (folder / "new" / "1.eml").read_bytes().splitlines()[-1]
+    b'<a href=http://example.org/next.html>next</a>'
+    >>> shutil.rmtree(folder)
+    """
+    folder = Path(folder)
+    if not is_maildir(folder):
+        raise NotADirectoryError(f"{folder} is not a Maildir (it needs cur/, new/ and tmp/ folders)")
+    destination = folder if target_folder is None else Path(target_folder)
+    in_place = destination.resolve() == folder.resolve()
+    if not in_place:
+        for name in _MAILDIR_SUBFOLDERS:
+            (destination / name).mkdir(parents=True, exist_ok=True)
+    for path in iter_maildir(folder):
+        relative = path.relative_to(folder)
+        try:
+            before = path.stat()
+            data = path.read_bytes()
+        except OSError as error:
+            yield MaildirReport(path, None, False, problems=(f"{relative}: cannot be read: {error.strerror}",))
+            continue
+        output, counts, problems, left = _rewrite(data, url, policy)
+        changed = output != data
+        if changed and _SIZE_IN_NAME.search(path.name):
+            problems.append(f"{relative}: the size in its name (,S=/,W=) no longer matches; Dovecot may complain")
+        written: Path | None = destination / relative
+        try:
+            if in_place and not changed:
+                written = None
+            elif in_place:
+                now = path.stat()
+                if (now.st_ino, now.st_mtime_ns, now.st_size) != (before.st_ino, before.st_mtime_ns, before.st_size):
+                    raise FileExistsError(0, "it changed while it was being rewritten")
+                _write_atomically(path, output, folder / "tmp", before)
+            else:
+                _write_atomically(destination / relative, output, destination / "tmp", before)
+        except OSError as error:
+            problems.append(f"{relative}: not written: {error.strerror or error}")
+            written = None
+        yield MaildirReport(path, written, changed, *counts, problems=tuple(problems), relative=left)
