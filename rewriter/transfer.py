@@ -275,7 +275,72 @@ def _common_suffix(a: bytes, b: bytes) -> int:
     return lo
 
 
+def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes) -> bytes | None:
+    """The common case, without parsing every line: None when it does not apply.
+
+    When no escaped LF (``=0A``) can put a line break inside a logical line, the n-th LF
+    of the decoded text is the n-th hard break, so old and new decoded text split on LF
+    line up. Only the lines that differ are parsed and encoded again, as
+    :func:`_encode_qp` would encode them.
+    """
+    if b"=0A" in original or b"=0a" in original:
+        return None
+    old_lines = _decode_qp(original).split(_LF)
+    new_lines = new.split(_LF)
+    if len(old_lines) != len(new_lines):
+        return None
+    changed = [index for index, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b]
+    if not changed:
+        return original
+    # Where each logical line starts in the encoded body: after each hard break.
+    starts = [0]
+    position = 0
+    for physical in original.split(_LF)[:-1]:
+        position += len(physical) + 1
+        content = physical[:-1] if physical.endswith(b"\r") else physical
+        if not content.rstrip(b" \t").endswith(b"="):
+            starts.append(position)
+    if len(starts) != len(old_lines):
+        return None
+    last = len(old_lines) - 1
+    pieces: list[bytes] = []
+    kept = 0
+    for index in changed:
+        start = starts[index]
+        stop = starts[index + 1] if index < last else len(original)
+        brk = original[stop - 2 : stop] if index < last and original[stop - 2 : stop] == _CRLF else b""
+        brk = brk or (_LF if index < last else b"")
+        old_text, new_text = old_lines[index], new_lines[index]
+        if brk == _CRLF:
+            if not (old_text.endswith(b"\r") and new_text.endswith(b"\r")):
+                return None
+            old_text, new_text = old_text[:-1], new_text[:-1]
+        encoded = original[start : stop - len(brk)]
+        parsed = _parse_qp(encoded)
+        if len(parsed) != 1:
+            return None
+        eol = brk or _dominant_break(original, starts, default_eol)
+        pieces.append(original[kept:start])
+        pieces.append(_splice_line(encoded, parsed[0], new_text, eol))
+        kept = stop - len(brk)
+    pieces.append(original[kept:])
+    return b"".join(pieces)
+
+
+def _dominant_break(original: bytes, starts: list[int], default_eol: bytes) -> bytes:
+    """The body's more common hard break (CRLF on a tie), as :func:`_encode_qp` picks it."""
+    crlf = sum(original[start - 2 : start] == _CRLF for start in starts[1:])
+    lf = len(starts) - 1 - crlf
+    return default_eol if crlf == lf == 0 else _CRLF if crlf >= lf else _LF
+
+
 def _encode_qp(original: bytes, new: bytes, default_eol: bytes) -> bytes:
+    fast = _encode_qp_by_lines(original, new, default_eol)
+    return fast if fast is not None else _encode_qp_aligned(original, new, default_eol)
+
+
+def _encode_qp_aligned(original: bytes, new: bytes, default_eol: bytes) -> bytes:
+    """Every logical line parsed, and *new* aligned on them (or on what stays at each end)."""
     lines = _parse_qp(original)
     old = b"".join(line.decoded + line.brk for line in lines)
     if new == old:

@@ -491,3 +491,23 @@ def test_fast_decoder_edges(body: bytes) -> None:
     from rewriter.transfer import _decode_qp, _parse_qp
 
     assert _decode_qp(body) == b"".join(line.decoded + line.brk for line in _parse_qp(body))
+
+
+@given(
+    st.lists(
+        st.sampled_from([b"a", b"=", b"=3D", b" ", b"\t", b"\r", b"\n", b"\r\n", b"=\r\n", b"=\n", b"x" * 40]),
+        max_size=40,
+    ).map(b"".join),
+    st.lists(st.sampled_from([b"a", b"=", b" ", b"\r", b"\n", b"\r\n", b"y" * 50, b"\xe9"]), max_size=40).map(b"".join),
+)
+@settings(max_examples=600)
+def test_line_by_line_encoder_agrees_with_the_full_one(original: bytes, edit: bytes) -> None:
+    # The fast path must give exactly what the full alignment gives, wherever it applies.
+    from rewriter.transfer import _decode_qp, _encode_qp_aligned, _encode_qp_by_lines
+
+    old = _decode_qp(original)
+    new = old[: len(old) // 2] + edit + old[len(old) // 2 :]
+    fast = _encode_qp_by_lines(original, new, b"\r\n")
+    if fast is not None:
+        assert decode(fast, QP) == new
+        assert fast == _encode_qp_aligned(original, new, b"\r\n")
