@@ -511,3 +511,19 @@ def test_line_by_line_encoder_agrees_with_the_full_one(original: bytes, edit: by
     if fast is not None:
         assert decode(fast, QP) == new
         assert fast == _encode_qp_aligned(original, new, b"\r\n")
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [b"=", b"A", b"a", b"F", b"0", b"3D", b" ", b"\t", b"\r", b"\n", b"\r\n", b"=\r\n", b"=0A", b"\xe9"]
+        ),
+        max_size=30,
+    ).map(b"".join)
+)
+@settings(max_examples=1000)
+def test_whole_body_decoder_agrees_with_the_line_parser(body: bytes) -> None:
+    from rewriter.transfer import _parse_qp, _whole_body_safe
+
+    if _whole_body_safe(body):
+        assert binascii.a2b_qp(body) == b"".join(line.decoded + line.brk for line in _parse_qp(body))
