@@ -89,20 +89,27 @@ class Sniffed:
     source: str  # "bom", "transport", "meta" (a declaration in the document), "utf-8" (valid), "default"
 
 
-def _whatwg(label: str | None) -> webencodings.Encoding | None:
-    if not label:
-        return None
+def lookup(label: str) -> webencodings.Encoding | None:
+    """WHATWG "get an encoding" (Encoding §4.2), for Python: x-user-defined has no Python
+    codec, so it reads as windows-1252, which reads ASCII alike; the escape handler keeps
+    every other byte as it is."""
     encoding = webencodings.lookup(label.strip())
-    if encoding is None:
-        return None
-    # HTML §13.2.3.3: a declared UTF-16 is read as UTF-8; x-user-defined as windows-1252.
-    if encoding.name.lower() in ("utf-16le", "utf-16be", "x-user-defined"):
-        return webencodings.lookup("windows-1252" if encoding.name == "x-user-defined" else "utf-8")
+    if encoding is not None and encoding.name == "x-user-defined":
+        return webencodings.lookup("windows-1252")
     return encoding
 
 
-def _python_codec(encoding: webencodings.Encoding) -> str:
-    return encoding.codec_info.name
+def sniffed(encoding: webencodings.Encoding, bom: bytes, source: str) -> Sniffed:
+    """The :class:`Sniffed` record of *encoding*, found by *source*."""
+    return Sniffed(encoding.codec_info.name, encoding.name, bom, source)
+
+
+def _whatwg(label: str | None) -> webencodings.Encoding | None:
+    encoding = lookup(label) if label else None
+    # HTML §13.2.3.3: a declared UTF-16 is read as UTF-8.
+    if encoding is not None and encoding.name.lower() in ("utf-16le", "utf-16be"):
+        return webencodings.lookup("utf-8")
+    return encoding
 
 
 def sniff(data: bytes, transport: str | None = None) -> Sniffed:
@@ -117,15 +124,9 @@ def sniff(data: bytes, transport: str | None = None) -> Sniffed:
     """
     for bom, name in _BOMS:
         if data.startswith(bom):
-            encoding = webencodings.lookup(name)
-            return Sniffed(_python_codec(encoding), encoding.name, bom, "bom")
-    transport_encoding = webencodings.lookup(transport.strip()) if transport else None
-    if transport_encoding is not None and transport_encoding.name == "x-user-defined":
-        # Python has no x-user-defined codec; windows-1252 reads ASCII the same, and the
-        # escape handler keeps every other byte as it is.
-        transport_encoding = webencodings.lookup("windows-1252")
-    if transport_encoding is not None:
-        return Sniffed(_python_codec(transport_encoding), transport_encoding.name, b"", "transport")
+            return sniffed(webencodings.lookup(name), bom, "bom")
+    if transport and (transport_encoding := lookup(transport)) is not None:
+        return sniffed(transport_encoding, b"", "transport")
     from bs4.dammit import EncodingDetector  # bs4's package import is heavy; only sniffing needs it
 
     declared = EncodingDetector.find_declared_encoding(data[:1024], is_html=True) or (
@@ -133,12 +134,11 @@ def sniff(data: bytes, transport: str | None = None) -> Sniffed:
     )
     encoding = _whatwg(declared)
     if encoding is not None:
-        return Sniffed(_python_codec(encoding), encoding.name, b"", "meta")
+        return sniffed(encoding, b"", "meta")
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
-        encoding = webencodings.lookup("windows-1252")
-        return Sniffed(_python_codec(encoding), encoding.name, b"", "default")
+        return sniffed(webencodings.lookup("windows-1252"), b"", "default")
     return Sniffed("utf-8", "UTF-8", b"", "utf-8")
 
 

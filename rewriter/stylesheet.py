@@ -26,7 +26,7 @@ import re
 
 import webencodings
 
-from rewriter.encoding import _BOMS, Sniffed
+from rewriter.encoding import _BOMS, Sniffed, lookup, sniffed
 from rewriter.html import (
     HTMLResult,
     Layer,
@@ -44,19 +44,6 @@ __all__ = ["find_css_links", "rewrite_css", "sniff_stylesheet"]
 # one space, a double-quoted label without '"' or ';', then '";', all in the first 1024
 # bytes. Case, other spacing or single quotes do not count.
 _CHARSET_RULE = re.compile(rb'@charset "([^";]*)";')
-
-
-def _lookup(label: str) -> webencodings.Encoding | None:
-    """WHATWG "get an encoding" (Encoding §4.2). x-user-defined has no Python codec:
-    windows-1252 reads ASCII alike and keeps every other byte as it is."""
-    encoding = webencodings.lookup(label)
-    if encoding is not None and encoding.name == "x-user-defined":
-        return webencodings.lookup("windows-1252")
-    return encoding
-
-
-def _sniffed(encoding: webencodings.Encoding, bom: bytes, source: str) -> Sniffed:
-    return Sniffed(encoding.codec_info.name, encoding.name, bom, source)
 
 
 def sniff_stylesheet(data: bytes, transport: str | None = None) -> Sniffed:
@@ -82,18 +69,18 @@ def sniff_stylesheet(data: bytes, transport: str | None = None) -> Sniffed:
     """
     for bom, name in _BOMS:
         if data.startswith(bom):
-            return _sniffed(webencodings.lookup(name), bom, "bom")
-    if transport and (encoding := _lookup(transport)) is not None:
-        return _sniffed(encoding, b"", "transport")
+            return sniffed(webencodings.lookup(name), bom, "bom")
+    if transport and (encoding := lookup(transport)) is not None:
+        return sniffed(encoding, b"", "transport")
     match = _CHARSET_RULE.match(data[:1024])
-    if match is not None and (encoding := _lookup(match.group(1).decode("latin-1"))) is not None:
+    if match is not None and (encoding := lookup(match.group(1).decode("latin-1"))) is not None:
         if encoding.name in ("utf-16be", "utf-16le"):
             encoding = webencodings.lookup("utf-8")  # §3.2 step 2: the bytes read were ASCII, so not UTF-16
-        return _sniffed(encoding, b"", "meta")
+        return sniffed(encoding, b"", "meta")
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
-        return _sniffed(webencodings.lookup("windows-1252"), b"", "default")
+        return sniffed(webencodings.lookup("windows-1252"), b"", "default")
     return Sniffed("utf-8", "UTF-8", b"", "utf-8")
 
 
