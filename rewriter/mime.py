@@ -49,6 +49,7 @@ from typing import Literal
 from rewriter.html import HTMLResult, Link, rewrite_html
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import Resolver, UnresolvableReference, parse
+from rewriter.stylesheet import rewrite_css
 from rewriter.transfer import TransferError, decode, encode
 
 __all__ = ["MessageResult", "Part", "find_message_links", "rewrite_message"]
@@ -124,6 +125,7 @@ class _Entity:
     end: int
     heading: Message
     content_type: str
+    boundary: bytes | None = None  # a multipart's, once its delimiter lines were looked for
     children: list[_Entity] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -169,7 +171,7 @@ def _boundary(heading: Message) -> str | None:
     return value.rstrip(" \t")
 
 
-def _parse_entity(data: bytes, start: int, end: int, path: str, enclosing: list[bytes], depth: int) -> _Entity:
+def _parse_entity(data: bytes, start: int, end: int, path: str, depth: int) -> _Entity:
     heading_end, body_start = _heading_end(data, start, end)
     heading = _HEADER_PARSER.parsebytes(data[start:heading_end])
     content_type = heading.get_content_type()
@@ -178,12 +180,12 @@ def _parse_entity(data: bytes, start: int, end: int, path: str, enclosing: list[
         entity.problems.append("nested more than 100 levels deep: the inner levels are kept as they are")
         return entity
     if heading.get_content_maintype() == "multipart":
-        _parse_multipart(data, entity, enclosing, depth)
+        _parse_multipart(data, entity, depth)
     elif heading.get_content_maintype() == "message" and content_type != "message/delivery-status":
         # As the email package reads it: a message/* body is a message (RFC 2046 §5.2).
         encoding = str(heading.get("content-transfer-encoding", "")).strip().lower()
         if encoding in ("", "7bit", "8bit", "binary"):
-            entity.children.append(_parse_entity(data, body_start, end, f"{path}.1", enclosing, depth + 1))
+            entity.children.append(_parse_entity(data, body_start, end, f"{path}.1", depth + 1))
         else:  # RFC 2046 §5.2.1 forbids it; what is inside is kept as it is
             entity.problems.append(f"a {content_type} body in {encoding} is kept as it is")
     return entity
@@ -228,7 +230,7 @@ def _delimiter_lines(data: bytes, boundary: bytes, start: int, end: int) -> Iter
         position = data.find(needle, position + 1, end)
 
 
-def _parse_multipart(data: bytes, entity: _Entity, enclosing: list[bytes], depth: int) -> None:
+def _parse_multipart(data: bytes, entity: _Entity, depth: int) -> None:
     """The parts between the delimiter lines of *entity*'s boundary (RFC 2046 §5.1.1).
 
     The line break before a delimiter belongs to it. An enclosing multipart's delimiter
@@ -238,20 +240,19 @@ def _parse_multipart(data: bytes, entity: _Entity, enclosing: list[bytes], depth
     if boundary_text is None:
         entity.problems.append("a multipart without a boundary parameter is kept as it is")
         return
-    boundary = boundary_text.encode("utf-8", "surrogateescape")
-    boundaries = [boundary, *enclosing]
+    boundary = entity.boundary = boundary_text.encode("utf-8", "surrogateescape")
     part_start: int | None = None
     closed = False
     for start, end, closing in _delimiter_lines(data, boundary, entity.body_start, entity.end):
         if part_start is not None:
-            _add_part(data, entity, part_start, _before_line_break(data, part_start, start), boundaries, depth)
+            _add_part(data, entity, part_start, _before_line_break(data, part_start, start), depth)
         if closing:
             closed = True
             break
         part_start = end
     else:
         if part_start is not None:  # the last part runs to the end of the body
-            _add_part(data, entity, part_start, entity.end, boundaries, depth)
+            _add_part(data, entity, part_start, entity.end, depth)
     if not entity.children and not closed:
         entity.problems.append(f"no part delimited by the boundary {boundary_text!r}: the body is kept as it is")
     elif not closed:
@@ -267,9 +268,9 @@ def _before_line_break(data: bytes, floor: int, position: int) -> int:
     return position
 
 
-def _add_part(data: bytes, entity: _Entity, start: int, end: int, boundaries: list[bytes], depth: int) -> None:
+def _add_part(data: bytes, entity: _Entity, start: int, end: int, depth: int) -> None:
     path = f"{entity.path}.{len(entity.children) + 1}"
-    entity.children.append(_parse_entity(data, start, end, path, boundaries, depth + 1))
+    entity.children.append(_parse_entity(data, start, end, path, depth + 1))
 
 
 def _walk(entity: _Entity) -> list[_Entity]:
@@ -413,8 +414,6 @@ def _rewrite_leaf(
     part's parameter, else the document's own declaration), rewritten, and encoded again
     the same way.
     """
-    from rewriter.stylesheet import rewrite_css
-
     body = data[entity.body_start : entity.end]
     encoding = str(entity.heading.get("content-transfer-encoding", "")).strip().lower() or None
     problems = list(entity.problems)
@@ -461,8 +460,8 @@ class _Walk:
             signed = True
             problems.append("signed content is left as it is: a change would break the signature")
         if entity.heading.get_content_maintype() == "multipart" or entity.children:
-            if (boundary := _boundary(entity.heading)) is not None:
-                boundaries = [boundary.encode("utf-8", "surrogateescape"), *boundaries]
+            if entity.boundary is not None:
+                boundaries = [entity.boundary, *boundaries]
             self._add(
                 _part(entity, base, "skipped" if entity.content_type in _SIGNED and signed else "container", problems)
             )
@@ -499,7 +498,7 @@ class _Walk:
 
 def _process(data: bytes, url: str | None, policy: Policy, *, rewrite: bool) -> MessageResult:
     try:
-        root = _parse_entity(data, 0, len(data), "1", [], 0)
+        root = _parse_entity(data, 0, len(data), "1", 0)
         walk = _Walk(data, policy, rewrite)
         walk.visit(root, _top_base(root, url), [], False)
     except RecursionError:
