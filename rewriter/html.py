@@ -21,8 +21,10 @@ b'<base href="https://example.org/docs/"><a href="https://example.org/docs/guide
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -74,16 +76,52 @@ class Link(NamedTuple):
     end: int
 
 
-@dataclass(frozen=True, slots=True)
 class HTMLResult:
-    """The rewritten document and what was found in it."""
+    """The rewritten document and what was found in it.
 
-    output: bytes
-    links: tuple[Link, ...]
-    encoding: str  # the WHATWG name of the encoding used
-    base: str | None  # the document's base URL, if any
-    layer: Layer | None  # which layer gave it
-    problems: tuple[str, ...] = ()  # e.g. an unusable <base> that was ignored
+    *links* may be given as a function that builds them: it is called on first use.
+    Their byte spans cost about as much to work out as the rewriting itself, and a
+    caller that only writes the output never needs them.
+    """
+
+    __slots__ = ("_links", "base", "encoding", "layer", "output", "problems")
+
+    def __init__(
+        self,
+        output: bytes,
+        links: tuple[Link, ...] | Callable[[], tuple[Link, ...]],
+        encoding: str,
+        base: str | None,
+        layer: Layer | None,
+        problems: tuple[str, ...] = (),
+    ) -> None:
+        self.output = output
+        self._links = links
+        self.encoding = encoding  # the WHATWG name of the encoding used
+        self.base = base  # the document's base URL, if any
+        self.layer = layer  # which layer gave it
+        self.problems = problems  # e.g. an unusable <base> that was ignored
+
+    @property
+    def links(self) -> tuple[Link, ...]:
+        """Every link found, in document order, with byte spans into the input."""
+        if callable(self._links):
+            self._links = self._links()
+        return self._links
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.output, self.links, self.encoding, self.base, self.layer, self.problems)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HTMLResult) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"HTMLResult(output={self.output!r}, links={self.links!r}, encoding={self.encoding!r}, "
+            f"base={self.base!r}, layer={self.layer!r}, problems={self.problems!r})"
+        )
 
 
 # --------------------------------------------------------------------------
@@ -309,7 +347,7 @@ class _Context:
         self.query_codec = None if policy.rules != "whatwg" or codec in ("utf-8", "utf-16-le", "utf-16-be") else codec
         # Resolver parses its base once; the resolve module caches parsed bases.
         self.resolver = Resolver(base, rules=policy.rules, strict=policy.strict) if base else None
-        self._classified: dict[str, tuple[Status, str | None, str | None]] = {}
+        self.classified: dict[str, tuple[Status, str | None, str | None]] = {}  # reference: classify()
 
     def with_base(self, base: str, layer: Layer) -> _Context:
         return _Context(base, layer, self.policy, self.codec)
@@ -341,9 +379,9 @@ class _Context:
 
     def classify(self, reference: str) -> tuple[Status, str | None, str | None]:
         """(status, resolved URL, reason) for one reference (whitespace already stripped)."""
-        known = self._classified.get(reference)
+        known = self.classified.get(reference)
         if known is None:
-            known = self._classified[reference] = self._classify(reference)
+            known = self.classified[reference] = self._classify(reference)
         return known
 
     def _classify(self, reference: str) -> tuple[Status, str | None, str | None]:
@@ -439,11 +477,9 @@ def _rewrite_text(
     context = _Context(base, layer, policy, codec)
     result.base, result.layer = base, layer
 
-    for element in document.start_tags(tree.select(selector(policy.lazy_attributes))):
-        if element is base_element:
-            _base_element(document, element, fallback_context, policy, result)
-            continue
-        _element_links(document, element, context, policy, result)
+    _elements_links(document, tree.select(selector(policy.lazy_attributes)), base_element, context, policy, result)
+    if base_element is not None:
+        _base_element(document, base_element, fallback_context, policy, result)
     if policy.conditional_comments:
         _conditional_comments(document, context, policy, result)
     _require_base(policy, result)
@@ -503,6 +539,116 @@ def _base_element(
 # The link table per (namespace, tag, lazy attributes): a dict lookup per element.
 _TABLES: dict[tuple[object, str, frozenset[str]], dict[str, Kind]] = {}
 _CONDITIONAL_TAGS = frozenset(tag for tag, _ in CONDITIONAL)
+# Elements whose links need more than their attribute values (the general path).
+_SPECIAL_TAGS = frozenset({"style", "object", "applet"})
+
+
+class _Plain(NamedTuple):
+    """One element kind's link attributes, split for the fast path: *plain* ones hold one
+    URL and need nothing but their value; an element with any *other*, or of a *special*
+    kind (its text or other attributes matter), takes the general path."""
+
+    plain: frozenset[str]
+    other: frozenset[str]
+    special: bool
+
+
+# Keyed by (tag, lazy attributes) for HTML elements, and with the namespace for others:
+# turbohtml's Namespace is an Enum, whose hash is a Python call.
+_PLAIN: dict[tuple[str, frozenset[str]], _Plain] = {}
+_PLAIN_FOREIGN: dict[tuple[object, str, frozenset[str]], _Plain] = {}
+
+
+def _plain_of(namespace: object, tag: str, lazy: frozenset[str]) -> _Plain:
+    table = attributes_of(_NAMESPACE_NAMES.get(namespace, "html"), tag, lazy)  # type: ignore[arg-type]
+    if tag in _SPECIAL_TAGS:
+        return _Plain(frozenset(), frozenset(table), True)
+    plain = frozenset(
+        name for name, kind in table.items() if kind == "url" and name not in lazy and (tag, name) not in CONDITIONAL
+    )
+    return _Plain(plain, frozenset(table) - plain, False)
+
+
+def _elements_links(
+    document: _Document,
+    elements: Iterable[turbohtml.Element],
+    base_element: turbohtml.Element | None,
+    context: _Context,
+    policy: Policy,
+    result: _TextResult,
+) -> None:
+    """The links of *elements* (each start tag once), but the base element's.
+
+    Pages have tens of thousands of link elements, nearly all an ``<a href>`` or an
+    ``<img src>`` with a plain value, so those are done here in one loop; any other
+    element goes through :func:`_element_links`.
+    """
+    text, line_starts = document.text, document.line_starts
+    lazy = policy.lazy_attributes
+    match_tag, match_attribute = _TAG_NAME.match, _ATTRIBUTE.match
+    classify, classified, found, edits = context.classify, context.classified, result.found, result.edits
+    base, layer = context.base, context.layer
+    seen: set[tuple[int, int]] = set()
+    for element in elements:
+        # An element the parser made up has no position; a reopened formatting
+        # element (HTML §13.2.4.3) is a clone of a start tag already seen.
+        position = element.position
+        if position is None or position in seen:
+            continue
+        seen.add(position)
+        if element is base_element:
+            continue
+        tag = element.tag
+        namespace = element.namespace
+        if namespace is _HTML:
+            split = _PLAIN.get((tag, lazy))
+            if split is None:
+                split = _PLAIN[(tag, lazy)] = _plain_of(namespace, tag, lazy)
+        else:
+            split = _PLAIN_FOREIGN.get((namespace, tag, lazy))
+            if split is None:
+                split = _PLAIN_FOREIGN[(namespace, tag, lazy)] = _plain_of(namespace, tag, lazy)
+        attrs = element.attrs
+        if split.special or not split.other.isdisjoint(attrs):
+            _element_links(document, element, context, policy, result)
+            continue
+        needed = [name for name in attrs if name in split.plain]
+        if not needed:
+            continue
+        # HTML §13.2.5.32-39, over this one start tag until every needed name is seen;
+        # a name leaves *needed* when seen, so the first of duplicates wins.
+        at = match_tag(text, line_starts[position[0] - 1] + position[1]).end()  # type: ignore[union-attr]
+        while needed:
+            match = match_attribute(text, at)
+            last = match.lastindex  # type: ignore[union-attr]
+            if last is None:
+                break
+            at = match.end()  # type: ignore[union-attr]
+            name = match.group(1)  # type: ignore[union-attr]
+            name = name.lower() if name.isascii() else _ascii_lower(name)
+            if name not in needed:
+                continue
+            needed.remove(name)
+            if last == 1:
+                continue  # no value
+            start, end = match.span(last)  # type: ignore[union-attr]
+            raw = text[start:end]
+            quote = _QUOTE_OF_GROUP[last]
+            if "&" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
+                _plain_url(document, tag, name, (start, end, quote), context, policy, result)
+                continue
+            status, resolved, reason = classified.get(raw) or classify(raw)
+            found.append((tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
+            if status == "rewritten" and resolved != raw:
+                prefix = _prefix(resolved, raw)  # type: ignore[arg-type]
+                if prefix is not None and (quote or _NEEDS_QUOTES.isdisjoint(prefix)):
+                    edits.append((start, start, _escape_attribute(prefix, quote)))
+                else:
+                    _splice_attribute(raw, start, end, quote, raw, None, [(0, len(raw), resolved, prefix)], result)  # type: ignore[list-item]
+        for name in needed:
+            # HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to
+            # the first one; their text is elsewhere and is left as it is.
+            result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
 
 
 def _element_links(
@@ -587,8 +733,10 @@ def _looks_like_url(raw: str, kind: Kind) -> bool:
         return False
     if kind == "srcset":
         return True
-    value = raw.strip(ASCII_WHITESPACE)
-    return not any(char in ASCII_WHITESPACE for char in value)
+    return _ASCII_WHITESPACE_IN(raw.strip(ASCII_WHITESPACE)) is None
+
+
+_ASCII_WHITESPACE_IN = re.compile("[\t\n\f\r ]").search
 
 
 def _applies(element: turbohtml.Element, tag: str, name: str) -> bool:
@@ -840,7 +988,15 @@ def _conditional_comments(document: _Document, context: _Context, policy: Policy
     comments = {node.data for node in document.tree.xpath("//comment()") if node.data[:3].lower() == "[if"}
     if not comments:
         return
-    for match in _CONDITIONAL.finditer(text):
+    position = text.find("<!--[")
+    while position >= 0:
+        # str.find, then the pattern where it could match: a case-insensitive pattern
+        # searched over the whole text tries it at every offset.
+        match = _CONDITIONAL.match(text, position)
+        if match is None:
+            position = text.find("<!--[", position + 5)
+            continue
+        position = text.find("<!--[", match.end())
         data = text[match.start() + 4 : match.end() - 3]
         if data.replace("\r\n", "\n").replace("\r", "\n") not in comments:
             continue
@@ -901,6 +1057,24 @@ def find_links(
     return _process(document, url, base, charset, policy, rewrite=False, engine=_rewrite_text, sniffer=sniff)
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for one document's link search.
+
+    The search makes a few tuples per link (pages have thousands) and no reference
+    cycles; each collection the allocations trigger would only walk them (13 % of
+    the engine's time on the corpus). The collector runs again on return.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 # A text-level engine (HTML or CSS): text, fallback base, its layer, policy, codec.
 _Engine = Callable[[str, str | None, Layer | None, Policy, str], _TextResult]
 
@@ -928,15 +1102,22 @@ def _process(
         text, codec, label, errors = decode(document, sniffed), sniffed.codec, sniffed.label, errors_for(sniffed.codec)
         bom = sniffed.bom
         body, tail = split(document, sniffed)
-    found = engine(text, fallback, layer, policy, codec)
-    found.found.sort(key=lambda item: item[_START])  # document order (conditional comments come last)
-    edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite else []
-    positions = sorted({p for edit in edits for p in edit[:2]} | {p for item in found.found for p in item[_START:]})
-    mapped = dict(zip(positions, ByteMap(text, body, codec, errors).byte_offsets(positions), strict=True))
+    with _collector_paused():
+        found = engine(text, fallback, layer, policy, codec)
+    byte_map = ByteMap(text, body, codec, errors)
     shift = len(bom)
-    links = tuple(
-        [Link(*item[:_START], mapped[item[_START]] + shift, mapped[item[_END]] + shift) for item in found.found]
-    )
+
+    def links() -> tuple[Link, ...]:
+        found.found.sort(key=lambda item: item[_START])  # document order (conditional comments come last)
+        positions = sorted({p for item in found.found for p in item[_START:]})
+        mapped = dict(zip(positions, byte_map.byte_offsets(positions), strict=True))
+        return tuple(
+            [Link(*item[:_START], mapped[item[_START]] + shift, mapped[item[_END]] + shift) for item in found.found]
+        )
+
+    edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite else []
+    positions = sorted({p for edit in edits for p in edit[:2]})
+    mapped = dict(zip(positions, byte_map.byte_offsets(positions), strict=True))
     output = document if isinstance(document, bytes) else body
     if edits:
         pieces: list[bytes] = [bom]

@@ -110,32 +110,24 @@ def srcset_urls(value: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     position, length = 0, len(value)
     while True:
-        # Splitting loop: skip whitespace and commas.
-        while position < length and value[position] in " \t\n\f\r,":
-            position += 1
+        position = _SRCSET_SEPARATORS.match(value, position).end()  # type: ignore[union-attr]
         if position >= length:
             return spans
         start = position
-        while position < length and value[position] not in ASCII_WHITESPACE:
-            position += 1
-        end = position
+        position = end = _SRCSET_URL.match(value, position).end()  # type: ignore[union-attr]
         if value[end - 1] == ",":  # trailing commas: no descriptors
-            while value[end - 1] == ",":
-                end -= 1
-            spans.append((start, end))
+            spans.append((start, start + len(value[start:end].rstrip(","))))
             continue
         spans.append((start, end))
-        # Descriptor tokenizer: to a comma that is not inside parentheses.
-        in_parens = False
-        while position < length:
-            char = value[position]
-            position += 1
-            if in_parens:
-                in_parens = char != ")"
-            elif char == "(":
-                in_parens = True
-            elif char == ",":
-                break
+        position = _SRCSET_DESCRIPTORS.match(value, position).end()  # type: ignore[union-attr]
+
+
+# HTML §4.8.4.3.10 "parse a srcset attribute", its three loops as patterns: the splitting
+# loop skips whitespace and commas; a URL runs to whitespace; the descriptor tokenizer
+# runs to a comma outside parentheses (a "(" opens them, the next ")" closes them).
+_SRCSET_SEPARATORS = re.compile(r"[ \t\n\f\r,]*")
+_SRCSET_URL = re.compile(r"[^ \t\n\f\r]*")
+_SRCSET_DESCRIPTORS = re.compile(r"(?:[^(,]+|\([^)]*\)?)*,?")
 
 
 def refresh_url(content: str) -> tuple[int, int] | None:

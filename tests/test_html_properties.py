@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rewriter.html import find_links, rewrite_html, start_tags
+from rewriter.microsyntax import srcset_urls
 from rewriter.policy import Policy
 
 _PIECES = [
@@ -71,3 +72,41 @@ def test_never_raises_and_is_idempotent(document: bytes, rules: str) -> None:
     assert again.output == result.output
     find_links(document)
     start_tags(document)
+
+
+def _srcset_urls_as_the_spec_reads(value: str) -> list[tuple[int, int]]:
+    """HTML §4.8.4.3.10 "parse a srcset attribute", one code point at a time: the oracle
+    for the pattern-based ``srcset_urls``."""
+    spans: list[tuple[int, int]] = []
+    position, length = 0, len(value)
+    while True:
+        while position < length and value[position] in " \t\n\f\r,":  # splitting loop
+            position += 1
+        if position >= length:
+            return spans
+        start = position
+        while position < length and value[position] not in " \t\n\f\r":  # collect the URL
+            position += 1
+        end = position
+        if value[end - 1] == ",":  # trailing commas: the candidate has no descriptors
+            while value[end - 1] == ",":
+                end -= 1
+            spans.append((start, end))
+            continue
+        spans.append((start, end))
+        in_parens = False  # descriptor tokenizer: to a comma outside parentheses
+        while position < length:
+            char = value[position]
+            position += 1
+            if in_parens:
+                in_parens = char != ")"
+            elif char == "(":
+                in_parens = True
+            elif char == ",":
+                break
+
+
+@given(st.text(alphabet=" \t\n\f\r,()x1w", max_size=40))
+@settings(max_examples=2000)
+def test_srcset_parsing_matches_the_specs_state_machine(value: str) -> None:
+    assert srcset_urls(value) == _srcset_urls_as_the_spec_reads(value)
