@@ -15,8 +15,8 @@ import argparse
 import json
 import os
 import sys
-import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -25,8 +25,8 @@ from rewriter.policy import Policy
 from rewriter.resolve import RULES, Resolver, UnresolvableReference
 
 if TYPE_CHECKING:
+    from rewriter.batch import Outcome, Settings
     from rewriter.html import HTMLResult, Link
-    from rewriter.mailbox import MboxReport
     from rewriter.mime import MessageResult
 
 EXIT_OK = 0
@@ -80,17 +80,54 @@ def build_parser() -> argparse.ArgumentParser:
 
     rewrite = verbs.add_parser(
         "rewrite",
-        help="make every relative link of HTML documents absolute",
+        help="make every relative link of pages, style sheets and mail absolute",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Rewrite each FILE ('-' for standard input) with every relative URL made absolute and no other "
-            "byte changed. One input goes to standard output unless -o names a file; several inputs need "
-            "-o DIR. Links that stay relative (no base, unresolvable) are named on stderr, and the exit code "
-            "is then 1; an unreadable file is named and skipped, the others still done."
+            "Rewrite each INPUT with every relative URL made absolute and no other byte changed. An INPUT is an\n"
+            "HTML page, a CSS file, a message (.eml, .mht, .mhtml), an mbox, a Maildir, a folder (walked for\n"
+            "--include globs, less --exclude globs) or '-' for standard input; the content tells which.\n\n"
+            "Output: standard output for one file; -o FILE for one input; -o DIR for several, or a folder,\n"
+            "where each file keeps its path; or --in-place (with --backup SUFFIX to keep the old files).\n"
+            "Every file is written atomically (a temporary file in the same folder, fsync, rename): it holds\n"
+            "its old content or its new one, never a part. A file whose output equals its input is not\n"
+            "rewritten in place. One bad file is named on stderr and the others still done."
         ),
-        epilog="Example: rewriter rewrite saved.html --url https://example.org/docs/page.html -o page.html",
+        epilog=(
+            "examples:\n"
+            "  rewriter rewrite saved.html --url https://example.org/docs/page.html -o page.html\n"
+            "  rewriter rewrite - --url https://example.org/ < page.html > absolute.html\n"
+            "  rewriter rewrite pages/ -o absolute/ -j 4 --report links.jsonl\n"
+            "  rewriter rewrite archive/ --in-place --backup .orig --exclude 'drafts/*'\n"
+            "  rewriter rewrite mail.mbox -o absolute.mbox\n"
+            "  rewriter rewrite ~/Maildir -o ~/Maildir-absolute\n\n"
+            "exit codes: 0 all done; 1 some file, part or link failed (each named on stderr); 2 usage error"
+        ),
     )
-    rewrite.add_argument("files", metavar="FILE", nargs="+", help="an HTML document, or '-' for stdin")
-    rewrite.add_argument("-o", "--output", metavar="OUT", help="output file ('-' for stdout), or folder for several")
+    rewrite.add_argument("files", metavar="INPUT", nargs="+", help="a file, a folder, a Maildir, or '-' for stdin")
+    where = rewrite.add_mutually_exclusive_group()
+    where.add_argument("-o", "--output", metavar="OUT", help="output file ('-' for stdout), or folder")
+    where.add_argument("-i", "--in-place", action="store_true", help="replace each input with its output")
+    rewrite.add_argument("--backup", metavar="SUFFIX", help="with --in-place: keep each old file as NAME+SUFFIX")
+    rewrite.add_argument(
+        "--include",
+        metavar="GLOB",
+        action="append",
+        default=None,
+        help="in folders, take files matching GLOB (a path under the folder, or a file name; repeatable; "
+        "default: *.html *.htm *.xhtml *.shtml *.css *.eml *.mht *.mhtml *.mbox *.mbx)",
+    )
+    rewrite.add_argument(
+        "--exclude", metavar="GLOB", action="append", default=None, help="in folders, leave out GLOB (repeatable)"
+    )
+    rewrite.add_argument(
+        "-j", "--jobs", metavar="N", type=int, default=None, help="worker processes (default: the machine's cores)"
+    )
+    rewrite.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write every link of every file and part to FILE: JSON Lines, or one JSON array if FILE ends in .json",
+    )
+    rewrite.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no closing summary")
     _document_options(rewrite)
     rewrite.set_defaults(run=_run_rewrite)
 
@@ -215,161 +252,152 @@ def _run_engine(
     verb: str, path: str, data: bytes, args: argparse.Namespace, err: TextIO, *, rewrite: bool
 ) -> _Document | None:
     """Run the engine *data*'s format needs (told by its content, the name only breaking
-    ties); None, with the file and the reason on stderr, when the policy refuses it."""
-    from rewriter.html import NoBaseError, find_links, rewrite_html
-    from rewriter.mailbox import detect_format
-    from rewriter.mime import find_message_links, rewrite_message
+    ties); None, with the file and the reason on stderr, when it cannot."""
+    from rewriter.batch import Unrecognised, process
+    from rewriter.html import NoBaseError
 
-    policy = _policy(args)
-    fmt = args.format if getattr(args, "format", "auto") != "auto" else detect_format(data[:65536], path)
     try:
-        if fmt in ("message", "mbox"):  # one message read whole (mbox streams elsewhere)
-            engine = rewrite_message if rewrite else find_message_links
-            result: HTMLResult | MessageResult = engine(data, url=args.url, policy=policy)
-        elif fmt == "css":
-            from rewriter.stylesheet import find_css_links, rewrite_css
-
-            css_engine = rewrite_css if rewrite else find_css_links
-            result = css_engine(data, url=args.url, charset=args.charset, policy=policy)
-        else:
-            html_engine = rewrite_html if rewrite else find_links
-            result = html_engine(data, url=args.url, charset=args.charset, policy=policy)
-    except NoBaseError as error:
+        fmt, result = process(data, path, _settings(args), rewrite=rewrite)
+    except (Unrecognised, NoBaseError) as error:
         err.write(f"rewriter {verb}: {_shown(path)}: {error}\n")
         return None
     return _Document(_shown(path), fmt, result)
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write *data* to *path* so that it holds the old content or the new, never a part."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        if path.exists():
-            os.chmod(temporary, path.stat().st_mode & 0o7777)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
+    from rewriter.batch import Settings
+
+    return Settings(
+        policy=_policy(args),
+        url=args.url,
+        charset=args.charset,
+        format=args.format,
+        backup=getattr(args, "backup", None),
+        records=records,
+    )
 
 
 def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from rewriter.mailbox import detect_format, is_maildir
+    from rewriter.batch import plan, run
 
-    several = len(args.files) > 1
-    target = Path(args.output) if args.output and args.output != "-" else None
-    if several and (target is None or (target.exists() and not target.is_dir())):
-        err.write("rewriter rewrite: several inputs need -o DIR, a folder for the outputs\n")
+    if args.backup and not args.in_place:
+        err.write("rewriter rewrite: --backup goes with --in-place\n")
         return EXIT_USAGE
-    if several:
-        target.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
-    status = EXIT_OK
-    for name in args.files:
-        destination = target / Path(name).name if several and target is not None else target
-        if name != "-" and Path(name).is_dir():
-            if not is_maildir(Path(name)):
-                err.write(f"rewriter rewrite: {name} is a folder but not a Maildir (cur/, new/, tmp/)\n")
-                status = EXIT_SOME_FAILED
-            elif destination is None:
-                err.write(f"rewriter rewrite: the Maildir {name} needs -o DIR, a folder for the rewritten copy\n")
-                status = EXIT_SOME_FAILED
-            elif not _rewrite_maildir(Path(name), destination, args, err):
-                status = EXIT_SOME_FAILED
-            continue
-        if name != "-" and _is_mbox(Path(name), detect_format):
-            if not _rewrite_mbox(name, destination, args, out, err):
-                status = EXIT_SOME_FAILED
-            continue
-        data = _read("rewrite", name, err)
-        document = None if data is None else _run_engine("rewrite", name, data, args, err, rewrite=True)
-        if document is None:
+    if args.jobs is not None and args.jobs < 1:
+        err.write("rewriter rewrite: -j needs at least 1\n")
+        return EXIT_USAGE
+    if args.output and args.output != "-" and len(args.files) > 1 and Path(args.output).is_file():
+        err.write(f"rewriter rewrite: several inputs need -o DIR, and {args.output} is a file\n")
+        return EXIT_USAGE
+    jobs, problems = plan(
+        args.files, args.output, in_place=args.in_place, include=args.include or (), exclude=args.exclude or ()
+    )
+    for problem in problems:
+        err.write(problem + "\n")
+    if problems and any("several inputs need" in problem for problem in problems):
+        return EXIT_USAGE
+    batch = len(jobs) > 1 or any(Path(name).is_dir() for name in args.files if name != "-")
+    quiet = args.quiet or not batch
+    workers = args.jobs or os.cpu_count() or 1
+    settings = _settings(args, records=bool(args.report))
+    started = time.perf_counter()
+    progress = _progress(len(jobs), err, quiet)
+    status = EXIT_SOME_FAILED if problems else EXIT_OK
+    outcomes = []
+    records: list[dict[str, object]] = []
+    for outcome in run(jobs, settings, workers):
+        for message in outcome.messages:
+            progress.write(message)
+        if outcome.output is not None:
+            try:
+                _write_bytes(out, outcome.output)
+            except OSError as error:
+                progress.write(f"rewriter: {outcome.shown}: cannot write to standard output: {error.strerror}")
+                outcome.ok = False
+        if not outcome.ok:
             status = EXIT_SOME_FAILED
-            continue
-        if not document.report(err):
-            status = EXIT_SOME_FAILED
-        try:
-            if destination is None:
-                _write_bytes(out, document.output)
-            else:
-                _write_atomically(destination, document.output)
-        except OSError as error:
-            err.write(f"rewriter rewrite: cannot write the output of {document.name}: {error.strerror or error}\n")
-            status = EXIT_SOME_FAILED
+        records.extend(outcome.records)
+        outcome.records = []
+        outcome.output = None
+        outcomes.append(outcome)
+        progress.update(1)
+    progress.close()
+    if args.report and not _write_report(Path(args.report), records, err):
+        status = EXIT_SOME_FAILED
+    if not quiet:
+        err.write(_summary(outcomes, time.perf_counter() - started, len(problems)) + "\n")
     return status
 
 
-def _is_mbox(path: Path, detect_format: Callable[[bytes, str | None], str]) -> bool:
+class _Silent:
+    """The progress interface, doing nothing but writing messages."""
+
+    def __init__(self, err: TextIO) -> None:
+        self.err = err
+
+    def write(self, message: str) -> None:
+        self.err.write(message + "\n")
+
+    def update(self, count: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _Bar(_Silent):
+    """tqdm's bar on a terminal; messages are written above it."""
+
+    def __init__(self, total: int, err: TextIO) -> None:
+        super().__init__(err)
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, file=err, unit="file", leave=False, dynamic_ncols=True)
+
+    def write(self, message: str) -> None:
+        self.bar.write(message, file=self.err)
+
+    def update(self, count: int) -> None:
+        self.bar.update(count)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _progress(total: int, err: TextIO, quiet: bool) -> _Silent:
+    """A progress bar only on a terminal, and never with -q or for one file."""
+    if quiet or total < 2 or not getattr(err, "isatty", lambda: False)():
+        return _Silent(err)
+    return _Bar(total, err)
+
+
+def _summary(outcomes: list[Outcome], seconds: float, unplanned: int) -> str:
+    from rewriter.batch import totals
+
+    figures = totals(outcomes)
+    failed = figures["failed_files"] + unplanned
+    return (
+        f"rewriter: {figures['files']:,} file{'' if figures['files'] == 1 else 's'}: "
+        f"{figures['rewritten_files']:,} rewritten, {figures['unchanged_files']:,} unchanged, {failed:,} failed; "
+        f"links: {figures['rewritten']:,} rewritten, {figures['kept']:,} kept, {figures['relative']:,} left relative; "
+        f"{figures['bytes'] / 1e6:,.1f} MB in {seconds:.1f} s"
+    )
+
+
+def _write_report(path: Path, records: list[dict[str, object]], err: TextIO) -> bool:
+    """Every link as JSON Lines, or one JSON array for a .json file, written atomically."""
+    from rewriter.batch import write_atomically
+
+    if path.suffix.lower() == ".json":
+        text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
+    else:
+        text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     try:
-        with path.open("rb") as stream:
-            return detect_format(stream.read(65536), path.name) == "mbox"
-    except OSError:
-        return False  # reported when it is read
-
-
-def _rewrite_mbox(name: str, destination: Path | None, args: argparse.Namespace, out: TextIO, err: TextIO) -> bool:
-    """Stream an mbox message by message: memory stays flat whatever its size."""
-    from rewriter.mailbox import rewrite_mbox
-
-    well = True
-    policy = _policy(args)
-    temporary: Path | None = None
-    try:
-        with open(name, "rb") as source:
-            if destination is None:
-                sink = getattr(out, "buffer", None)
-                if sink is None:
-                    err.write("rewriter rewrite: an mbox needs a binary standard output or -o FILE\n")
-                    return False
-                out.flush()
-                reports = list(_mbox_reports(rewrite_mbox(source, sink, url=args.url, policy=policy), name, err))
-                sink.flush()
-            else:
-                handle, temporary_name = tempfile.mkstemp(
-                    dir=destination.parent, prefix=f".{destination.name}.", suffix=".tmp"
-                )
-                temporary = Path(temporary_name)
-                with os.fdopen(handle, "wb") as sink:
-                    reports = list(_mbox_reports(rewrite_mbox(source, sink, url=args.url, policy=policy), name, err))
-                    sink.flush()
-                    os.fsync(sink.fileno())
-                if destination.exists():
-                    os.chmod(temporary, destination.stat().st_mode & 0o7777)
-                os.replace(temporary, destination)
-                temporary = None
-        well = all(reports)
+        write_atomically(path, text.encode("utf-8", "surrogateescape"))
     except OSError as error:
-        err.write(f"rewriter rewrite: {name}: {error.strerror or error}\n")
-        well = False
-    finally:
-        if temporary is not None:
-            temporary.unlink(missing_ok=True)
-    return well
-
-
-def _mbox_reports(reports: Iterable[MboxReport], name: str, err: TextIO) -> Iterator[bool]:
-    """Each message's problems on stderr, numbered from 1; True for a message that went well."""
-    for report in reports:
-        for problem in report.problems:
-            err.write(f"rewriter: {name}: message {report.index + 1}: {problem}\n")
-        if report.relative:
-            err.write(f"rewriter: {name}: message {report.index + 1}: {report.relative} link(s) left relative\n")
-        yield not report.relative
-
-
-def _rewrite_maildir(folder: Path, destination: Path, args: argparse.Namespace, err: TextIO) -> bool:
-    from rewriter.mailbox import rewrite_maildir
-
-    well = True
-    for report in rewrite_maildir(folder, destination, url=args.url, policy=_policy(args)):
-        for problem in report.problems:
-            err.write(f"rewriter: {folder}: {problem}\n")
-        if report.relative:
-            err.write(f"rewriter: {report.path}: {report.relative} link(s) left relative\n")
-        well = well and not report.relative and report.target is not None
-    return well
+        err.write(f"rewriter rewrite: cannot write the report {path}: {error.strerror or error}\n")
+        return False
+    return True
 
 
 def _write_bytes(out: TextIO, data: bytes) -> None:
@@ -523,9 +551,59 @@ def _run_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return status
 
 
+def _apply_config(parser: argparse.ArgumentParser, folder: Path) -> None:
+    """Defaults from rewriter.toml or pyproject's [tool.rewriter] (see rewriter.config):
+    each key must be an option of some verb, with a value of its type."""
+    from rewriter.config import ConfigError, load
+
+    path, settings = load(folder)
+    if not settings:
+        return
+    verbs = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    known: dict[str, argparse.Action] = {}
+    for sub in verbs.choices.values():
+        for action in sub._actions:
+            known.setdefault(action.dest, action)
+    for name, value in settings.items():
+        action = known.get(name)
+        if action is None or name in ("help", "run", "verb"):
+            raise ConfigError(f"{path}: {name.replace('_', '-')!r} is not an option of rewriter")
+        settings[name] = _config_value(path, name, action, value)
+    for sub in verbs.choices.values():
+        dests = {action.dest for action in sub._actions}
+        sub.set_defaults(**{name: value for name, value in settings.items() if name in dests})
+
+
+def _config_value(path: Path | None, name: str, action: argparse.Action, value: object) -> object:
+    option = name.replace("_", "-")
+    if isinstance(action, argparse._StoreTrueAction):
+        if not isinstance(value, bool):
+            raise ValueError(f"{path}: {option!r} must be true or false")
+        return value
+    if isinstance(action, argparse._AppendAction):
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(values, list) or not all(isinstance(item, str) for item in values):
+            raise ValueError(f"{path}: {option!r} must be a string or a list of strings")
+        return values
+    if action.type is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{path}: {option!r} must be an integer")
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"{path}: {option!r} must be a string")
+    if action.choices is not None and value not in action.choices:
+        raise ValueError(f"{path}: {option!r} must be one of {', '.join(map(str, action.choices))}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
+    try:
+        _apply_config(parser, Path.cwd())
+    except ValueError as error:
+        sys.stderr.write(f"rewriter: {error}\n")
+        return EXIT_USAGE
     args = parser.parse_args(argv)
     if args.verb is None:
         parser.print_help(sys.stderr)

@@ -30,7 +30,7 @@ import stat
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -48,7 +48,7 @@ __all__ = [
     "rewrite_mbox",
 ]
 
-Format = Literal["mbox", "message", "html", "css"]
+Format = Literal["mbox", "message", "html", "css", "unknown"]
 
 SNIFF_SIZE = 8192  # how much of a file's head detect_format needs
 CHUNK_SIZE = 1 << 20
@@ -173,8 +173,10 @@ def detect_format(head: bytes, name: str | None = None) -> Format:
        ``?`` or ``/`` (except ``<!--`` in a file named .css, where it is CSS's CDO).
     5. ``css``: the content is clearly CSS (starts, after comments, with an at-rule such
        as ``@import`` or with a rule ``selector { name: ...``) and has no markup.
-    6. The name: .mbox/.mbx, .eml/.mht/.mhtml/.mime, .css, .html/.htm/.xhtml.
-    7. ``html``.
+    6. ``unknown``: binary data, none of these: a NUL byte, or the signature of an image,
+       PDF, archive or compressed file.
+    7. The name: .mbox/.mbx, .eml/.mht/.mhtml/.mime, .css, .html/.htm/.xhtml.
+    8. ``html`` (text with no markup has no links, and comes back unchanged).
 
     >>> detect_format(b"From: a@example.org\\r\\nSubject: hi\\r\\n\\r\\n<p>hi</p>")
     'message'
@@ -182,6 +184,8 @@ def detect_format(head: bytes, name: str | None = None) -> Format:
     'html'
     >>> detect_format(b"body { margin: 0 }"), detect_format(b"", "site.css")
     ('css', 'css')
+    >>> detect_format(b"\\x89PNG\\r\\n\\x1a\\n\\x00\\x00\\x00\\rIHDR", "logo.html")
+    'unknown'
     """
     suffix = os.path.splitext(name)[1].lower() if name else ""
     head = head[:SNIFF_SIZE]
@@ -203,7 +207,27 @@ def detect_format(head: bytes, name: str | None = None) -> Format:
     sheet = _CSS_COMMENT.sub(b" ", text).lstrip(b" \t\r\n\f")
     if _CSS_START.match(sheet) and not _MARKUP.search(sheet):
         return "css"
+    if b"\0" in head or head.startswith(_BINARY_SIGNATURES):
+        return "unknown"
     return _NAMES.get(suffix, "html")
+
+
+# Files people keep beside pages and mail: images, PDF, archives, compressed data.
+_BINARY_SIGNATURES = (
+    b"\x89PNG",
+    b"\xff\xd8\xff",
+    b"GIF8",
+    b"%PDF-",
+    b"PK\x03\x04",
+    b"\x1f\x8b",
+    b"BZh",
+    b"\xfd7zXZ",
+    b"7z\xbc\xaf",
+    b"RIFF",
+    b"\x00\x00\x01\x00",
+    b"wOFF",
+    b"wOF2",
+)
 
 
 # ---------------------------------------------------------------------------
@@ -476,6 +500,7 @@ class MboxReport:
     quoted: int = 0
     problems: tuple[str, ...] = ()
     relative: int = 0  # links left relative: no base, or unresolvable
+    result: MessageResult | None = field(default=None, repr=False, compare=False)  # with_links=True
 
 
 def _counts(result: MessageResult) -> tuple[int, int, int, int]:
@@ -489,20 +514,27 @@ def _counts(result: MessageResult) -> tuple[int, int, int, int]:
     )
 
 
-def _rewrite(data: bytes, url: str | None, policy: Policy) -> tuple[bytes, tuple[int, int, int, int], list[str], int]:
-    """The rewritten message, its counts, problems and links left relative; the input
-    unchanged if the engine raises."""
+def _rewrite(
+    data: bytes, url: str | None, policy: Policy
+) -> tuple[bytes, tuple[int, int, int, int], list[str], int, MessageResult | None]:
+    """The rewritten message, its counts, problems, links left relative and the engine's
+    result; the input unchanged (and no result) if the engine raises."""
     try:
         result = rewrite_message(data, url=url, policy=policy)
     except Exception as error:  # a bug in the engine: keep the message and go on with the next
         problem = f"not rewritten, kept as it was: internal error: {type(error).__name__}: {error}"
-        return data, (0, 0, 0, 0), [problem], 0
+        return data, (0, 0, 0, 0), [problem], 0, None
     left = sum(1 for part in result.parts for link in part.links if link.status in ("no-base", "unresolvable"))
-    return result.output, _counts(result), list(result.problems), left
+    return result.output, _counts(result), list(result.problems), left, result
 
 
 def rewrite_mbox(
-    source: BinaryIO, target: BinaryIO, *, url: str | None = None, policy: Policy = DEFAULT_POLICY
+    source: BinaryIO,
+    target: BinaryIO,
+    *,
+    url: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+    with_links: bool = False,
 ) -> Iterator[MboxReport]:
     """Rewrite every message of the mbox *source* into *target*, yielding one report each.
 
@@ -510,7 +542,8 @@ def rewrite_mbox(
     caller must exhaust the iterator). Separators and ``>From`` quoting are written as
     found; a message is written unchanged when it has nothing to rewrite, and when the
     engine fails on it (a bug, reported). *url* applies to every message; usually there
-    is none and each message's own headings give the base.
+    is none and each message's own headings give the base. With *with_links*, each
+    report carries the engine's result (its parts and links) as ``result``.
 
     >>> import io
     >>> mbox = (b"From a Sat Jan  1 00:00:00 2000\\nContent-Type: text/html\\n"
@@ -523,7 +556,9 @@ def rewrite_mbox(
     """
     offset = 0
     for index, (separator, message) in enumerate(iter_mbox(source)):
-        output, (parts, rewritten_parts, links, rewritten_links), problems, relative = _rewrite(message, url, policy)
+        output, (parts, rewritten_parts, links, rewritten_links), problems, relative, result = _rewrite(
+            message, url, policy
+        )
         quoted = 0
         if output != message:
             output, quoted = _quote_new_from_lines(message, output)
@@ -547,6 +582,7 @@ def rewrite_mbox(
             quoted,
             tuple(problems),
             relative,
+            result if with_links else None,
         )
         offset += len(separator) + len(message)
 
@@ -595,6 +631,7 @@ class MaildirReport:
     rewritten_links: int = 0
     problems: tuple[str, ...] = ()
     relative: int = 0
+    result: MessageResult | None = field(default=None, repr=False, compare=False)  # with_links=True
 
 
 def _write_atomically(path: Path, data: bytes, scratch: Path, like: os.stat_result) -> None:
@@ -626,6 +663,7 @@ def rewrite_maildir(
     *,
     url: str | None = None,
     policy: Policy = DEFAULT_POLICY,
+    with_links: bool = False,
 ) -> Iterator[MaildirReport]:
     """Rewrite every message of the Maildir *folder*, yielding one report each.
 
@@ -635,7 +673,7 @@ def rewrite_maildir(
     (a file renamed meanwhile is skipped and reported). Otherwise every message is
     written to *target_folder* at the same relative path (cur/, new/, tmp/ are created);
     nothing else is copied. A file that cannot be read or written is reported, and the
-    others go on.
+    others go on. With *with_links*, each report carries the engine's result.
 
     >>> import pathlib, shutil, tempfile
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -667,7 +705,7 @@ def rewrite_maildir(
         except OSError as error:
             yield MaildirReport(path, None, False, problems=(f"{relative}: cannot be read: {error.strerror}",))
             continue
-        output, counts, problems, left = _rewrite(data, url, policy)
+        output, counts, problems, left, result = _rewrite(data, url, policy)
         changed = output != data
         if changed and _SIZE_IN_NAME.search(path.name):
             problems.append(f"{relative}: the size in its name (,S=/,W=) no longer matches; Dovecot may complain")
@@ -685,4 +723,12 @@ def rewrite_maildir(
         except OSError as error:
             problems.append(f"{relative}: not written: {error.strerror or error}")
             written = None
-        yield MaildirReport(path, written, changed, *counts, problems=tuple(problems), relative=left)
+        yield MaildirReport(
+            path,
+            written,
+            changed,
+            *counts,
+            problems=tuple(problems),
+            relative=left,
+            result=result if with_links else None,
+        )

@@ -232,9 +232,18 @@ def test_rewrite_a_maildir_into_a_folder(tmp_path: Path, capsys: pytest.CaptureF
     assert code == 1 and "needs -o DIR" in err
 
 
-def test_a_folder_that_is_not_a_maildir_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "rewrite", str(tmp_path), "-o", str(tmp_path / "x"))
-    assert code == 1 and "is a folder but not a Maildir" in err
+def test_a_folder_is_walked_and_mirrored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    site = tmp_path / "site"
+    (site / "docs").mkdir(parents=True)
+    (site / "index.html").write_bytes(b"<a href=docs/a.html>a</a>")
+    (site / "docs" / "a.html").write_bytes(b"<img src=../logo.png>")
+    (site / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    code, _, err = run(capsys, "rewrite", str(site), "-o", str(tmp_path / "out"), "--url", "http://h/", "-j", "1")
+    assert code == 0, err
+    assert (tmp_path / "out" / "index.html").read_bytes() == b"<a href=http://h/docs/a.html>a</a>"
+    assert (tmp_path / "out" / "docs" / "a.html").read_bytes() == b"<img src=http://h/logo.png>"
+    assert not (tmp_path / "out" / "logo.png").exists()  # not matched by the default --include
+    assert "2 files: 2 rewritten, 0 unchanged, 0 failed" in err
 
 
 def test_links_of_a_message_name_the_part(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,567 @@
+"""Batch runs: many files, folders, mboxes and Maildirs, in parallel, with atomic writes.
+
+A run is planned first, as a list of :class:`Job` (one input, one output), then each job
+is done by :func:`run_job`, in this process or in worker processes: the outcomes come
+back in the order of the plan whatever the number of workers, so outputs and reports
+are the same for ``-j 1`` and ``-j 8``.
+
+Every file is written through a temporary file in the same folder (fsync, rename, then
+fsync of the folder): a reader, a crash or a ``kill -9`` sees the old content or the
+new, never a mix. A failure in one job is reported in its :class:`Outcome`; the
+others go on.
+
+>>> import pathlib, tempfile
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / "page.html").write_bytes(b"<!-- saved from url=(0019)http://example.org/ --><a href=x>x</a>")
+>>> jobs, problems = plan([str(folder)], in_place=True)
+>>> [outcome.state for outcome in run(jobs, Settings())]
+['rewritten']
+>>> (folder / "page.html").read_bytes()[-34:]
+b'<a href=http://example.org/x>x</a>'
+>>> import shutil; shutil.rmtree(folder)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import gc
+import multiprocessing
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from rewriter.policy import DEFAULT_POLICY, Policy
+
+if TYPE_CHECKING:
+    from rewriter.html import HTMLResult
+    from rewriter.mime import MessageResult
+
+__all__ = [
+    "DEFAULT_INCLUDE",
+    "Job",
+    "Outcome",
+    "Settings",
+    "Unrecognised",
+    "plan",
+    "process",
+    "run",
+    "run_job",
+    "totals",
+    "write_atomically",
+]
+
+# What a folder walk takes when no --include is given: what browsers save and mail
+# programs export. A file named on the command line is always taken.
+DEFAULT_INCLUDE: tuple[str, ...] = (
+    "*.html",
+    "*.htm",
+    "*.xhtml",
+    "*.shtml",
+    "*.css",
+    "*.eml",
+    "*.mht",
+    "*.mhtml",
+    "*.mbox",
+    "*.mbx",
+)
+# Our temporary files: ".NAME.rewriter-XXXXXXXX.tmp" beside NAME (a kill -9 can leave one).
+_TEMPORARY_PREFIX = ".rewriter-"
+_TEMPORARY_SUFFIX = ".tmp"
+
+State = Literal["rewritten", "unchanged", "failed"]
+
+
+class Unrecognised(ValueError):
+    """The input is neither HTML, CSS, a MIME message nor an mbox."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What every job of a run shares (immutable, and sent to each worker once)."""
+
+    policy: Policy = DEFAULT_POLICY
+    url: str | None = None  # the retrieval URL (RFC 1808 §3.3)
+    charset: str | None = None  # a transport charset
+    format: str = "auto"  # auto, html, css, message, mbox
+    backup: str | None = None  # in place: keep the old file as NAME + this suffix
+    records: bool = False  # gather every link for a report
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One input and where its output goes.
+
+    *source* is a path or ``-`` (standard input); *target* a path (the source itself
+    in place) or None for standard output; *shown* is how messages name it.
+    """
+
+    source: str
+    target: str | None
+    shown: str
+    maildir: bool = False
+
+    @property
+    def in_place(self) -> bool:
+        return self.target is not None and self.target == self.source
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened to one job: its messages for standard error, its counts, its links."""
+
+    shown: str
+    state: State = "unchanged"
+    ok: bool = True  # False: something failed, or links stayed relative
+    messages: list[str] = field(default_factory=list)
+    files: int = 1  # message files, for a Maildir
+    rewritten: int = 0  # links made absolute
+    kept: int = 0  # links left as they were on purpose (absolute, same-document)
+    relative: int = 0  # links left relative: no base, or unresolvable
+    bytes_in: int = 0
+    bytes_out: int = 0
+    records: list[dict[str, object]] = field(default_factory=list)
+    output: bytes | None = None  # the output, for a job whose target is standard output
+
+    def fail(self, message: str) -> Outcome:
+        self.state, self.ok = "failed", False
+        self.messages.append(f"rewriter: {self.shown}: {message}")
+        return self
+
+
+# --------------------------------------------------------------------------
+# Planning
+# --------------------------------------------------------------------------
+
+
+def _matches(relative: str, patterns: Sequence[str]) -> bool:
+    """A glob matches the path under the walked folder, or the file name alone."""
+    name = relative.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def _is_maildir(path: Path) -> bool:
+    return all((path / name).is_dir() for name in ("cur", "new", "tmp"))
+
+
+def _walk(root: Path, include: Sequence[str], exclude: Sequence[str], skip: Path | None) -> Iterator[tuple[Path, bool]]:
+    """(path, is a Maildir) for each input under *root*, sorted, symbolic links not followed.
+
+    A Maildir found on the way is one input (its message files have no suffix to match).
+    *skip* is the output folder, when it lies inside *root*.
+    """
+    for folder, folders, files in os.walk(root):
+        here = Path(folder)
+        folders.sort()
+        kept = []
+        for name in folders:
+            path = here / name
+            relative = path.relative_to(root).as_posix()
+            if path.is_symlink() or (skip is not None and path.resolve() == skip) or _matches(relative, exclude):
+                continue
+            if _is_maildir(path):
+                yield path, True
+                continue
+            kept.append(name)
+        folders[:] = kept
+        for name in sorted(files):
+            path = here / name
+            relative = path.relative_to(root).as_posix()
+            if name.startswith(".") and _TEMPORARY_PREFIX in name and name.endswith(_TEMPORARY_SUFFIX):
+                continue  # ours, left by a killed run
+            if path.is_symlink() and not _inside(path, root):
+                continue  # never reach out of the tree through a link
+            if _matches(relative, include) and not _matches(relative, exclude):
+                yield path, False
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def plan(
+    inputs: Sequence[str],
+    output: str | None = None,
+    *,
+    in_place: bool = False,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> tuple[list[Job], list[str]]:
+    """The jobs for *inputs* (files, folders, Maildirs, ``-``), and the inputs that cannot be.
+
+    Outputs: in place; or *output*, a file for one input or a folder (several inputs,
+    or a folder input, or an existing folder), where each input keeps its path under
+    the folder it came from; or, with neither, standard output (one file only). A folder
+    is walked for *include* globs (default :data:`DEFAULT_INCLUDE`) less *exclude*
+    globs; a glob matches the path under the folder or the file name.
+    """
+    include = tuple(include) or DEFAULT_INCLUDE
+    problems: list[str] = []
+    jobs: list[Job] = []
+    folder_output = output is not None and output != "-" and (len(inputs) > 1 or Path(output).is_dir())
+    several_trees = len(inputs) > 1
+    skip = Path(output).resolve() if output not in (None, "-") else None
+    for given in inputs:
+        if given == "-":
+            if in_place:
+                problems.append("rewriter: <stdin>: cannot be rewritten in place")
+                continue
+            target = None if output in (None, "-") else (str(Path(output) / "stdin") if folder_output else output)
+            jobs.append(Job("-", target, "<stdin>"))
+            continue
+        path = Path(given)
+        if not path.exists() and not path.is_symlink():
+            problems.append(f"rewriter: {given}: no such file or folder")
+            continue
+        if path.is_dir():
+            if not in_place and output in (None, "-"):
+                problems.append(f"rewriter: {given}: a folder needs -o DIR or --in-place")
+                continue
+            base = Path(output) / path.resolve().name if several_trees and output else Path(output or ".")
+            if _is_maildir(path):
+                jobs.append(Job(given, given if in_place else str(base), given, maildir=True))
+                continue
+            for found, maildir in _walk(path, include, exclude, skip):
+                relative = found.relative_to(path)
+                target = str(found) if in_place else str(base / relative)
+                jobs.append(Job(str(found), target, str(found), maildir=maildir))
+            continue
+        if in_place:
+            jobs.append(Job(given, given, given))
+        elif output in (None, "-"):
+            jobs.append(Job(given, None, given))
+        elif folder_output:
+            jobs.append(Job(given, str(Path(output) / path.name), given))
+        else:
+            jobs.append(Job(given, output, given))
+    to_stdout = [job for job in jobs if job.target is None]
+    if len(jobs) > 1 and to_stdout:
+        problems.append("rewriter: several inputs need -o DIR (a folder for the outputs) or --in-place")
+        jobs = [job for job in jobs if job.target is not None]
+    return jobs, problems
+
+
+# --------------------------------------------------------------------------
+# One document
+# --------------------------------------------------------------------------
+
+
+def process(
+    data: bytes, name: str, settings: Settings, *, rewrite: bool = True
+) -> tuple[str, HTMLResult | MessageResult]:
+    """Run the engine *data*'s format needs (told by its content, *name* only breaking
+    ties): (format, result). Raises :class:`Unrecognised` for what is none of them, and
+    the engine's :class:`~rewriter.html.NoBaseError` when the policy requires a base."""
+    from rewriter.html import find_links, rewrite_html
+    from rewriter.mailbox import detect_format
+    from rewriter.mime import find_message_links, rewrite_message
+
+    fmt = settings.format if settings.format != "auto" else detect_format(data[:65536], name)
+    if fmt == "unknown":
+        raise Unrecognised("neither HTML, CSS, a MIME message nor an mbox (it looks like binary data)")
+    policy = settings.policy
+    if fmt in ("message", "mbox"):
+        engine = rewrite_message if rewrite else find_message_links
+        return fmt, engine(data, url=settings.url, policy=policy)
+    if fmt == "css":
+        from rewriter.stylesheet import find_css_links, rewrite_css
+
+        css_engine = rewrite_css if rewrite else find_css_links
+        return fmt, css_engine(data, url=settings.url, charset=settings.charset, policy=policy)
+    html_engine = rewrite_html if rewrite else find_links
+    return fmt, html_engine(data, url=settings.url, charset=settings.charset, policy=policy)
+
+
+def _tally(outcome: Outcome, result: HTMLResult | MessageResult, settings: Settings, extra: dict[str, object]) -> None:
+    """Count *result*'s links into *outcome*, name each problem and each link left
+    relative, and keep every link as a record when the settings ask for them."""
+    parts = getattr(result, "parts", None)
+    located = (
+        [("", link) for link in result.links]
+        if parts is None
+        else [(part.path, link) for part in parts for link in part.links]
+    )
+    where = "".join(f"{key} {value}: " for key, value in extra.items())
+    for problem in result.problems:
+        outcome.messages.append(f"rewriter: {outcome.shown}: {where}{problem}")
+    for part, link in located:
+        if link.status == "rewritten":
+            outcome.rewritten += 1
+        elif link.status in ("no-base", "unresolvable"):
+            outcome.relative += 1
+            outcome.ok = False
+            label = f"part {part}: " if part else ""
+            outcome.messages.append(
+                f"rewriter: {outcome.shown}: {where}{label}<{link.element} {link.attribute}> {link.original!r} at "
+                f"bytes {link.start}-{link.end}: {link.status}: {link.reason}"
+            )
+        else:
+            outcome.kept += 1
+        if settings.records:
+            record: dict[str, object] = {"file": outcome.shown, **extra}
+            if parts is not None:
+                record["part"] = part
+            record.update(link._asdict())
+            outcome.records.append(record)
+
+
+# --------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------
+
+
+def _temporary_beside(path: Path) -> tuple[int, Path]:
+    handle, name = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}{_TEMPORARY_PREFIX}", suffix=_TEMPORARY_SUFFIX
+    )
+    return handle, Path(name)
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder, so that a rename in it survives a crash (where the system allows)."""
+    with contextlib.suppress(OSError):
+        handle = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+
+
+def _commit(temporary: Path, path: Path, mode: int | None, backup: str | None) -> None:
+    """Rename *temporary* over *path*, after keeping the old file as *path* + *backup*."""
+    if mode is not None:
+        os.chmod(temporary, mode)
+    if backup and path.exists():
+        _backup(path, Path(str(path) + backup))
+    os.replace(temporary, path)
+    _sync_folder(path.parent)
+
+
+def _backup(path: Path, backup: Path) -> None:
+    """*backup* becomes the old *path*, in one rename: a hard link where the system has
+    them, else a copy."""
+    handle, scratch = _temporary_beside(backup)
+    os.close(handle)
+    try:
+        try:
+            scratch.unlink()
+            os.link(path, scratch)
+        except OSError:
+            shutil.copy2(path, scratch)
+        os.replace(scratch, backup)
+    except BaseException:
+        scratch.unlink(missing_ok=True)
+        raise
+
+
+def write_atomically(path: Path, data: bytes, *, mode: int | None = None, backup: str | None = None) -> None:
+    """Write *data* to *path* so that it holds the old content or the new, never a part.
+
+    *mode*: the permissions to give it (default: those of the file it replaces).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if mode is None and path.exists():
+        mode = stat.S_IMODE(path.stat().st_mode)
+    handle, temporary = _temporary_beside(path)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        _commit(temporary, path, mode, backup)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+# --------------------------------------------------------------------------
+# Jobs
+# --------------------------------------------------------------------------
+
+
+def run_job(job: Job, settings: Settings) -> Outcome:
+    """Do one job; every failure is in the outcome, never raised."""
+    outcome = Outcome(job.shown)
+    try:
+        if job.maildir:
+            return _maildir(job, settings, outcome)
+        return _file(job, settings, outcome)
+    except OSError as error:
+        return outcome.fail(f"{error.strerror or error}" + (f": {error.filename}" if error.filename else ""))
+    except Exception as error:  # a bug in an engine: this job fails, the others go on
+        return outcome.fail(f"not rewritten: internal error: {type(error).__name__}: {error}")
+
+
+def _read(job: Job) -> bytes:
+    if job.source == "-":
+        return sys.stdin.buffer.read()
+    return Path(job.source).read_bytes()
+
+
+def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
+    from rewriter.html import NoBaseError
+    from rewriter.mailbox import detect_format
+
+    source = None if job.source == "-" else Path(job.source)
+    if source is not None and settings.format in ("auto", "mbox"):
+        with source.open("rb") as stream:
+            head = stream.read(65536)
+        if (settings.format == "mbox" or detect_format(head, source.name) == "mbox") and job.target is not None:
+            return _mbox(job, source, settings, outcome)
+    data = _read(job)
+    outcome.bytes_in = len(data)
+    try:
+        _, result = process(data, job.shown, settings)
+    except (Unrecognised, NoBaseError) as error:
+        return outcome.fail(str(error))
+    _tally(outcome, result, settings, {})
+    output = result.output
+    outcome.bytes_out = len(output)
+    outcome.state = "rewritten" if output != data else "unchanged"
+    if job.target is None:
+        outcome.output = output
+    elif job.in_place:
+        if output != data:  # unchanged: not written at all (its time and any backup stay)
+            write_atomically(Path(job.target), output, backup=settings.backup)
+    else:
+        mode = stat.S_IMODE(source.stat().st_mode) if source is not None else None
+        write_atomically(Path(job.target), output, mode=mode)
+    return outcome
+
+
+def _mbox(job: Job, source: Path, settings: Settings, outcome: Outcome) -> Outcome:
+    """Stream an mbox message by message: memory stays flat whatever its size."""
+    from rewriter.mailbox import rewrite_mbox
+
+    target = Path(job.target)  # type: ignore[arg-type]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(source.stat().st_mode)
+    handle, temporary = _temporary_beside(target)
+    changed = False
+    try:
+        with source.open("rb") as stream, os.fdopen(handle, "wb") as sink:
+            for report in rewrite_mbox(stream, sink, url=settings.url, policy=settings.policy, with_links=True):
+                changed = changed or report.changed
+                outcome.bytes_in += report.size
+                outcome.bytes_out += report.output_size
+                _tally(outcome, report.result, settings, {"message": report.index + 1})  # type: ignore[arg-type]
+            sink.flush()
+            os.fsync(sink.fileno())
+        if job.in_place and not changed:
+            temporary.unlink()
+        else:
+            _commit(temporary, target, mode, settings.backup if job.in_place else None)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    outcome.state = "rewritten" if changed else "unchanged"
+    return outcome
+
+
+def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
+    from rewriter.mailbox import rewrite_maildir
+
+    folder = Path(job.source)
+    target = None if job.in_place else Path(job.target)  # type: ignore[arg-type]
+    outcome.files = 0
+    for report in rewrite_maildir(folder, target, url=settings.url, policy=settings.policy, with_links=True):
+        outcome.files += 1
+        name = str(report.path.relative_to(folder))
+        if report.result is not None:
+            _tally(outcome, report.result, settings, {"message": name})
+        for problem in report.problems:
+            outcome.messages.append(f"rewriter: {outcome.shown}: {problem}")
+        if report.result is None or (report.target is None and not (job.in_place and not report.changed)):
+            outcome.ok = False
+        if report.changed:
+            outcome.state = "rewritten"
+    if not outcome.ok and outcome.state != "rewritten":
+        outcome.state = "failed" if outcome.relative == 0 else outcome.state
+    return outcome
+
+
+# --------------------------------------------------------------------------
+# A run
+# --------------------------------------------------------------------------
+
+
+def _size(job: Job) -> int:
+    with contextlib.suppress(OSError):
+        return 0 if job.source == "-" else os.stat(job.source).st_size
+    return 0
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """fork where the system has it: workers start with the engine already imported."""
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def _warm() -> None:
+    """Import the engines before forking (bs4's import alone takes 0.3 s)."""
+    import rewriter.html
+    import rewriter.mailbox
+    import rewriter.mime
+    import rewriter.stylesheet  # noqa: F401
+    from rewriter.encoding import sniff
+
+    sniff(b"<meta charset=utf-8>", None)
+
+
+def run(jobs: Sequence[Job], settings: Settings, workers: int = 1) -> Iterator[Outcome]:
+    """Do *jobs* with *workers* processes; the outcomes come in the order of *jobs*.
+
+    The largest inputs start first, so that a big file does not finish the run alone.
+    """
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            yield run_job(job, settings)
+        return
+    _warm()
+    order = sorted(range(len(jobs)), key=lambda index: -_size(jobs[index]))
+    # Objects the workers inherit stay out of their collector's sight: its passes would
+    # otherwise write to every inherited object and copy each page of them (gc.freeze docs).
+    gc.freeze()
+    try:
+        yield from _in_workers(jobs, settings, workers, order)
+    finally:
+        gc.unfreeze()
+
+
+def _in_workers(jobs: Sequence[Job], settings: Settings, workers: int, order: list[int]) -> Iterator[Outcome]:
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=_context()) as pool:
+        futures: dict[int, Future[Outcome]] = {}
+        for index in order:
+            futures[index] = pool.submit(run_job, jobs[index], settings)
+        for index in range(len(jobs)):
+            try:
+                yield futures[index].result()
+            except Exception as error:  # a worker died (killed, out of memory)
+                yield Outcome(jobs[index].shown).fail(f"not rewritten: the worker stopped: {error}")
+
+
+def totals(outcomes: Iterable[Outcome]) -> dict[str, int]:
+    """The closing summary's figures."""
+    figures = dict.fromkeys(
+        ("files", "rewritten_files", "unchanged_files", "failed_files", "rewritten", "kept", "relative", "bytes"), 0
+    )
+    for outcome in outcomes:
+        figures["files"] += outcome.files
+        figures[f"{outcome.state}_files"] += 1
+        figures["rewritten"] += outcome.rewritten
+        figures["kept"] += outcome.kept
+        figures["relative"] += outcome.relative
+        figures["bytes"] += outcome.bytes_in
+    return figures

@@ -1,0 +1,74 @@
+"""Defaults for the command line from a file: ``rewriter.toml`` or ``[tool.rewriter]``.
+
+The working folder's ``rewriter.toml`` (its top-level keys) is read, or else the
+``[tool.rewriter]`` table of its ``pyproject.toml``. Keys are the long option names,
+with dashes or underscores: ``rules = "whatwg"``, ``jobs = 2``, ``exclude = ["*.min.css"]``.
+Options given on the command line win. Options that choose what is written where
+(``output``, ``in-place``) are refused: a file left in a folder must never make a
+later run modify its inputs.
+
+>>> import pathlib, tempfile
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / "pyproject.toml").write_text('[tool.rewriter]\\nrules = "whatwg"\\nno-lazy = true\\n')
+>>> path, settings = load(folder)
+>>> path.name, settings
+('pyproject.toml', {'rules': 'whatwg', 'no_lazy': True})
+>>> import shutil; shutil.rmtree(folder)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["REFUSED", "ConfigError", "load"]
+
+# Never taken from a file: where the output goes, and whether inputs are changed.
+REFUSED = frozenset({"output", "in_place", "files"})
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be read, or a key or value it should not have."""
+
+
+def load(folder: Path) -> tuple[Path | None, dict[str, Any]]:
+    """(the file read, its settings with option names as argparse keeps them); (None, {})
+    when the folder has neither file."""
+    own = folder / "rewriter.toml"
+    project = folder / "pyproject.toml"
+    if own.is_file():
+        return own, _normalised(own, _read(own))
+    if project.is_file():
+        table = _read(project).get("tool", {}).get("rewriter")
+        if table is None:
+            return None, {}
+        if not isinstance(table, dict):
+            raise ConfigError(f"{project}: [tool.rewriter] must be a table")
+        return project, _normalised(project, table)
+    return None, {}
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as stream:
+            return tomllib.load(stream)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot be read: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+
+
+def _normalised(path: Path, table: dict[str, Any]) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    for key, value in table.items():
+        name = key.replace("-", "_")
+        if name in REFUSED:
+            raise ConfigError(f"{path}: {key!r} can only be given on the command line")
+        settings[name] = value
+    return settings
