@@ -233,11 +233,15 @@ def plan(
                 jobs.append(Job(given, given if in_place else str(base), given, maildir=True))
                 continue
             for found, maildir in _walk(path, include, exclude, skip):
+                if in_place and found.is_symlink():
+                    continue  # its target, when in the tree, is rewritten as itself
                 relative = found.relative_to(path)
                 target = str(found) if in_place else str(base / relative)
                 jobs.append(Job(str(found), target, str(found), maildir=maildir))
             continue
-        if in_place:
+        if in_place and path.is_symlink():
+            problems.append(f"rewriter: {given}: a symbolic link is not rewritten in place (name its target)")
+        elif in_place:
             jobs.append(Job(given, given, given))
         elif output in (None, "-"):
             jobs.append(Job(given, None, given))
@@ -417,7 +421,7 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     if source is not None and settings.format in ("auto", "mbox"):
         with source.open("rb") as stream:
             head = stream.read(65536)
-        if (settings.format == "mbox" or detect_format(head, source.name) == "mbox") and job.target is not None:
+        if settings.format == "mbox" or detect_format(head, source.name) == "mbox":
             return _mbox(job, source, settings, outcome)
     data = _read(job)
     outcome.bytes_in = len(data)
@@ -444,7 +448,19 @@ def _mbox(job: Job, source: Path, settings: Settings, outcome: Outcome) -> Outco
     """Stream an mbox message by message: memory stays flat whatever its size."""
     from rewriter.mailbox import rewrite_mbox
 
-    target = Path(job.target)  # type: ignore[arg-type]
+    if job.target is None:  # standard output: one input, so this runs in the main process
+        sys.stdout.flush()
+        with source.open("rb") as stream:
+            for report in rewrite_mbox(
+                stream, sys.stdout.buffer, url=settings.url, policy=settings.policy, with_links=True
+            ):
+                outcome.bytes_in += report.size
+                outcome.bytes_out += report.output_size
+                outcome.state = "rewritten" if report.changed else outcome.state
+                _tally(outcome, report.result, settings, {"message": report.index + 1})  # type: ignore[arg-type]
+        sys.stdout.buffer.flush()
+        return outcome
+    target = Path(job.target)
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = stat.S_IMODE(source.stat().st_mode)
     handle, temporary = _temporary_beside(target)
@@ -475,19 +491,23 @@ def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     folder = Path(job.source)
     target = None if job.in_place else Path(job.target)  # type: ignore[arg-type]
     outcome.files = 0
+    failed = 0
     for report in rewrite_maildir(folder, target, url=settings.url, policy=settings.policy, with_links=True):
         outcome.files += 1
-        name = str(report.path.relative_to(folder))
+        outcome.bytes_in += report.path.stat().st_size if report.path.exists() else 0
         if report.result is not None:
-            _tally(outcome, report.result, settings, {"message": name})
+            _tally(outcome, report.result, settings, {"message": str(report.path.relative_to(folder))})
         for problem in report.problems:
             outcome.messages.append(f"rewriter: {outcome.shown}: {problem}")
-        if report.result is None or (report.target is None and not (job.in_place and not report.changed)):
+        # Nothing written is a failure, but for a message left alone in place on purpose.
+        unwritten = report.target is None and not (job.in_place and not report.changed)
+        if report.result is None or unwritten:
+            failed += 1
             outcome.ok = False
-        if report.changed:
+        if report.changed and not unwritten:
             outcome.state = "rewritten"
-    if not outcome.ok and outcome.state != "rewritten":
-        outcome.state = "failed" if outcome.relative == 0 else outcome.state
+    if failed and failed == outcome.files:
+        outcome.state = "failed"
     return outcome
 
 

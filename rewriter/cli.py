@@ -54,6 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
     resolve = verbs.add_parser(
         "resolve",
         help="resolve references against a base URL",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  rewriter resolve http://a/b/c/d ../g '#f'\n"
+            "  rewriter resolve --rules whatwg 'http://a/b/' 'https:g'\n"
+            "  rewriter resolve https://example.org/ --file references.txt\n\n"
+            "exit codes: 0 all resolved; 1 some reference could not be (each named on stderr); 2 usage error"
+        ),
         description=(
             "Print the absolute form of each REF against BASE, one per line. A reference "
             "that cannot be resolved is named on stderr with the reason; the others are "
@@ -135,7 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
         "links",
         help="list every link of an HTML document",
         description="List every URL the engine finds in FILE: element, attribute, status, value as written, resolved.",
-        epilog="Example: rewriter links saved.html --url https://example.org/ --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  rewriter links saved.html --url https://example.org/\n"
+            "  rewriter links message.eml --json\n\n"
+            "exit codes: 0 every link resolved; 1 some link left relative or the file unreadable; 2 usage error"
+        ),
     )
     links.add_argument("files", metavar="FILE", nargs=1, help="an HTML document, or '-' for stdin")
     links.add_argument("--json", action="store_true", help="one JSON object per link (JSON Lines)")
@@ -150,7 +164,13 @@ def build_parser() -> argparse.ArgumentParser:
             "(a <base> element, a Base/Content-Base/Content-Location header of which part, the retrieval URL) "
             "and how many links would be rewritten, kept, or left relative. A plain HTML file is one document."
         ),
-        epilog="Example: rewriter explain saved.mhtml --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  rewriter explain saved.mhtml\n"
+            "  rewriter explain message.eml --url https://example.org/ --json\n\n"
+            "exit codes: 0 shown; 1 the file could not be read or recognised; 2 usage error"
+        ),
     )
     explain.add_argument("files", metavar="FILE", nargs=1, help="a message, MHTML archive or HTML document")
     explain.add_argument("--json", action="store_true", help="the tree as one JSON object")

@@ -1,0 +1,154 @@
+"""rewriter.batch through its Python API: planning, symbolic links, workers, atomic writes."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from rewriter.batch import Job, Settings, plan, run, run_job, totals, write_atomically
+from rewriter.config import ConfigError, load
+
+PAGE = b"<a href=x.html>x</a>"
+SETTINGS = Settings(url="http://h/d/")
+
+
+def _tree(root: Path) -> None:
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "index.html").write_bytes(PAGE)
+    (root / "a" / "page.htm").write_bytes(PAGE)
+    (root / "a" / "b" / "style.css").write_bytes(b"p{background:url(i.png)}")
+    (root / "a" / "notes.txt").write_bytes(b"<a href=x>")  # not a default include
+
+
+def test_plan_mirrors_one_folder_into_the_output(tmp_path: Path) -> None:
+    _tree(tmp_path / "site")
+    jobs, problems = plan([str(tmp_path / "site")], str(tmp_path / "out"))
+    assert problems == []
+    assert [Path(job.target).relative_to(tmp_path / "out").as_posix() for job in jobs] == [  # type: ignore[arg-type]
+        "index.html",
+        "a/page.htm",
+        "a/b/style.css",
+    ]
+
+
+def test_plan_puts_each_of_several_inputs_under_its_own_name(tmp_path: Path) -> None:
+    _tree(tmp_path / "site")
+    (tmp_path / "one.html").write_bytes(PAGE)
+    jobs, _ = plan([str(tmp_path / "site"), str(tmp_path / "one.html")], str(tmp_path / "out"))
+    targets = sorted(Path(job.target).relative_to(tmp_path / "out").as_posix() for job in jobs)  # type: ignore[arg-type]
+    assert targets == ["one.html", "site/a/b/style.css", "site/a/page.htm", "site/index.html"]
+
+
+def test_plan_globs_match_paths_and_names(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    jobs, _ = plan([str(tmp_path)], in_place=True, include=["*.txt", "a/*"], exclude=["a/b/*"])
+    assert sorted(Path(job.source).relative_to(tmp_path).as_posix() for job in jobs) == ["a/notes.txt", "a/page.htm"]
+
+
+def test_plan_names_what_cannot_be_done(tmp_path: Path) -> None:
+    (tmp_path / "p.html").write_bytes(PAGE)
+    jobs, problems = plan([str(tmp_path / "missing.html"), str(tmp_path / "p.html")], str(tmp_path / "out"))
+    assert [job.shown for job in jobs] == [str(tmp_path / "p.html")]
+    assert problems == [f"rewriter: {tmp_path / 'missing.html'}: no such file or folder"]
+    _, problems = plan([str(tmp_path)])
+    assert problems == [f"rewriter: {tmp_path}: a folder needs -o DIR or --in-place"]
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symbolic links here")
+def test_in_place_never_replaces_a_symbolic_link(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.html"
+    outside.write_bytes(PAGE)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "real.html").write_bytes(PAGE)
+    (tree / "inner.html").symlink_to(tree / "real.html")
+    (tree / "out.html").symlink_to(outside)
+    (tree / "linked").symlink_to(tmp_path, target_is_directory=True)
+    jobs, problems = plan([str(tree)], in_place=True)
+    assert [Path(job.source).name for job in jobs] == ["real.html"]
+    outcomes = list(run(jobs, SETTINGS))
+    assert [outcome.state for outcome in outcomes] == ["rewritten"]
+    assert (tree / "inner.html").is_symlink() and (tree / "out.html").is_symlink()
+    assert outside.read_bytes() == PAGE  # outside the tree: untouched
+    _, problems = plan([str(tree / "inner.html")], in_place=True)
+    assert problems and "symbolic link" in problems[0]
+
+
+def test_outcomes_come_in_plan_order_whatever_the_workers(tmp_path: Path) -> None:
+    for index in range(12):
+        (tmp_path / f"{index:02}.html").write_bytes(PAGE * (1 + 40 * (index % 4)))
+    (tmp_path / "07.html").write_bytes(b"\x89PNG\r\n\x1a\n\x00")  # fails: binary
+    outputs = {}
+    for workers in (1, 2):
+        jobs, _ = plan([str(tmp_path)], str(tmp_path.parent / f"out{workers}"), include=["*.html"])
+        outcomes = list(run(jobs, Settings(url="http://h/", records=True), workers))
+        assert [outcome.shown for outcome in outcomes] == [job.shown for job in jobs]
+        outputs[workers] = [(o.state, o.messages, o.records, o.rewritten) for o in outcomes]
+    assert outputs[1] == outputs[2]
+    assert [state for state, *_ in outputs[1]].count("failed") == 1
+
+
+def test_a_failure_is_an_outcome_not_an_exception(tmp_path: Path) -> None:
+    outcome = run_job(Job(str(tmp_path / "gone.html"), str(tmp_path / "o.html"), "gone.html"), SETTINGS)
+    assert outcome.state == "failed" and not outcome.ok
+    assert outcome.messages[0].startswith("rewriter: gone.html: No such file or directory")
+    assert not (tmp_path / "o.html").exists()
+
+
+def test_unchanged_in_place_is_not_written_and_backup_keeps_the_old_bytes(tmp_path: Path) -> None:
+    page = tmp_path / "p.html"
+    page.write_bytes(b"<a href=http://x/>absolute</a>")
+    os.utime(page, ns=(1_000_000_000, 1_000_000_000))
+    outcome = run_job(Job(str(page), str(page), "p.html"), Settings(url="http://h/", backup=".orig"))
+    assert outcome.state == "unchanged" and page.stat().st_mtime_ns == 1_000_000_000
+    assert not (tmp_path / "p.html.orig").exists()
+    page.write_bytes(PAGE)
+    page.chmod(0o640)
+    outcome = run_job(Job(str(page), str(page), "p.html"), Settings(url="http://h/", backup=".orig"))
+    assert outcome.state == "rewritten"
+    assert page.read_bytes() == b"<a href=http://h/x.html>x</a>"
+    assert (tmp_path / "p.html.orig").read_bytes() == PAGE
+    assert stat.S_IMODE(page.stat().st_mode) == 0o640
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["p.html", "p.html.orig"]  # no temporary left
+
+
+def test_write_atomically_leaves_nothing_behind_when_it_fails(tmp_path: Path) -> None:
+    target = tmp_path / "folder-in-the-way"
+    target.mkdir()
+    with pytest.raises(OSError):
+        write_atomically(target, b"x")
+    assert list(tmp_path.iterdir()) == [target]
+
+
+def test_totals_add_up(tmp_path: Path) -> None:
+    (tmp_path / "a.html").write_bytes(PAGE + b"<a href=#top>t</a>")
+    (tmp_path / "b.html").write_bytes(b"<img src=y.png>")
+    jobs, _ = plan([str(tmp_path)], str(tmp_path / "out"))
+    figures = totals(run(jobs, SETTINGS))
+    assert figures == {
+        "files": 2,
+        "rewritten_files": 2,
+        "unchanged_files": 0,
+        "failed_files": 0,
+        "rewritten": 2,
+        "kept": 1,
+        "relative": 0,
+        "bytes": len(PAGE) + 18 + 15,
+    }
+
+
+def test_config_file_precedence_and_refusals(tmp_path: Path) -> None:
+    assert load(tmp_path) == (None, {})
+    (tmp_path / "pyproject.toml").write_text('[tool.rewriter]\nrules = "rfc2396"\n')
+    assert load(tmp_path)[1] == {"rules": "rfc2396"}
+    (tmp_path / "rewriter.toml").write_text('rules = "whatwg"\nno-lazy = true\n')
+    assert load(tmp_path)[1] == {"rules": "whatwg", "no_lazy": True}  # rewriter.toml first
+    (tmp_path / "rewriter.toml").write_text("in-place = true\n")
+    with pytest.raises(ConfigError, match="'in-place' can only be given on the command line"):
+        load(tmp_path)
+    (tmp_path / "rewriter.toml").write_text("rules = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load(tmp_path)
