@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from itertools import accumulate, compress
 from typing import NamedTuple
 
 __all__ = ["IDENTITY", "TransferError", "decode", "encode", "mechanism"]
@@ -292,6 +293,9 @@ def _common_suffix(a: bytes, b: bytes) -> int:
     return lo
 
 
+_SOFT_ENDS = (b"=", b"=\r")
+
+
 def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes) -> bytes | None:
     """The common case, without parsing every line: None when it does not apply.
 
@@ -310,13 +314,19 @@ def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes) -> byte
     if not changed:
         return original
     # Where each logical line starts in the encoded body: after each hard break.
-    starts = [0]
-    position = 0
-    for physical in original.split(_LF)[:-1]:
-        position += len(physical) + 1
-        content = physical[:-1] if physical.endswith(b"\r") else physical
-        if not content.rstrip(b" \t").endswith(b"="):
-            starts.append(position)
+    if _whole_body_safe(original):
+        # No white space before a line end: a soft break is "=" right before LF or CR LF.
+        physical = original.split(_LF)[:-1]
+        ends = accumulate(map((1).__add__, map(len, physical)))
+        starts = [0, *compress(ends, [not line.endswith(_SOFT_ENDS) for line in physical])]
+    else:
+        starts = [0]
+        position = 0
+        for physical in original.split(_LF)[:-1]:
+            position += len(physical) + 1
+            content = physical[:-1] if physical.endswith(b"\r") else physical
+            if not content.rstrip(b" \t").endswith(b"="):
+                starts.append(position)
     if len(starts) != len(old_lines):
         return None
     last = len(old_lines) - 1
