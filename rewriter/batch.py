@@ -24,6 +24,7 @@ b'<a href=http://example.org/x>x</a>'
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import gc
 import multiprocessing
@@ -36,7 +37,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, BinaryIO, Literal
 
 from rewriter.policy import DEFAULT_POLICY, Policy
 
@@ -121,7 +122,6 @@ class Outcome:
     state: State = "unchanged"
     ok: bool = True  # False: something failed, or links stayed relative
     messages: list[str] = field(default_factory=list)
-    files: int = 1  # message files, for a Maildir
     rewritten: int = 0  # links made absolute
     kept: int = 0  # links left as they were on purpose (absolute, same-document)
     relative: int = 0  # links left relative: no base, or unresolvable
@@ -178,6 +178,8 @@ def _walk(root: Path, include: Sequence[str], exclude: Sequence[str], skip: Path
                 continue  # ours, left by a killed run
             if path.is_symlink() and not _inside(path, root):
                 continue  # never reach out of the tree through a link
+            if not path.is_file():
+                continue  # a named pipe or a device: reading one could block or never end
             if _matches(relative, include) and not _matches(relative, exclude):
                 yield path, False
 
@@ -343,13 +345,25 @@ def _sync_folder(folder: Path) -> None:
 
 
 def _commit(temporary: Path, path: Path, mode: int | None, backup: str | None) -> None:
-    """Rename *temporary* over *path*, after keeping the old file as *path* + *backup*."""
+    """Rename *temporary* over *path*, after keeping the old file as *path* + *backup*.
+
+    *mode*: the permissions to give it; by default those of the file it replaces.
+    """
+    if mode is None:
+        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _new_file_mode()
     if mode is not None:
         os.chmod(temporary, mode)
     if backup and path.exists():
         _backup(path, Path(str(path) + backup))
     os.replace(temporary, path)
     _sync_folder(path.parent)
+
+
+def _new_file_mode() -> int:
+    """What open() would give a new file: 0o666 less the umask (mkstemp makes 0o600)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def _backup(path: Path, backup: Path) -> None:
@@ -375,8 +389,6 @@ def write_atomically(path: Path, data: bytes, *, mode: int | None = None, backup
     *mode*: the permissions to give it (default: those of the file it replaces).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    if mode is None and path.exists():
-        mode = stat.S_IMODE(path.stat().st_mode)
     handle, temporary = _temporary_beside(path)
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -402,15 +414,38 @@ def run_job(job: Job, settings: Settings) -> Outcome:
             return _maildir(job, settings, outcome)
         return _file(job, settings, outcome)
     except OSError as error:
-        return outcome.fail(f"{error.strerror or error}" + (f": {error.filename}" if error.filename else ""))
+        named = error.filename not in (None, job.source, job.shown)
+        return outcome.fail(f"{error.strerror or error}" + (f": {error.filename}" if named else ""))
     except Exception as error:  # a bug in an engine: this job fails, the others go on
         return outcome.fail(f"not rewritten: internal error: {type(error).__name__}: {error}")
 
 
-def _read(job: Job) -> bytes:
-    if job.source == "-":
-        return sys.stdin.buffer.read()
-    return Path(job.source).read_bytes()
+class _Replayed:
+    """A stream read once: its first bytes (already read, to tell its format) and then
+    the rest, so that pipes and standard input are read a single time."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head, self.rest = head, rest
+
+    def read(self, size: int = -1) -> bytes:
+        if not self.head:
+            return self.rest.read(size)
+        if size < 0:
+            data, self.head = self.head + self.rest.read(), b""
+            return data
+        data, self.head = self.head[:size], self.head[size:]
+        return data
+
+
+@contextlib.contextmanager
+def _opened(job: Job) -> Iterator[BinaryIO]:
+    if job.source != "-":
+        with open(job.source, "rb") as stream:
+            yield stream
+        return
+    if sys.stdin is None:
+        raise OSError(errno.EBADF, "standard input is closed")
+    yield sys.stdin.buffer
 
 
 def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
@@ -418,12 +453,12 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     from rewriter.mailbox import detect_format
 
     source = None if job.source == "-" else Path(job.source)
-    if source is not None and settings.format in ("auto", "mbox"):
-        with source.open("rb") as stream:
-            head = stream.read(65536)
-        if settings.format == "mbox" or detect_format(head, source.name) == "mbox":
-            return _mbox(job, source, settings, outcome)
-    data = _read(job)
+    with _opened(job) as stream:
+        head = stream.read(65536)
+        fmt = settings.format if settings.format != "auto" else detect_format(head, source.name if source else None)
+        if fmt == "mbox":  # streamed, message by message
+            return _mbox(job, _Replayed(head, stream), source, settings, outcome)  # type: ignore[arg-type]
+        data = head + stream.read()
     outcome.bytes_in = len(data)
     try:
         _, result = process(data, job.shown, settings)
@@ -439,49 +474,54 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         if output != data:  # unchanged: not written at all (its time and any backup stay)
             write_atomically(Path(job.target), output, backup=settings.backup)
     else:
-        mode = stat.S_IMODE(source.stat().st_mode) if source is not None else None
-        write_atomically(Path(job.target), output, mode=mode)
+        write_atomically(Path(job.target), output, mode=_mode(source))
     return outcome
 
 
-def _mbox(job: Job, source: Path, settings: Settings, outcome: Outcome) -> Outcome:
+def _mode(source: Path | None) -> int | None:
+    """The permissions of a regular file *source*, for its copy (None for a pipe or stdin)."""
+    if source is None:
+        return None
+    status = source.stat()
+    return stat.S_IMODE(status.st_mode) if stat.S_ISREG(status.st_mode) else None
+
+
+def _mbox(job: Job, stream: BinaryIO, source: Path | None, settings: Settings, outcome: Outcome) -> Outcome:
     """Stream an mbox message by message: memory stays flat whatever its size."""
     from rewriter.mailbox import rewrite_mbox
 
+    def each(sink: BinaryIO) -> bool:
+        changed = False
+        for report in rewrite_mbox(stream, sink, url=settings.url, policy=settings.policy, with_links=True):
+            changed = changed or report.changed
+            outcome.bytes_in += report.size
+            outcome.bytes_out += report.output_size
+            _tally(outcome, report.result, settings, {"message": report.index + 1})  # type: ignore[arg-type]
+        outcome.state = "rewritten" if changed else "unchanged"
+        return changed
+
     if job.target is None:  # standard output: one input, so this runs in the main process
+        if sys.stdout is None:
+            raise OSError(errno.EBADF, "standard output is closed")
         sys.stdout.flush()
-        with source.open("rb") as stream:
-            for report in rewrite_mbox(
-                stream, sys.stdout.buffer, url=settings.url, policy=settings.policy, with_links=True
-            ):
-                outcome.bytes_in += report.size
-                outcome.bytes_out += report.output_size
-                outcome.state = "rewritten" if report.changed else outcome.state
-                _tally(outcome, report.result, settings, {"message": report.index + 1})  # type: ignore[arg-type]
+        each(sys.stdout.buffer)
         sys.stdout.buffer.flush()
         return outcome
     target = Path(job.target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(source.stat().st_mode)
     handle, temporary = _temporary_beside(target)
-    changed = False
     try:
-        with source.open("rb") as stream, os.fdopen(handle, "wb") as sink:
-            for report in rewrite_mbox(stream, sink, url=settings.url, policy=settings.policy, with_links=True):
-                changed = changed or report.changed
-                outcome.bytes_in += report.size
-                outcome.bytes_out += report.output_size
-                _tally(outcome, report.result, settings, {"message": report.index + 1})  # type: ignore[arg-type]
+        with os.fdopen(handle, "wb") as sink:
+            changed = each(sink)
             sink.flush()
             os.fsync(sink.fileno())
         if job.in_place and not changed:
             temporary.unlink()
         else:
-            _commit(temporary, target, mode, settings.backup if job.in_place else None)
+            _commit(temporary, target, _mode(source), settings.backup if job.in_place else None)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    outcome.state = "rewritten" if changed else "unchanged"
     return outcome
 
 
@@ -489,11 +529,13 @@ def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     from rewriter.mailbox import rewrite_maildir
 
     folder = Path(job.source)
+    if job.in_place and settings.backup:
+        # NAME+SUFFIX in cur/ or new/ would be a second copy of the message to every mail reader.
+        return outcome.fail("not rewritten: --backup cannot keep copies inside a Maildir (use -o DIR for a copy)")
     target = None if job.in_place else Path(job.target)  # type: ignore[arg-type]
-    outcome.files = 0
-    failed = 0
+    count = failed = 0
     for report in rewrite_maildir(folder, target, url=settings.url, policy=settings.policy, with_links=True):
-        outcome.files += 1
+        count += 1
         outcome.bytes_in += report.path.stat().st_size if report.path.exists() else 0
         if report.result is not None:
             _tally(outcome, report.result, settings, {"message": str(report.path.relative_to(folder))})
@@ -506,7 +548,7 @@ def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             outcome.ok = False
         if report.changed and not unwritten:
             outcome.state = "rewritten"
-    if failed and failed == outcome.files:
+    if failed and failed == count:
         outcome.state = "failed"
     return outcome
 
@@ -578,7 +620,7 @@ def totals(outcomes: Iterable[Outcome]) -> dict[str, int]:
         ("files", "rewritten_files", "unchanged_files", "failed_files", "rewritten", "kept", "relative", "bytes"), 0
     )
     for outcome in outcomes:
-        figures["files"] += outcome.files
+        figures["files"] += 1
         figures[f"{outcome.state}_files"] += 1
         figures["rewritten"] += outcome.rewritten
         figures["kept"] += outcome.kept

@@ -12,6 +12,7 @@ Exit codes, for every verb:
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -303,6 +304,9 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.backup and not args.in_place:
         err.write("rewriter rewrite: --backup goes with --in-place\n")
         return EXIT_USAGE
+    if args.in_place and "-" in args.files:
+        err.write("rewriter rewrite: standard input cannot be rewritten in place\n")
+        return EXIT_USAGE
     if args.jobs is not None and args.jobs < 1:
         err.write("rewriter rewrite: -j needs at least 1\n")
         return EXIT_USAGE
@@ -396,8 +400,9 @@ def _summary(outcomes: list[Outcome], seconds: float, unplanned: int) -> str:
 
     figures = totals(outcomes)
     failed = figures["failed_files"] + unplanned
+    files = figures["files"] + unplanned
     return (
-        f"rewriter: {figures['files']:,} file{'' if figures['files'] == 1 else 's'}: "
+        f"rewriter: {files:,} input{'' if files == 1 else 's'}: "
         f"{figures['rewritten_files']:,} rewritten, {figures['unchanged_files']:,} unchanged, {failed:,} failed; "
         f"links: {figures['rewritten']:,} rewritten, {figures['kept']:,} kept, {figures['relative']:,} left relative; "
         f"{figures['bytes'] / 1e6:,.1f} MB in {seconds:.1f} s"
@@ -420,8 +425,10 @@ def _write_report(path: Path, records: list[dict[str, object]], err: TextIO) -> 
     return True
 
 
-def _write_bytes(out: TextIO, data: bytes) -> None:
+def _write_bytes(out: TextIO | None, data: bytes) -> None:
     """Bytes to a text stream: to its binary buffer when it has one (a real stdout)."""
+    if out is None:
+        raise OSError(errno.EBADF, "standard output is closed")
     buffer = getattr(out, "buffer", None)
     if buffer is None:
         out.write(data.decode("utf-8", "surrogateescape"))
@@ -571,6 +578,30 @@ def _run_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return status
 
 
+class _ClosedOutput:
+    """Standard output when the process was started without one (``1>&-``)."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def flush(self) -> None:
+        pass
+
+
+# List options (--include, --exclude) from a configuration file: replaced, not added
+# to, by the command line's.
+_CONFIG_LIST = "config_list_"
+
+
+def _lists_from_config(args: argparse.Namespace) -> None:
+    for name, value in list(vars(args).items()):
+        if name.startswith(_CONFIG_LIST):
+            option = name.removeprefix(_CONFIG_LIST)
+            if getattr(args, option, None) is None:
+                setattr(args, option, value)
+            delattr(args, name)
+
+
 def _apply_config(parser: argparse.ArgumentParser, folder: Path) -> None:
     """Defaults from rewriter.toml or pyproject's [tool.rewriter] (see rewriter.config):
     each key must be an option of some verb, with a value of its type."""
@@ -590,8 +621,14 @@ def _apply_config(parser: argparse.ArgumentParser, folder: Path) -> None:
             raise ConfigError(f"{path}: {name.replace('_', '-')!r} is not an option of rewriter")
         settings[name] = _config_value(path, name, action, value)
     for sub in verbs.choices.values():
-        dests = {action.dest for action in sub._actions}
-        sub.set_defaults(**{name: value for name, value in settings.items() if name in dests})
+        dests = {action.dest: action for action in sub._actions}
+        for name, value in settings.items():
+            if name not in dests:
+                continue
+            if isinstance(dests[name], argparse._AppendAction):
+                sub.set_defaults(**{_CONFIG_LIST + name: value})
+            else:
+                sub.set_defaults(**{name: value})
 
 
 def _config_value(path: Path | None, name: str, action: argparse.Action, value: object) -> object:
@@ -628,11 +665,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verb is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    _lists_from_config(args)
     try:
-        return int(args.run(args, sys.stdout, sys.stderr))
+        return int(args.run(args, sys.stdout or _ClosedOutput(), sys.stderr))
     except BrokenPipeError:  # e.g. piped into head: stop quietly
         sys.stderr.close()
         return EXIT_OK
+    except OSError as error:  # standard output closed or full: named, never a traceback
+        sys.stderr.write(f"rewriter: cannot write to standard output: {error.strerror or error}\n")
+        return EXIT_SOME_FAILED
     except KeyboardInterrupt:
         return 130
 

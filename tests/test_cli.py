@@ -243,7 +243,7 @@ def test_a_folder_is_walked_and_mirrored(tmp_path: Path, capsys: pytest.CaptureF
     assert (tmp_path / "out" / "index.html").read_bytes() == b"<a href=http://h/docs/a.html>a</a>"
     assert (tmp_path / "out" / "docs" / "a.html").read_bytes() == b"<img src=http://h/logo.png>"
     assert not (tmp_path / "out" / "logo.png").exists()  # not matched by the default --include
-    assert "2 files: 2 rewritten, 0 unchanged, 0 failed" in err
+    assert "2 inputs: 2 rewritten, 0 unchanged, 0 failed" in err
 
 
 def test_links_of_a_message_name_the_part(capsys: pytest.CaptureFixture[str]) -> None:
