@@ -57,3 +57,27 @@ def test_mbox_benchmark_runs_and_prints_figures_and_ratios(tmp_path: Path) -> No
     assert "rewriter / stdlib throughput:" in out and "(target >= 2x" in out
     assert "rewriter peak RSS:" in out and "(target < 150 MB" in out
     assert list(scratch.iterdir()) == []  # the mbox and the outputs are deleted
+
+
+def test_batch_benchmark_runs_and_prints_ratios_on_a_few_pages(tmp_path: Path) -> None:
+    from conftest import shared_path  # here, not above: this test is the only one to need ../shared
+
+    corpus = shared_path("corpus", "html")  # skips, or fails in CI, without ../shared
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_batch.py"), "--corpus", str(corpus)]
+    done = subprocess.run(
+        [*command, "--limit", "6", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("6 pages")
+    assert "command line, interpreter start-up included:" in out and "batch phase in one process:" in out
+    assert sum(line.strip().startswith("-j 2 / -j 1 speed-up:") for line in out.splitlines()) == 2
+    assert "machine: 2 processes of pure CPU work scale" in out
+    assert "outputs identical: yes" in out
+    assert list(scratch.iterdir()) == []  # the linked pages and every output tree are deleted

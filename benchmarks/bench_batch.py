@@ -1,0 +1,279 @@
+"""Batch benchmark: ``rewriter rewrite`` on the HTML corpus with -j 1 against -j 2, in the same run.
+
+Every ``*.html`` page of ../shared/corpus/html (or the folder given with --corpus; --limit K
+takes only the first K, linked into a scratch folder) is rewritten into a fresh temporary
+output folder, two ways:
+
+- command line, interpreter start-up included: ``python -m rewriter rewrite CORPUS -o OUT
+  -j N -q --include '*.html'`` as a child process, timed from launch to exit; its standard
+  error (the links left relative, expected) is captured and dropped. It runs in an empty
+  scratch folder so that no rewriter.toml or pyproject.toml changes its defaults;
+- batch phase in one process: ``plan([CORPUS], OUT, include=["*.html"])`` and
+  ``list(run(jobs, Settings(), N))`` in this process, after ``rewriter.batch._warm()``
+  (the engines imported once, untimed), with ``gc.collect()`` before each run.
+
+Each round runs every N of --jobs-list (default 1,2), the order reversed every other round
+so that drift falls on all of them alike. Prints, per N, the median and best wall time
+and MB/s, and the speed-up against -j 1 from the medians and from the bests. After the
+runs, every output tree must be byte-identical to the first -j 1 tree (same relative paths,
+same bytes): prints "outputs identical: yes", or exits 1 naming the first differing file.
+
+For context it also prints the machine's cores, the Python version, the start-up every
+command line pays whatever N (interpreter and imports), and how 2 processes of pure-Python
+CPU work scale against the same work done serially: the ceiling for -j 2 on this machine.
+
+    python benchmarks/bench_batch.py [--corpus DIR] [--rounds 5] [--jobs-list 1,2] [--limit K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import multiprocessing
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rewriter.batch import Settings, _warm, plan, run
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "html"
+INCLUDE = "*.html"
+TARGET_SPEED_UP = 1.8  # the issue's acceptance point for -j 2
+CPU_LOOP_SECONDS = 0.3  # one pure-CPU work unit of the machine reference
+START_UP = "import rewriter.cli, rewriter.batch; rewriter.batch._warm()"
+
+# One timed run: (input folder, output folder, N) -> (wall seconds, CPU seconds).
+Runner = Callable[[Path, Path, int], tuple[float, float]]
+
+
+def pages(corpus: Path) -> list[Path]:
+    """The inputs the command line takes from *corpus*, in plan order."""
+    jobs, _ = plan([str(corpus)], str(corpus.parent / "unused-output"), include=[INCLUDE])
+    return [Path(job.source) for job in jobs]
+
+
+def stage(corpus: Path, chosen: list[Path], scratch: Path) -> Path:
+    """A folder holding only *chosen* (hard links, else copies), for --limit."""
+    folder = scratch / "input"
+    for path in chosen:
+        target = folder / path.relative_to(corpus)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)
+        except OSError:  # another file system, or no hard links
+            shutil.copy2(path, target)
+    return folder
+
+
+def cpu_seconds() -> float:
+    """User and system time of this process and of its reaped children (workers included)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def run_command(corpus: Path, out: Path, workers: int) -> tuple[float, float]:
+    command = [sys.executable, "-m", "rewriter", "rewrite", str(corpus), "-o", str(out)]
+    command += ["-j", str(workers), "-q", "--include", INCLUDE]
+    cpu = cpu_seconds()
+    start = time.perf_counter()
+    # An empty working folder: no configuration file there to change the defaults.
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=out.parent)
+    seconds = time.perf_counter() - start
+    cpu = cpu_seconds() - cpu
+    if done.returncode not in (0, 1):  # 1: some links stay relative, expected in this corpus
+        tail = done.stderr.decode("utf-8", "replace").splitlines()[-5:]
+        raise SystemExit(f"rewriter -j {workers} exited {done.returncode}:\n" + "\n".join(tail))
+    return seconds, cpu
+
+
+def run_in_process(corpus: Path, out: Path, workers: int) -> tuple[float, float]:
+    gc.collect()  # the previous run's garbage is not collected on this run's clock
+    cpu = cpu_seconds()
+    start = time.perf_counter()
+    jobs, _ = plan([str(corpus)], str(out), include=[INCLUDE])
+    outcomes = list(run(jobs, Settings(), workers))
+    seconds = time.perf_counter() - start
+    cpu = cpu_seconds() - cpu
+    failed = [outcome for outcome in outcomes if outcome.state == "failed"]
+    if failed:
+        raise SystemExit(f"-j {workers}: {failed[0].shown} failed: {failed[0].messages[:1]}")
+    return seconds, cpu
+
+
+def tree(folder: Path) -> dict[str, Path]:
+    """Every file under *folder* by its relative path (hidden ones too: a left temporary counts)."""
+    found = {}
+    for parent, _, names in os.walk(folder):
+        for name in names:
+            path = Path(parent) / name
+            found[path.relative_to(folder).as_posix()] = path
+    return found
+
+
+def first_difference(reference: Path, other: Path) -> str | None:
+    """The first relative path (sorted) whose presence or bytes differ, with how; None when identical."""
+    want, got = tree(reference), tree(other)
+    for relative in sorted(want.keys() | got.keys()):
+        if relative not in got:
+            return f"{relative}: missing"
+        if relative not in want:
+            return f"{relative}: not in the -j 1 output"
+        if want[relative].read_bytes() != got[relative].read_bytes():
+            return f"{relative}: different bytes"
+    return None
+
+
+def measure(
+    label: str,
+    runner: Runner,
+    corpus: Path,
+    workers_list: list[int],
+    rounds: int,
+    scratch: Path,
+    reference: Path,
+    differences: list[str],
+) -> dict[int, list[tuple[float, float]]]:
+    """(wall, CPU) seconds of *rounds* rounds of every N; each output tree is compared with
+    *reference* (the first -j 1 tree, made here when absent) outside the clock, then deleted."""
+    seconds: dict[int, list[tuple[float, float]]] = {workers: [] for workers in workers_list}
+    for number in range(rounds):
+        order = workers_list if number % 2 == 0 else workers_list[::-1]
+        for workers in order:
+            home = Path(tempfile.mkdtemp(prefix=f"j{workers}-", dir=scratch))
+            out = home / "out"
+            seconds[workers].append(runner(corpus, out, workers))
+            if not reference.exists() and workers == 1:
+                out.rename(reference)
+            else:
+                difference = first_difference(reference, out)
+                if difference is not None:
+                    differences.append(f"{label}, -j {workers}, round {number + 1}: {difference}")
+            shutil.rmtree(home)
+    return seconds
+
+
+def report(title: str, seconds: dict[int, list[tuple[float, float]]], size: int) -> None:
+    print(f"\n{title}:")
+    median = {workers: statistics.median(wall for wall, _ in values) for workers, values in seconds.items()}
+    best = {workers: min(wall for wall, _ in values) for workers, values in seconds.items()}
+    for workers, values in seconds.items():
+        # CPU time summed over every process: the work -j N spreads, and what it adds (forks, pickling).
+        cpu = statistics.median(used for _, used in values)
+        print(
+            f"  -j {workers:<3} median {median[workers]:6.2f} s {size / median[workers] / 1e6:7.1f} MB/s"
+            f"   best {best[workers]:6.2f} s {size / best[workers] / 1e6:7.1f} MB/s   CPU (all processes) {cpu:6.2f} s"
+        )
+    for workers in seconds:
+        if workers != 1:
+            print(
+                f"  -j {workers} / -j 1 speed-up: {median[1] / median[workers]:.2f}x (medians), "
+                f"{best[1] / best[workers]:.2f}x (bests)   (target for -j 2: >= {TARGET_SPEED_UP}x)"
+            )
+
+
+def _spin(count: int) -> int:
+    """Pure-Python CPU work: no I/O, no allocation worth speaking of."""
+    total = 0
+    for value in range(count):
+        total += value * value % 7
+    return total
+
+
+def _in_processes(count: int, processes: int) -> None:
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
+    children = [context.Process(target=_spin, args=(count,)) for _ in range(processes)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join()
+
+
+def cpu_scaling(processes: int, rounds: int) -> float:
+    """(P work units one after the other) / (P units in P processes at once): P when the
+    machine gives each process a core of its own."""
+    start = time.perf_counter()
+    _spin(200_000)
+    count = int(200_000 * CPU_LOOP_SECONDS / (time.perf_counter() - start))
+    serial: list[float] = []
+    parallel: list[float] = []
+    for number in range(rounds):
+        steps = ("serial", "parallel") if number % 2 == 0 else ("parallel", "serial")
+        for step in steps:
+            start = time.perf_counter()
+            if step == "serial":
+                for _ in range(processes):
+                    _spin(count)
+                serial.append(time.perf_counter() - start)
+            else:
+                _in_processes(count, processes)
+                parallel.append(time.perf_counter() - start)
+    return statistics.median(serial) / statistics.median(parallel)
+
+
+def start_up(rounds: int, folder: Path) -> float:
+    """The median seconds of an interpreter importing what every command line imports."""
+    seconds = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", START_UP], check=True, cwd=folder)
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--jobs-list", default="1,2", help="the values of -j to time, comma-separated (1 is added)")
+    parser.add_argument("--limit", type=int, default=None, metavar="K", help="only the first K pages (smoke tests)")
+    args = parser.parse_args(argv)
+    if not args.corpus.is_dir():
+        print(f"no corpus at {args.corpus}: pass --corpus", file=sys.stderr)
+        return 2
+    workers_list = sorted({1, *(int(value) for value in args.jobs_list.split(",") if value.strip())})
+    if workers_list[0] < 1 or args.rounds < 1:
+        parser.error("--jobs-list values and --rounds must be at least 1")
+    chosen = pages(args.corpus)[: args.limit]
+    size = sum(path.stat().st_size for path in chosen)
+    _warm()  # the engines imported before any in-process run, as the -j 2 path does before it forks
+    with tempfile.TemporaryDirectory(prefix="bench-batch-") as name:
+        scratch = Path(name)
+        corpus = args.corpus if args.limit is None else stage(args.corpus, chosen, scratch)
+        print(
+            f"{len(chosen)} pages ({INCLUDE} of {args.corpus}), {size / 1e6:.1f} MB, {args.rounds} rounds, "
+            f"outputs under {tempfile.gettempdir()}"
+        )
+        print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, {platform.platform()}")
+        for processes in workers_list[1:]:
+            scaling = cpu_scaling(processes, args.rounds)
+            print(f"machine: {processes} processes of pure CPU work scale {scaling:.2f}x (ideal {processes}.00)")
+        cost = start_up(args.rounds, scratch)
+        print(f"start-up paid by every command line whatever -j (interpreter, imports): {cost:.2f} s")
+        reference = scratch / "reference"
+        differences: list[str] = []
+        tables = {
+            "command line, interpreter start-up included": run_command,
+            "batch phase in one process": run_in_process,
+        }
+        for title, runner in tables.items():
+            seconds = measure(title, runner, corpus, workers_list, args.rounds, scratch, reference, differences)
+            report(title, seconds, size)
+        compared = 2 * args.rounds * len(workers_list) - 1
+        print()
+        if differences:
+            print(f"outputs identical: no ({len(differences)} of {compared} trees differ from the first -j 1 tree)")
+            print(f"first difference: {differences[0]}")
+            return 1
+        print(f"outputs identical: yes ({compared} trees of {len(tree(reference))} files, each against the first -j 1)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
