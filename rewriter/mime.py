@@ -432,7 +432,7 @@ def _rewrite_leaf(
     if not rewrite or result.output == decoded:
         return _part(entity, base, "unchanged", problems, result), None
     try:
-        new_body = encode(body, encoding, result.output)
+        new_body = encode(body, encoding, result.output, decoded=decoded)
     except TransferError as error:
         problems.append(f"kept as it is: {error.reason}")
         return _part(entity, base, "skipped", problems, result), None

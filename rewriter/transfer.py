@@ -65,16 +65,20 @@ def decode(body: bytes, encoding: str | None) -> bytes:
     return body
 
 
-def encode(original: bytes, encoding: str | None, new: bytes, *, eol: bytes = _CRLF) -> bytes:
+def encode(
+    original: bytes, encoding: str | None, new: bytes, *, eol: bytes = _CRLF, decoded: bytes | None = None
+) -> bytes:
     """The body to splice in place of *original* so that ``decode(result, encoding) == new``.
 
-    *eol* is the line break for new quoted-printable lines when *original* has none to copy.
+    *eol* is the line break for new quoted-printable lines when *original* has none to copy;
+    *decoded* is ``decode(original, encoding)`` when the caller has it already.
     """
     name = mechanism(encoding)
     if name == "quoted-printable":
-        return _encode_qp(original, new, eol)
+        return _encode_qp(original, new, eol, decoded)
     if name == "base64":
-        return original if _decode_base64(original, encoding) == new else _encode_base64(original, new)
+        old = decoded if decoded is not None else _decode_base64(original, encoding)
+        return original if old == new else _encode_base64(original, new)
     return new
 
 
@@ -296,7 +300,7 @@ def _common_suffix(a: bytes, b: bytes) -> int:
 _SOFT_ENDS = (b"=", b"=\r")
 
 
-def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes) -> bytes | None:
+def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes, old: bytes | None = None) -> bytes | None:
     """The common case, without parsing every line: None when it does not apply.
 
     When no escaped LF (``=0A``) can put a line break inside a logical line, the n-th LF
@@ -306,7 +310,7 @@ def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes) -> byte
     """
     if b"=0A" in original or b"=0a" in original:
         return None
-    old_lines = _decode_qp(original).split(_LF)
+    old_lines = (old if old is not None else _decode_qp(original)).split(_LF)
     new_lines = new.split(_LF)
     if len(old_lines) != len(new_lines):
         return None
@@ -361,8 +365,8 @@ def _dominant_break(original: bytes, starts: list[int], default_eol: bytes) -> b
     return default_eol if crlf == lf == 0 else _CRLF if crlf >= lf else _LF
 
 
-def _encode_qp(original: bytes, new: bytes, default_eol: bytes) -> bytes:
-    fast = _encode_qp_by_lines(original, new, default_eol)
+def _encode_qp(original: bytes, new: bytes, default_eol: bytes, old: bytes | None = None) -> bytes:
+    fast = _encode_qp_by_lines(original, new, default_eol, old)
     return fast if fast is not None else _encode_qp_aligned(original, new, default_eol)
 
 
