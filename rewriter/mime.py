@@ -179,9 +179,9 @@ def _parse_entity(data: bytes, start: int, end: int, path: str, depth: int) -> _
     if depth > 100:
         entity.problems.append("nested more than 100 levels deep: the inner levels are kept as they are")
         return entity
-    if heading.get_content_maintype() == "multipart":
+    if content_type.startswith("multipart/"):
         _parse_multipart(data, entity, depth)
-    elif heading.get_content_maintype() == "message" and content_type != "message/delivery-status":
+    elif content_type.startswith("message/") and content_type != "message/delivery-status":
         # As the email package reads it: a message/* body is a message (RFC 2046 §5.2).
         encoding = str(heading.get("content-transfer-encoding", "")).strip().lower()
         if encoding in ("", "7bit", "8bit", "binary"):
@@ -459,7 +459,7 @@ class _Walk:
         if entity.content_type in _SIGNED and not self.policy.rewrite_signed:
             signed = True
             problems.append("signed content is left as it is: a change would break the signature")
-        if entity.heading.get_content_maintype() == "multipart" or entity.children:
+        if entity.content_type.startswith("multipart/") or entity.children:
             if entity.boundary is not None:
                 boundaries = [entity.boundary, *boundaries]
             self._add(
