@@ -94,6 +94,9 @@ class Settings:
     format: str = "auto"  # auto, html, css, message, mbox
     backup: str | None = None  # in place: keep the old file as NAME + this suffix
     records: bool = False  # gather every link for a report
+    # A document larger than this is not held in memory: it is copied unchanged and reported
+    # (an mbox is streamed whatever its size; each of its messages has this limit too).
+    max_size: int = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,9 +292,16 @@ def process(
     return fmt, html_engine(data, url=settings.url, charset=settings.charset, policy=policy)
 
 
-def _tally(outcome: Outcome, result: HTMLResult | MessageResult, settings: Settings, extra: dict[str, object]) -> None:
-    """Count *result*'s links into *outcome*, name each problem and each link left
-    relative, and keep every link as a record when the settings ask for them."""
+def _tally(
+    outcome: Outcome,
+    result: HTMLResult | MessageResult,
+    settings: Settings,
+    extra: dict[str, object],
+    problems: Sequence[str] | None = None,
+) -> None:
+    """Count *result*'s links into *outcome*, name each problem (*problems*, else the
+    result's) and each link left relative, and keep every link as a record when the
+    settings ask for them."""
     parts = getattr(result, "parts", None)
     located = (
         [("", link) for link in result.links]
@@ -299,7 +309,7 @@ def _tally(outcome: Outcome, result: HTMLResult | MessageResult, settings: Setti
         else [(part.path, link) for part in parts for link in part.links]
     )
     where = "".join(f"{key} {value}: " for key, value in extra.items())
-    for problem in result.problems:
+    for problem in result.problems if problems is None else problems:
         outcome.messages.append(f"rewriter: {outcome.shown}: {where}{problem}")
     for part, link in located:
         if link.status == "rewritten":
@@ -458,7 +468,9 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         fmt = settings.format if settings.format != "auto" else detect_format(head, source.name if source else None)
         if fmt == "mbox":  # streamed, message by message
             return _mbox(job, _Replayed(head, stream), source, settings, outcome)  # type: ignore[arg-type]
-        data = head + stream.read()
+        data = head + stream.read(max(settings.max_size + 1 - len(head), 0))
+        if len(data) > settings.max_size:
+            return _too_large(job, _Replayed(data, stream), source, settings, outcome)  # type: ignore[arg-type]
     outcome.bytes_in = len(data)
     try:
         _, result = process(data, job.shown, settings)
@@ -478,6 +490,33 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     return outcome
 
 
+def _too_large(job: Job, stream: BinaryIO, source: Path | None, settings: Settings, outcome: Outcome) -> Outcome:
+    """A document over the size limit: copied unchanged, chunk by chunk, and reported."""
+    outcome.fail(f"larger than {settings.max_size:,} bytes: copied unchanged, not rewritten (see --max-size)")
+    if job.in_place:
+        return outcome  # unchanged: nothing to write
+    if job.target is None:
+        if sys.stdout is None:
+            raise OSError(errno.EBADF, "standard output is closed")
+        sys.stdout.flush()
+        shutil.copyfileobj(stream, sys.stdout.buffer, 1 << 20)  # type: ignore[misc]
+        sys.stdout.buffer.flush()
+        return outcome
+    target = Path(job.target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = _temporary_beside(target)
+    try:
+        with os.fdopen(handle, "wb") as sink:
+            shutil.copyfileobj(stream, sink, 1 << 20)  # type: ignore[misc]
+            sink.flush()
+            os.fsync(sink.fileno())
+        _commit(temporary, target, _mode(source), None)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return outcome
+
+
 def _mode(source: Path | None) -> int | None:
     """The permissions of a regular file *source*, for its copy (None for a pipe or stdin)."""
     if source is None:
@@ -488,15 +527,29 @@ def _mode(source: Path | None) -> int | None:
 
 def _mbox(job: Job, stream: BinaryIO, source: Path | None, settings: Settings, outcome: Outcome) -> Outcome:
     """Stream an mbox message by message: memory stays flat whatever its size."""
-    from rewriter.mailbox import rewrite_mbox
+    from rewriter.mailbox import MAX_MESSAGE, rewrite_mbox
 
     def each(sink: BinaryIO) -> bool:
         changed = False
-        for report in rewrite_mbox(stream, sink, url=settings.url, policy=settings.policy, with_links=True):
+        for report in rewrite_mbox(
+            stream,
+            sink,
+            url=settings.url,
+            policy=settings.policy,
+            with_links=True,
+            max_message=min(settings.max_size, MAX_MESSAGE),
+        ):
             changed = changed or report.changed
             outcome.bytes_in += report.size
             outcome.bytes_out += report.output_size
-            _tally(outcome, report.result, settings, {"message": report.index + 1})  # type: ignore[arg-type]
+            if report.result is None:  # too large, or the engine failed on it: kept as it was
+                outcome.ok = False
+                outcome.messages.extend(
+                    f"rewriter: {outcome.shown}: message {report.index + 1}: {problem}" for problem in report.problems
+                )
+                continue
+            # The report's problems: the message's, and the mbox's own (quoted From lines).
+            _tally(outcome, report.result, settings, {"message": report.index + 1}, report.problems)
         outcome.state = "rewritten" if changed else "unchanged"
         return changed
 

@@ -18,6 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -137,6 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="write every link of every file and part to FILE: JSON Lines, or one JSON array if FILE ends in .json",
     )
     rewrite.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no closing summary")
+    rewrite.add_argument(
+        "--max-size",
+        metavar="SIZE",
+        type=_size,
+        default=None,
+        help="a document larger than SIZE (bytes, or with K, M, G) is copied unchanged and named, not held in "
+        "memory; each message of an mbox too, up to 128M (default: 1G)",
+    )
     _document_options(rewrite)
     rewrite.set_defaults(run=_run_rewrite)
 
@@ -285,10 +294,25 @@ def _run_engine(
     return _Document(_shown(path), fmt, result)
 
 
+def _size(text: str) -> int:
+    """A size for --max-size: bytes, or a number with K, M or G (powers of 1024)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper().removesuffix("B")
+    factor = units.get(text[-1:], 1)
+    number = text[:-1] if text[-1:] in units else text
+    try:
+        value = int(number) * factor
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (bytes, or a number with K, M or G)") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("a size must be positive")
+    return value
+
+
 def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
     from rewriter.batch import Settings
 
-    return Settings(
+    settings = Settings(
         policy=_policy(args),
         url=args.url,
         charset=args.charset,
@@ -296,6 +320,8 @@ def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
         backup=getattr(args, "backup", None),
         records=records,
     )
+    max_size = getattr(args, "max_size", None)
+    return settings if max_size is None else replace(settings, max_size=max_size)
 
 
 def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -642,6 +668,11 @@ def _config_value(path: Path | None, name: str, action: argparse.Action, value: 
         if not isinstance(values, list) or not all(isinstance(item, str) for item in values):
             raise ValueError(f"{path}: {option!r} must be a string or a list of strings")
         return values
+    if action.type is _size:
+        try:
+            return _size(str(value))
+        except argparse.ArgumentTypeError as error:
+            raise ValueError(f"{path}: {option!r}: {error}") from None
     if action.type is int:
         if not isinstance(value, int) or isinstance(value, bool):
             raise ValueError(f"{path}: {option!r} must be an integer")

@@ -29,7 +29,7 @@ import re
 import stat
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -52,6 +52,8 @@ Format = Literal["mbox", "message", "html", "css", "unknown"]
 
 SNIFF_SIZE = 8192  # how much of a file's head detect_format needs
 CHUNK_SIZE = 1 << 20
+# A message longer than this is copied through an mbox unchanged rather than held whole.
+MAX_MESSAGE = 128 << 20
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
@@ -272,13 +274,24 @@ class _MboxSplitter:
     nothing before it is kept.
     """
 
-    def __init__(self, stream: BinaryIO, chunk_size: int) -> None:
+    def __init__(
+        self,
+        stream: BinaryIO,
+        chunk_size: int,
+        limit: int | None = None,
+        spill: Callable[[bytes], object] | None = None,
+    ) -> None:
         self.stream = stream
         self.chunk_size = chunk_size
         self.data = b""
         self.base = 0
         self.start = 0
         self.eof = False
+        # Past *limit* bytes, the message being read is handed to *spill* as it comes
+        # and forgotten: memory stays flat whatever one message's size.
+        self.limit = limit
+        self.spill = spill
+        self.spilled = 0  # bytes of the current message already spilled; 0: not oversize
 
     @property
     def end(self) -> int:
@@ -288,6 +301,13 @@ class _MboxSplitter:
         """One more chunk; False at the end of the stream."""
         if self.eof:
             return False
+        held = self.end - self.start
+        if self.spill is not None and self.limit is not None and held > self.limit:
+            # Keep the last bytes: a separator may straddle this chunk and the next.
+            cut = self.end - (len(_SEPARATOR) - 1)
+            self.spill(self.data[self.start - self.base : cut - self.base])
+            self.spilled += cut - self.start
+            self.start = cut
         # Reads grow with the message held, so that a long message costs linear copying.
         chunk = self.stream.read(max(self.chunk_size, self.end - self.start))
         if not chunk:
@@ -307,7 +327,7 @@ class _MboxSplitter:
     def line_end(self, offset: int) -> int:
         """The end of the line starting at *offset*, with its line break."""
         while True:
-            found = self.data.find(b"\n", offset - self.base)
+            found = self.data.find(b"\n", max(offset - self.base, 0))
             if found >= 0:
                 return found + self.base + 1
             if not self.read():
@@ -348,7 +368,9 @@ class _MboxSplitter:
         search = max(body - 1, self.start)  # the separator's own line break may precede a From_ line
         expected: int | None = -1  # where a Content-Length says the body ends; -1: not looked up yet
         while True:
-            found = self.data.find(_SEPARATOR, search - self.base)
+            if self.spilled:
+                expected = None  # an oversize message is copied as it is: the line rule alone
+            found = self.data.find(_SEPARATOR, max(search - self.base, 0))
             if found < 0:
                 search = max(search, self.end - len(_SEPARATOR) + 1)  # a match may straddle chunks
                 if not self.read():
@@ -401,9 +423,22 @@ def iter_mbox(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[tuple[
     >>> [pair for pair in iter_mbox(io.BytesIO(b"junk\\nFrom x\\r\\nA: b\\r\\n\\r\\nFrom y"))]
     [(b'', b'junk\\n'), (b'From x\\r\\n', b'A: b\\r\\n\\r\\n'), (b'From y', b'')]
     """
+    for separator, message, _ in _split(stream, chunk_size):
+        yield separator, message  # type: ignore[misc]
+
+
+def _split(
+    stream: BinaryIO,
+    chunk_size: int = CHUNK_SIZE,
+    limit: int | None = None,
+    spill: Callable[[bytes], object] | None = None,
+) -> Iterator[tuple[bytes, bytes | None, int]]:
+    """:func:`iter_mbox`'s ``(separator, message, size)``; with *spill*, a message (with
+    its separator) longer than *limit* bytes goes to *spill* as it is read, and comes as
+    ``(b"", None, size)``."""
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
-    splitter = _MboxSplitter(stream, chunk_size)
+    splitter = _MboxSplitter(stream, chunk_size, limit, spill)
     splitter.read_to(len(_UTF8_BOM) + 5)
     if not splitter.data:
         return
@@ -411,11 +446,16 @@ def iter_mbox(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[tuple[
     body = splitter.line_end(lead) if splitter.data.startswith(b"From ", lead) else 0
     while True:
         following = splitter.next_separator(body)
-        separator = splitter.piece(splitter.start, body)
+        end = splitter.end if following is None else following
+        if splitter.spilled or (spill is not None and limit is not None and end - splitter.start > limit):
+            spill(splitter.piece(splitter.start, end))  # type: ignore[misc]
+            size, splitter.spilled = splitter.spilled + end - splitter.start, 0
+            yield b"", None, size
+        else:
+            separator, message = splitter.piece(splitter.start, body), splitter.piece(body, end)
+            yield separator, message, len(separator) + len(message)
         if following is None:
-            yield separator, splitter.piece(body, splitter.end)
             return
-        yield separator, splitter.piece(body, following)
         splitter.start = following
         body = splitter.line_end(following)
 
@@ -535,6 +575,7 @@ def rewrite_mbox(
     url: str | None = None,
     policy: Policy = DEFAULT_POLICY,
     with_links: bool = False,
+    max_message: int = MAX_MESSAGE,
 ) -> Iterator[MboxReport]:
     """Rewrite every message of the mbox *source* into *target*, yielding one report each.
 
@@ -543,7 +584,9 @@ def rewrite_mbox(
     found; a message is written unchanged when it has nothing to rewrite, and when the
     engine fails on it (a bug, reported). *url* applies to every message; usually there
     is none and each message's own headings give the base. With *with_links*, each
-    report carries the engine's result (its parts and links) as ``result``.
+    report carries the engine's result (its parts and links) as ``result``. A message
+    (with its From_ line) longer than *max_message* bytes is copied through unchanged as
+    it is read, and reported: memory stays flat whatever the file holds.
 
     >>> import io
     >>> mbox = (b"From a Sat Jan  1 00:00:00 2000\\nContent-Type: text/html\\n"
@@ -555,7 +598,12 @@ def rewrite_mbox(
     b'<img src=http://example.org/docs/logo.png>'
     """
     offset = 0
-    for index, (separator, message) in enumerate(iter_mbox(source)):
+    for index, (separator, message, size) in enumerate(_split(source, CHUNK_SIZE, max_message, target.write)):
+        if message is None:
+            problem = f"larger than {max_message:,} bytes ({size:,}): copied unchanged, not rewritten"
+            yield MboxReport(index, offset, size, size, False, problems=(problem,))
+            offset += size
+            continue
         output, (parts, rewritten_parts, links, rewritten_links), problems, relative, result = _rewrite(
             message, url, policy
         )

@@ -152,3 +152,29 @@ def test_config_file_precedence_and_refusals(tmp_path: Path) -> None:
     (tmp_path / "rewriter.toml").write_text("rules = \n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load(tmp_path)
+
+
+def test_a_document_over_the_size_limit_is_copied_unchanged_and_named(tmp_path: Path) -> None:
+    page = tmp_path / "big.html"
+    page.write_bytes(PAGE + b"y" * 5000)
+    outcome = run_job(Job(str(page), str(tmp_path / "out.html"), "big.html"), Settings(url="http://h/", max_size=4096))
+    assert outcome.state == "failed" and not outcome.ok
+    assert outcome.messages == [
+        "rewriter: big.html: larger than 4,096 bytes: copied unchanged, not rewritten (see --max-size)"
+    ]
+    assert (tmp_path / "out.html").read_bytes() == page.read_bytes()
+    outcome = run_job(Job(str(page), str(page), "big.html"), Settings(url="http://h/", max_size=4096))
+    assert outcome.state == "failed" and page.read_bytes() == PAGE + b"y" * 5000  # in place: left alone
+
+
+def test_an_mbox_message_over_the_limit_streams_through_and_the_others_are_rewritten(tmp_path: Path) -> None:
+    big = b"From a Sat Jan  1 00:00:00 2000\nContent-Type: text/html\n\n<a href=x>" + b"z" * 5000 + b"\n"
+    small = b"From b Sat Jan  1 00:00:00 2000\nContent-Type: text/html\nContent-Location: http://h/\n\n<a href=y>\n"
+    mbox = tmp_path / "a.mbox"
+    mbox.write_bytes(small + big + small)
+    outcome = run_job(Job(str(mbox), str(tmp_path / "out.mbox"), "a.mbox"), Settings(max_size=4096))
+    assert (tmp_path / "out.mbox").read_bytes() == (small + big + small).replace(b"href=y", b"href=http://h/y")
+    assert outcome.messages == [
+        "rewriter: a.mbox: message 2: larger than 4,096 bytes (5,068): copied unchanged, not rewritten"
+    ]
+    assert not outcome.ok and outcome.rewritten == 2
