@@ -111,10 +111,7 @@ class Job:
     target: str | None
     shown: str
     maildir: bool = False
-
-    @property
-    def in_place(self) -> bool:
-        return self.target is not None and self.target == self.source
+    in_place: bool = False  # --in-place: the target is the source, replaced only when it changes
 
 
 @dataclass(slots=True)
@@ -187,6 +184,13 @@ def _walk(root: Path, include: Sequence[str], exclude: Sequence[str], skip: Path
                 yield path, False
 
 
+def _same_file(source: str, target: str) -> bool:
+    try:
+        return os.path.samefile(source, target)
+    except OSError:
+        return False  # the target does not exist yet
+
+
 def _inside(path: Path, root: Path) -> bool:
     try:
         path.resolve().relative_to(root.resolve())
@@ -235,25 +239,33 @@ def plan(
                 continue
             base = Path(output) / path.resolve().name if several_trees and output else Path(output or ".")
             if _is_maildir(path):
-                jobs.append(Job(given, given if in_place else str(base), given, maildir=True))
+                jobs.append(Job(given, given if in_place else str(base), given, maildir=True, in_place=in_place))
                 continue
             for found, maildir in _walk(path, include, exclude, skip):
                 if in_place and found.is_symlink():
                     continue  # its target, when in the tree, is rewritten as itself
                 relative = found.relative_to(path)
                 target = str(found) if in_place else str(base / relative)
-                jobs.append(Job(str(found), target, str(found), maildir=maildir))
+                jobs.append(Job(str(found), target, str(found), maildir=maildir, in_place=in_place))
             continue
         if in_place and path.is_symlink():
             problems.append(f"rewriter: {given}: a symbolic link is not rewritten in place (name its target)")
         elif in_place:
-            jobs.append(Job(given, given, given))
+            jobs.append(Job(given, given, given, in_place=True))
         elif output in (None, "-"):
             jobs.append(Job(given, None, given))
         elif folder_output:
             jobs.append(Job(given, str(Path(output) / path.name), given))
         else:
             jobs.append(Job(given, output, given))
+    # -o naming an input would change it without --in-place: refused, file by file.
+    kept_jobs = []
+    for job in jobs:
+        if not job.in_place and job.target is not None and job.source != "-" and _same_file(job.source, job.target):
+            problems.append(f"rewriter: {job.shown}: the output is the input itself; use --in-place to rewrite it")
+        else:
+            kept_jobs.append(job)
+    jobs = kept_jobs
     to_stdout = [job for job in jobs if job.target is None]
     if len(jobs) > 1 and to_stdout:
         problems.append("rewriter: several inputs need -o DIR (a folder for the outputs) or --in-place")

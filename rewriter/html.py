@@ -430,9 +430,19 @@ def _encode_query(reference: str, codec: str, base: str) -> str:
 
 
 def _rewrite_text(
-    text: str, fallback: str | None, fallback_layer: Layer | None, policy: Policy, codec: str = "utf-8"
+    text: str,
+    fallback: str | None,
+    fallback_layer: Layer | None,
+    policy: Policy,
+    codec: str = "utf-8",
+    *,
+    base_elements: bool = True,
 ) -> _TextResult:
-    """Find and resolve every link of one document's text; the edits are text spans."""
+    """Find and resolve every link of one document's text; the edits are text spans.
+
+    Without *base_elements*, a ``<base>`` in the text is a link like others, never the
+    base (conditional comments: markup only old IE read).
+    """
     document = _Document(text)
     result = _TextResult()
     tree = document.tree
@@ -448,8 +458,9 @@ def _rewrite_text(
         if canonical is not None:
             base, layer = canonical, "canonical"
     fallback_context = _Context(base, layer, policy, codec)
-    base_element = None
-    for candidate in tree.select("base[href]"):
+    base_element = None  # the first one that counts, usable or not
+    usable_base = False
+    for candidate in tree.select("base[href]") if base_elements else ():
         if candidate.namespace != _HTML or candidate.position is None or _is_inert(document, candidate):
             continue
         base_element = candidate
@@ -472,13 +483,16 @@ def _rewrite_text(
             elif problem is None:
                 problem = "it is relative and there is no base to resolve it against"
         if problem is not None:
+            # Left exactly as it is: rewritten, a disguised javascript: base could become
+            # a usable http: one that the page never had.
             result.problems.append(f"<base href={href!r}> ignored: {problem}")
+        usable_base = problem is None
         break
     context = _Context(base, layer, policy, codec)
     result.base, result.layer = base, layer
 
     _elements_links(document, tree.select(selector(policy.lazy_attributes)), base_element, context, policy, result)
-    if base_element is not None:
+    if base_element is not None and usable_base:
         _base_element(document, base_element, fallback_context, policy, result)
     if policy.conditional_comments:
         _conditional_comments(document, context, policy, result)
@@ -492,7 +506,13 @@ def _require_base(policy: Policy, result: _TextResult) -> None:
 
 
 def _unusable_base(reference: str, context: _Context) -> str | None:
-    """Why a <base href> cannot be the document's base (HTML "set the frozen base URL")."""
+    """Why a <base href> cannot be the document's base (HTML "set the frozen base URL").
+
+    The scheme is read as a browser's URL parser reads it: leading and trailing C0
+    controls and spaces stripped, tabs and newlines removed anywhere (URL Standard
+    §4.4), so that ``java\tscript:`` is the javascript: it is to a browser.
+    """
+    reference = _URL_TAB_OR_NEWLINE.sub("", reference.strip("".join(map(chr, range(0x21)))))
     scheme = parse(reference).scheme
     if scheme is not None and scheme.lower() in ("javascript", "data", "vbscript"):
         return f"a {scheme.lower()}: URL cannot be a base"
@@ -736,6 +756,7 @@ def _looks_like_url(raw: str, kind: Kind) -> bool:
     return _ASCII_WHITESPACE_IN(raw.strip(ASCII_WHITESPACE)) is None
 
 
+_URL_TAB_OR_NEWLINE = re.compile("[\t\n\r]")
 _ASCII_WHITESPACE_IN = re.compile("[\t\n\f\r ]").search
 
 
@@ -1007,10 +1028,14 @@ def _conditional_comments(document: _Document, context: _Context, policy: Policy
             context.layer,
             policy.clone(conditional_comments=False),
             context.codec,
+            base_elements=False,
         )
         result.found.extend(_shifted(found, None, inner_start) for found in nested.found)
         for start, end, new in nested.edits:
-            result.edits.append((start + inner_start, end + inner_start, new))
+            # The new text lands inside a comment: a ">" could end it ("-->", "--!>") and
+            # turn the rest of the URL into live markup. Browsers percent-encode ">" in a
+            # URL's path, query and fragment anyway.
+            result.edits.append((start + inner_start, end + inner_start, new.replace(">", "%3E")))
 
 
 # --------------------------------------------------------------------------

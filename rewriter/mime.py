@@ -303,7 +303,12 @@ def _header_url(heading: Message, name: str) -> str | None:
     text = re.sub(r"\s+", "", str(value).encode("ascii", "surrogateescape").decode("utf-8", "replace"))
     if "=?" in text:
         with contextlib.suppress(ValueError, LookupError, UnicodeError):  # not RFC 2047: the text as it is
-            text = str(email.header.make_header(email.header.decode_header(text)))
+            # Joined as they are: make_header would put a space between encoded and plain
+            # pieces ("<URL:" "http://a/" ">"), and a URL has none there.
+            text = "".join(
+                piece.decode(charset or "raw-unicode-escape", "replace") if isinstance(piece, bytes) else piece
+                for piece, charset in email.header.decode_header(text)
+            )
     return text.strip('"')
 
 
@@ -315,9 +320,13 @@ def _base_header(value: str) -> str:
 
 
 def _hierarchical(url: str) -> bool:
-    """Whether *url* can serve as a base: a scheme, then a hierarchical path (RFC 3986 §4.2)."""
+    """Whether *url* can serve as a base: a scheme, then a hierarchical path (RFC 3986 §4.2).
+
+    ``thismessage:`` (RFC 2557 §5e) names the message itself, for matching parts; it is
+    never written into a link, so it is no base either.
+    """
     scheme = parse(url).scheme
-    if scheme is None or scheme.lower() in ("javascript", "data", "vbscript"):
+    if scheme is None or scheme.lower() in ("javascript", "data", "vbscript", "thismessage"):
         return False
     return url[len(scheme) + 1 :].startswith("/")
 
@@ -358,6 +367,8 @@ def _heading_base(entity: _Entity, enclosing: _Base | None, policy: Policy, note
     # fiction1/fiction2) nor an opaque one (Chrome's cid: labels for frames and style
     # sheets) is a base; both are normal, so neither is reported as a problem.
     if resolved is None or not _hierarchical(resolved):
+        if resolved is not None and resolved.lower().startswith("thismessage:"):
+            notes.append(f"Content-Location: {location!r} names the message itself (RFC 2557), not a base for links")
         return None
     return _Base(resolved, "Content-Location", entity.path)
 
@@ -406,7 +417,13 @@ def _part(
 
 
 def _rewrite_leaf(
-    data: bytes, entity: _Entity, base: _Base | None, policy: Policy, boundaries: list[bytes], rewrite: bool
+    data: bytes,
+    entity: _Entity,
+    base: _Base | None,
+    policy: Policy,
+    boundaries: list[bytes],
+    rewrite: bool,
+    problems: list[str],
 ) -> tuple[Part, bytes | None]:
     """One text/html or text/css part: its report, and its new body (None: it stays).
 
@@ -416,7 +433,7 @@ def _rewrite_leaf(
     """
     body = data[entity.body_start : entity.end]
     encoding = str(entity.heading.get("content-transfer-encoding", "")).strip().lower() or None
-    problems = list(entity.problems)
+    problems = list(problems)  # the entity's, and what its heading's bases gave
     try:
         decoded = decode(body, encoding)
     except TransferError as error:
@@ -473,7 +490,7 @@ class _Walk:
         elif signed:
             self._add(_part(entity, base, "skipped", [*problems, "inside signed content: left as it is"]))
         else:
-            part, new_body = _rewrite_leaf(self.data, entity, base, self.policy, boundaries, self.rewrite)
+            part, new_body = _rewrite_leaf(self.data, entity, base, self.policy, boundaries, self.rewrite, problems)
             self._add(part)
             if new_body is not None:
                 self.edits.append((entity.body_start, entity.end, new_body))

@@ -1,9 +1,13 @@
-"""Shared test helpers: where ../shared is, and what to do when it is absent."""
+"""Shared test helpers: where ../shared is, and what to do when it is absent; and the
+network guard: no test may open a connection to another machine (see :class:`NetworkGuard`)."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import socket
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +46,162 @@ def shared_cases(*parts: str) -> list[Any]:
         return [pytest.param(None, id="shared-absent")]
     records = json.loads(path.read_text(encoding="utf-8"))
     return [record for record in records if isinstance(record, dict)]
+
+
+# --------------------------------------------------------------------------
+# The network guard
+# --------------------------------------------------------------------------
+
+
+class NetworkAccessError(RuntimeError):
+    """A test (or the code under test) tried to reach another machine.
+
+    Not an OSError: code that handles a failed connection must not mistake this for one.
+    """
+
+
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost", "ip6-loopback"})
+_INET = (socket.AF_INET, socket.AF_INET6)
+
+
+def _is_loopback(host: object) -> bool:
+    """Whether *host* (a name or an address, str or bytes) can only mean this machine."""
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    if not isinstance(host, str):
+        return False
+    name = host.strip("[]").lower()
+    if name in _LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(name.split("%", 1)[0])  # an IPv6 zone ("%eth0") is no part of it
+    except ValueError:
+        return False  # a name: resolving it is already a query to the network
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+class NetworkGuard:
+    """Makes every attempt to reach another machine fail at once with :class:`NetworkAccessError`.
+
+    Patched: ``socket.socket.connect``, ``connect_ex`` and ``sendto`` (for AF_INET and
+    AF_INET6 sockets; AF_UNIX is local IPC and passes), ``socket.create_connection``,
+    ``socket.getaddrinfo``, ``gethostbyname`` and ``gethostbyname_ex``. Each refused attempt is
+    recorded in :attr:`attempts` (and appended to *log*, a file, as it happens: a forked worker's
+    memory is lost when it exits) before the error is raised, so that one swallowed by an
+    ``except Exception`` is still seen.
+
+    Loopback is refused too, by default: no test needs it. The browser tests' Playwright talks to
+    its Node driver over the child's stdin/stdout, and the driver to Chromium over
+    ``--remote-debugging-pipe``: this process connects no socket (its asyncio loop's self-pipe is
+    an AF_UNIX ``socketpair``, which connects nothing). Should a harness ever need a loopback
+    WebSocket (``connect_over_cdp``), *allow_loopback* lets connections and look-ups that can only
+    reach this machine pass, recorded in :attr:`loopback`.
+
+    Only Python's socket module is guarded: code in C (a C library's own sockets) is not;
+    ``tests/test_hostile.py`` traces the command line's system calls for that.
+    """
+
+    def __init__(self, *, allow_loopback: bool = False, log: str | os.PathLike[str] | None = None) -> None:
+        self.allow_loopback = allow_loopback
+        self.log = log
+        self.attempts: list[str] = []
+        self.loopback: list[str] = []
+        self._saved: dict[tuple[object, str], Any] = {}
+
+    @property
+    def installed(self) -> bool:
+        return bool(self._saved)
+
+    def check(self, what: str, host: object, detail: object) -> None:
+        """Let a loopback *host* through (if allowed); refuse any other, loudly."""
+        entry = f"{what}({detail!r})"
+        if self.allow_loopback and _is_loopback(host):
+            self.loopback.append(entry)
+            return
+        self.attempts.append(entry)
+        if self.log is not None:
+            with open(self.log, "a", encoding="utf-8") as stream:
+                stream.write(entry + "\n")
+        raise NetworkAccessError(f"network access in a test: {entry}; tests must never reach another machine")
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        guard = self
+
+        def patch(owner: object, name: str, make: Callable[[Any], Any]) -> None:
+            original = getattr(owner, name)
+            self._saved[owner, name] = original
+            setattr(owner, name, make(original))
+
+        def socket_method(original: Any) -> Any:
+            def guarded(sock: socket.socket, address: Any, *rest: Any) -> Any:
+                if sock.family in _INET:
+                    guard.check(original.__name__, address[0], address)
+                return original(sock, address, *rest)
+
+            return guarded
+
+        def sendto(original: Any) -> Any:
+            def guarded(sock: socket.socket, data: Any, *rest: Any) -> Any:
+                address = rest[-1] if rest else None
+                if sock.family in _INET and isinstance(address, tuple):
+                    guard.check("sendto", address[0], address)
+                return original(sock, data, *rest)
+
+            return guarded
+
+        def by_host(name: str) -> Callable[[Any], Any]:
+            def make(original: Any) -> Any:
+                def guarded(host: Any, *rest: Any, **options: Any) -> Any:
+                    target = host[0] if isinstance(host, tuple) else host
+                    if not (name == "getaddrinfo" and target is None):  # None: this machine, passive
+                        guard.check(name, target, host)
+                    return original(host, *rest, **options)
+
+                return guarded
+
+            return make
+
+        patch(socket.socket, "connect", socket_method)
+        patch(socket.socket, "connect_ex", socket_method)
+        patch(socket.socket, "sendto", sendto)
+        for name in ("create_connection", "getaddrinfo", "gethostbyname", "gethostbyname_ex"):
+            patch(socket, name, by_host(name))
+
+    def uninstall(self) -> None:
+        for (owner, name), original in self._saved.items():
+            setattr(owner, name, original)
+        self._saved.clear()
+
+
+NETWORK_GUARD = NetworkGuard()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # At configuration, not in a fixture: collection, and the doctests of rewriter/ that run
+    # in the same session, are guarded too.
+    NETWORK_GUARD.install()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    NETWORK_GUARD.uninstall()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def network_guard() -> Iterator[NetworkGuard]:
+    """The session's guard, installed for every test (here in case pytest_configure did not run)."""
+    NETWORK_GUARD.install()
+    yield NETWORK_GUARD
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """Fail a test during which an attempt was refused, even if something caught the error."""
+    before = len(NETWORK_GUARD.attempts)
+    result = yield
+    refused = NETWORK_GUARD.attempts[before:]
+    if refused:
+        raise NetworkAccessError(f"{item.nodeid} tried to reach the network: {'; '.join(refused)}")
+    return result

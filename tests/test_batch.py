@@ -102,12 +102,12 @@ def test_unchanged_in_place_is_not_written_and_backup_keeps_the_old_bytes(tmp_pa
     page = tmp_path / "p.html"
     page.write_bytes(b"<a href=http://x/>absolute</a>")
     os.utime(page, ns=(1_000_000_000, 1_000_000_000))
-    outcome = run_job(Job(str(page), str(page), "p.html"), Settings(url="http://h/", backup=".orig"))
+    outcome = run_job(Job(str(page), str(page), "p.html", in_place=True), Settings(url="http://h/", backup=".orig"))
     assert outcome.state == "unchanged" and page.stat().st_mtime_ns == 1_000_000_000
     assert not (tmp_path / "p.html.orig").exists()
     page.write_bytes(PAGE)
     page.chmod(0o640)
-    outcome = run_job(Job(str(page), str(page), "p.html"), Settings(url="http://h/", backup=".orig"))
+    outcome = run_job(Job(str(page), str(page), "p.html", in_place=True), Settings(url="http://h/", backup=".orig"))
     assert outcome.state == "rewritten"
     assert page.read_bytes() == b"<a href=http://h/x.html>x</a>"
     assert (tmp_path / "p.html.orig").read_bytes() == PAGE
@@ -163,7 +163,7 @@ def test_a_document_over_the_size_limit_is_copied_unchanged_and_named(tmp_path: 
         "rewriter: big.html: larger than 4,096 bytes: copied unchanged, not rewritten (see --max-size)"
     ]
     assert (tmp_path / "out.html").read_bytes() == page.read_bytes()
-    outcome = run_job(Job(str(page), str(page), "big.html"), Settings(url="http://h/", max_size=4096))
+    outcome = run_job(Job(str(page), str(page), "big.html", in_place=True), Settings(url="http://h/", max_size=4096))
     assert outcome.state == "failed" and page.read_bytes() == PAGE + b"y" * 5000  # in place: left alone
 
 
