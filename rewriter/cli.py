@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_size,
         default=None,
         help="a document larger than SIZE (bytes, or with K, M, G) is copied unchanged and named, not held in "
-        "memory; each message of an mbox too, up to 128M (default: 1G)",
+        "memory; each message of an mbox too, up to 64M (default: 1G)",
     )
     _document_options(rewrite)
     rewrite.set_defaults(run=_run_rewrite)

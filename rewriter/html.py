@@ -21,6 +21,7 @@ b'<base href="https://example.org/docs/"><a href="https://example.org/docs/guide
 
 from __future__ import annotations
 
+import bisect
 import gc
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -255,7 +256,25 @@ class _Document:
         self.text = text
         # HTML §13.2.3.5: the parser sees CR and CRLF as LF; positions are lines and columns.
         self.line_starts = _line_starts(text)
+        self._noscript: tuple[list[int], list[int]] | None = None
         self.tree = turbohtml.parse(_for_parser(text), scripting=False, allow_declarative_shadow_roots=False)
+
+    def noscript_ranges(self) -> tuple[list[int], list[int]]:
+        """Where the text of each <noscript> runs (from after its start tag to its end
+        tag, as a scripting browser reads it), sorted and not overlapping; computed once."""
+        if self._noscript is None:
+            starts: list[int] = []
+            ends: list[int] = []
+            for noscript in self.tree.select("noscript"):
+                if noscript.namespace != _HTML or noscript.position is None:
+                    continue
+                start = self.start_tag_end(noscript)
+                if ends and start < ends[-1]:
+                    continue  # inside the previous one's raw text: not a start tag to a browser
+                starts.append(start)
+                ends.append(_end_tag(self.text, "noscript", start))
+            self._noscript = (starts, ends)
+        return self._noscript
 
     def offset(self, element: turbohtml.Element) -> int:
         """Where *element*'s start tag begins in the text."""
@@ -322,16 +341,10 @@ def _is_inert(document: _Document, element: turbohtml.Element) -> bool:
     """
     if any(getattr(ancestor, "tag", None) == "template" for ancestor in element.ancestors):
         return True
+    starts, ends = document.noscript_ranges()
     offset = document.offset(element)
-    for noscript in document.tree.select("noscript"):
-        if noscript.namespace != _HTML or noscript.position is None:
-            continue
-        start = document.start_tag_end(noscript)
-        if start > offset:
-            break
-        if offset < _end_tag(document.text, "noscript", start):
-            return True
-    return False
+    at = bisect.bisect_right(starts, offset) - 1
+    return at >= 0 and offset < ends[at]
 
 
 class _Context:
@@ -919,10 +932,13 @@ def _splice_attribute(
     if not quote:
         written = "".join(new if prefix is None else prefix for _, _, new, prefix in replacements)
         if any(char in _NEEDS_QUOTES for char in written):
-            final = value
-            for start, end, new, _ in sorted(replacements, reverse=True):
-                final = final[:start] + new + final[end:]
-            result.edits.append((raw_start, raw_end, '"' + _escape_attribute(final, '"') + '"'))
+            pieces: list[str] = []
+            last = 0
+            for start, end, new, _ in sorted(replacements):
+                pieces += (value[last:start], new)
+                last = end
+            pieces.append(value[last:])
+            result.edits.append((raw_start, raw_end, '"' + _escape_attribute("".join(pieces), '"') + '"'))
             return
     for start, end, new, prefix in replacements:
         raw_at = raw_start + _raw(offsets, start)

@@ -52,8 +52,8 @@ Format = Literal["mbox", "message", "html", "css", "unknown"]
 
 SNIFF_SIZE = 8192  # how much of a file's head detect_format needs
 CHUNK_SIZE = 1 << 20
-# A message longer than this is copied through an mbox unchanged rather than held whole.
-MAX_MESSAGE = 128 << 20
+# A message longer than about this is copied through an mbox unchanged rather than held whole.
+MAX_MESSAGE = 64 << 20
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
@@ -302,14 +302,20 @@ class _MboxSplitter:
         if self.eof:
             return False
         held = self.end - self.start
-        if self.spill is not None and self.limit is not None and held > self.limit:
-            # Keep the last bytes: a separator may straddle this chunk and the next.
-            cut = self.end - (len(_SEPARATOR) - 1)
-            self.spill(self.data[self.start - self.base : cut - self.base])
-            self.spilled += cut - self.start
-            self.start = cut
         # Reads grow with the message held, so that a long message costs linear copying.
-        chunk = self.stream.read(max(self.chunk_size, self.end - self.start))
+        size = max(self.chunk_size, held)
+        if self.spill is not None and self.limit is not None:
+            size = min(size, max(self.chunk_size, self.limit // 4))
+            if held > self.limit:
+                # The message outgrows the limit: out it goes, but for its last bytes, where
+                # a separator may straddle this chunk and the next. Reads of a quarter of the
+                # limit keep the peak near 2.5 times it whatever the message's size.
+                cut = self.end - (len(_SEPARATOR) - 1)
+                if cut > self.start:
+                    self.spill(self.data[self.start - self.base : cut - self.base])
+                    self.spilled += cut - self.start
+                    self.start = cut
+        chunk = self.stream.read(size)
         if not chunk:
             self.eof = True
             return False

@@ -239,28 +239,38 @@ def remove_dot_segments(path: str) -> str:
 
 
 def _remove_dot_segments_by_rule(path: str) -> str:
-    """RFC 3986 §5.2.4 rules A-E, applied to the input buffer one at a time."""
-    source = path
+    """RFC 3986 §5.2.4 rules A-E, applied to the input buffer one at a time.
+
+    The buffer is ``path[i:]``; a rule that replaces its start with "/" moves ``i`` to a
+    "/" already there, so nothing is copied but the output (linear in the path).
+    """
     output: list[str] = []
-    while source:
-        if source.startswith("../"):  # A
-            source = source[3:]
-        elif source.startswith("./"):  # A
-            source = source[2:]
-        elif source.startswith("/./") or source == "/.":  # B
-            source = "/" + source[3:]
-        elif source.startswith("/../") or source == "/..":  # C
-            source = "/" + source[4:]
+    i, n = 0, len(path)
+    while i < n:
+        if path.startswith("../", i):  # A
+            i += 3
+        elif path.startswith("./", i) or path.startswith("/./", i):  # A; B: "/./" becomes "/"
+            i += 2
+        elif path.startswith("/.", i) and i + 2 == n:  # B: "/." becomes "/"
+            output.append("/")
+            break
+        elif path.startswith("/../", i):  # C: "/../" becomes "/", and the last output segment goes
+            i += 3
             if output:
                 output.pop()
-        elif source in (".", ".."):  # D
-            source = ""
+        elif path.startswith("/..", i) and i + 3 == n:  # C
+            if output:
+                output.pop()
+            output.append("/")
+            break
+        elif path[i:] in (".", ".."):  # D
+            break
         else:  # E: the first segment, with its leading "/" if any
-            end = source.find("/", 1)
+            end = path.find("/", i + 1)
             if end < 0:
-                end = len(source)
-            output.append(source[:end])
-            source = source[end:]
+                end = n
+            output.append(path[i:end])
+            i = end
     return "".join(output)
 
 
@@ -280,14 +290,16 @@ def _remove_dot_segments_1808(path: str) -> str:
     # b) a final "." goes, leaving the slash before it
     if segments[-1] == ".":
         segments[-1] = ""
-    # c) "<segment>/../" with <segment> not "..", leftmost first, until none is left
-    i = 0
-    while i < len(segments) - 2:
-        if segments[i + 1] == ".." and segments[i] != "..":
-            del segments[i : i + 2]
-            i = max(i - 1, 0)
+    # c) "<segment>/../" with <segment> not "..", leftmost first, until none is left. Each
+    # removal can only join the pair around it, so one pass with a stack gives the same
+    # result; the last segment is never followed by "/", so it never pairs here.
+    stack: list[str] = []
+    for segment in segments[:-1]:
+        if segment == ".." and stack and stack[-1] != "..":
+            stack.pop()
         else:
-            i += 1
+            stack.append(segment)
+    segments = [*stack, segments[-1]]
     # d) a final "<segment>/.."
     if len(segments) >= 2 and segments[-1] == ".." and segments[-2] != "..":
         segments[-2:] = [""]

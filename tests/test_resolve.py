@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from rewriter import RFC1808URL, RULES, Resolver, UnresolvableReference, URIReference, parse, resolve
 from rewriter.resolve import (
     _RULE_SETS,
+    _remove_dot_segments_1808,
     _remove_dot_segments_by_rule,
     remove_dot_segments,
 )
@@ -256,6 +257,35 @@ def test_shortcuts_agree_with_the_full_algorithm(rules: str, strict: bool, base:
 @given(st.text(alphabet="/.a", max_size=14))
 def test_remove_dot_segments_matches_the_rfc_rules(path: str) -> None:
     assert remove_dot_segments(path) == _remove_dot_segments_by_rule(path)
+
+
+def _rfc1808_step_6_as_written(path: str) -> str:
+    """RFC 1808 §4 step 6 a-d literally: step c deletes the leftmost "<segment>/../" again
+    and again. The oracle for the one-pass version."""
+    if "." not in path:
+        return path
+    rooted = path[:1] == "/"
+    segments = (path[1:] if rooted else path).split("/")
+    last = len(segments) - 1
+    segments = [s for i, s in enumerate(segments) if s != "." or i == last]
+    if segments[-1] == ".":
+        segments[-1] = ""
+    i = 0
+    while i < len(segments) - 2:
+        if segments[i + 1] == ".." and segments[i] != "..":
+            del segments[i : i + 2]
+            i = max(i - 1, 0)
+        else:
+            i += 1
+    if len(segments) >= 2 and segments[-1] == ".." and segments[-2] != "..":
+        segments[-2:] = [""]
+    return ("/" if rooted else "") + "/".join(segments)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="/.a", max_size=16))
+def test_rfc1808_dot_segments_match_the_steps_as_written(path: str) -> None:
+    assert _remove_dot_segments_1808(path) == _rfc1808_step_6_as_written(path)
 
 
 @pytest.mark.parametrize(
