@@ -170,7 +170,10 @@ class ByteMap:
         # and the codec carries no state from one piece to the next; with as many
         # characters as bytes, offsets are the same. UTF-8 read with ESCAPE always
         # encodes back to the same bytes.
-        roundtrip = (codec == "utf-8" and self._errors == ESCAPE) or text.encode(codec, self._errors) == data
+        try:
+            roundtrip = (codec == "utf-8" and self._errors == ESCAPE) or text.encode(codec, self._errors) == data
+        except UnicodeError:  # a stateful codec (ISO-2022-JP) can decode what it cannot encode back
+            roundtrip = False
         self._identity = roundtrip and len(text) == len(data)
         self._exact = roundtrip and (self._identity or codecs.lookup(codec).name in _STATELESS_MULTIBYTE)
 

@@ -408,9 +408,14 @@ class _Context:
             target = reference
             if self.query_codec is not None:
                 target = _encode_query(reference, self.query_codec, self.base or "")
-            return "rewritten", self.resolver.resolve(target), None
+            resolved = self.resolver.resolve(target)
         except UnresolvableReference as error:
             return "unresolvable", None, error.reason
+        if resolved == reference:
+            # Non-strict rules read "http://h/x" on an http: page as relative ("//h/x"); it
+            # resolves to itself, and was absolute all along.
+            return "absolute", None, None
+        return "rewritten", resolved, None
 
 
 def _encode_query(reference: str, codec: str, base: str) -> str:
@@ -667,7 +672,7 @@ def _elements_links(
             start, end = match.span(last)  # type: ignore[union-attr]
             raw = text[start:end]
             quote = _QUOTE_OF_GROUP[last]
-            if "&" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
+            if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
                 _plain_url(document, tag, name, (start, end, quote), context, policy, result)
                 continue
             status, resolved, reason = classified.get(raw) or classify(raw)
@@ -743,7 +748,7 @@ def _plain_url(
     """The common case, one URL in an attribute, without the general machinery."""
     raw_start, raw_end, quote = span
     raw = document.text[raw_start:raw_end]
-    if "&" in raw:  # character references: the general path keeps their offsets
+    if "&" in raw or "\0" in raw:  # character references, NUL: the general path keeps their offsets
         _attribute_links(document, tag, name, "url", span, context, policy, result)
         return
     start, end = 0, len(raw)
@@ -845,6 +850,9 @@ def _attribute_links(
     raw_start, raw_end, quote = span
     raw = document.text[raw_start:raw_end]
     value, offsets = decode_attribute(raw)
+    # HTML §13.2.5.36-38: the tokenizer reads NUL in a value as U+FFFD (one for one: the
+    # offsets stay), and so does a browser resolving it.
+    value = value.replace("\0", "\ufffd")
 
     # Each replacement: a span of the decoded value, its new text, and whether the new
     # text is the old one with a prefix (then only the prefix is written).

@@ -212,7 +212,9 @@ def _delimiter_lines(data: bytes, boundary: bytes, start: int, end: int) -> Iter
     needle = b"--" + boundary
     position = data.find(needle, start, end)
     while position >= 0:
-        if position == 0 or data[position - 1] == 0x0A:  # at a line start
+        # At a line start: after LF, or after a lone CR, which the email package also reads
+        # as a line break (a delimiter it sees must be one here too, or two parts merge).
+        if position == 0 or data[position - 1] == 0x0A or data[position - 1] == 0x0D:
             after = position + len(needle)
             for closing in (True, False):
                 cursor = after + 2 if closing else after
