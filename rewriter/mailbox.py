@@ -52,7 +52,7 @@ Format = Literal["mbox", "message", "html", "css", "unknown"]
 
 SNIFF_SIZE = 8192  # how much of a file's head detect_format needs
 CHUNK_SIZE = 1 << 20
-# A message longer than about this is copied through an mbox unchanged rather than held whole.
+# A message longer than this is copied through an mbox unchanged rather than held whole.
 MAX_MESSAGE = 64 << 20
 
 _UTF8_BOM = b"\xef\xbb\xbf"
