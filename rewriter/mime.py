@@ -38,7 +38,6 @@ import contextlib
 import email.header
 import email.parser
 import email.utils
-import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -189,17 +188,6 @@ def _parse_entity(data: bytes, start: int, end: int, path: str, depth: int) -> _
         else:  # RFC 2046 §5.2.1 forbids it; what is inside is kept as it is
             entity.problems.append(f"a {content_type} body in {encoding} is kept as it is")
     return entity
-
-
-def _delimiters(boundaries: list[bytes]) -> re.Pattern[bytes]:
-    """Delimiter lines of these boundaries: "--" boundary, "--" if closing, transport padding."""
-    return _delimiter_pattern(tuple(boundaries))
-
-
-@functools.lru_cache(maxsize=256)
-def _delimiter_pattern(boundaries: tuple[bytes, ...]) -> re.Pattern[bytes]:
-    alternatives = b"|".join(re.escape(boundary) for boundary in boundaries)
-    return re.compile(rb"^--(?:" + alternatives + rb")(--)?[ \t]*(?:\r\n|\r|\n|\Z)", re.MULTILINE)
 
 
 def _delimiter_lines(data: bytes, boundary: bytes, start: int, end: int) -> Iterator[tuple[int, int, bool]]:
@@ -455,7 +443,7 @@ def _rewrite_leaf(
     except TransferError as error:
         problems.append(f"kept as it is: {error.reason}")
         return _part(entity, base, "skipped", problems, result), None
-    if boundaries and _delimiters(boundaries).search(new_body):
+    if any(next(_delimiter_lines(new_body, boundary, 0, len(new_body)), None) for boundary in boundaries):
         problems.append("kept as it is: the rewritten body would contain a delimiter line")
         return _part(entity, base, "skipped", problems, result), None
     return _part(entity, base, "rewritten", problems, result), new_body
