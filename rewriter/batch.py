@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, BinaryIO, Literal
 from rewriter.policy import DEFAULT_POLICY, Policy
 
 if TYPE_CHECKING:
-    from rewriter.html import HTMLResult
+    from rewriter.html import HTMLResult, Link
     from rewriter.mime import MessageResult
 
 __all__ = [
@@ -51,10 +51,12 @@ __all__ = [
     "Outcome",
     "Settings",
     "Unrecognised",
+    "located_links",
     "plan",
     "process",
     "run",
     "run_job",
+    "tally",
     "totals",
     "write_atomically",
 ]
@@ -304,7 +306,15 @@ def process(
     return fmt, html_engine(data, url=settings.url, charset=settings.charset, policy=policy)
 
 
-def _tally(
+def located_links(result: HTMLResult | MessageResult) -> list[tuple[str, Link]]:
+    """(where, link) for every link of *result*: the part path for a message, "" for a document."""
+    parts = getattr(result, "parts", None)
+    if parts is None:
+        return [("", link) for link in result.links]
+    return [(part.path, link) for part in parts for link in part.links]
+
+
+def tally(
     outcome: Outcome,
     result: HTMLResult | MessageResult,
     settings: Settings,
@@ -314,16 +324,11 @@ def _tally(
     """Count *result*'s links into *outcome*, name each problem (*problems*, else the
     result's) and each link left relative, and keep every link as a record when the
     settings ask for them."""
-    parts = getattr(result, "parts", None)
-    located = (
-        [("", link) for link in result.links]
-        if parts is None
-        else [(part.path, link) for part in parts for link in part.links]
-    )
+    message = hasattr(result, "parts")
     where = "".join(f"{key} {value}: " for key, value in extra.items())
     for problem in result.problems if problems is None else problems:
         outcome.messages.append(f"rewriter: {outcome.shown}: {where}{problem}")
-    for part, link in located:
+    for part, link in located_links(result):
         if link.status == "rewritten":
             outcome.rewritten += 1
         elif link.status in ("no-base", "unresolvable"):
@@ -338,7 +343,7 @@ def _tally(
             outcome.kept += 1
         if settings.records:
             record: dict[str, object] = {"file": outcome.shown, **extra}
-            if parts is not None:
+            if message:
                 record["part"] = part
             record.update(link._asdict())
             outcome.records.append(record)
@@ -405,22 +410,51 @@ def _backup(path: Path, backup: Path) -> None:
         raise
 
 
+class _Replacement:
+    """The stream a new *path* is written to; ``keep = False`` leaves *path* as it was."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.keep = True
+
+
+@contextlib.contextmanager
+def _replacing(path: Path, mode: int | None = None, backup: str | None = None) -> Iterator[_Replacement]:
+    """Write a temporary file beside *path* and rename it over *path* when the block ends
+    (fsync first): *path* holds the old content or the new, never a part. On an error, or
+    with ``keep = False``, the temporary file goes and *path* is untouched."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = _temporary_beside(path)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            replacement = _Replacement(stream)
+            yield replacement
+            stream.flush()
+            os.fsync(stream.fileno())
+        if replacement.keep:
+            _commit(temporary, path, mode, backup)
+        else:
+            temporary.unlink()
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
 def write_atomically(path: Path, data: bytes, *, mode: int | None = None, backup: str | None = None) -> None:
     """Write *data* to *path* so that it holds the old content or the new, never a part.
 
     *mode*: the permissions to give it (default: those of the file it replaces).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = _temporary_beside(path)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        _commit(temporary, path, mode, backup)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    with _replacing(path, mode, backup) as replacement:
+        replacement.stream.write(data)
+
+
+def _standard_output() -> BinaryIO:
+    """Standard output's bytes, after what its text layer holds (one input: the main process)."""
+    if sys.stdout is None:
+        raise OSError(errno.EBADF, "standard output is closed")
+    sys.stdout.flush()
+    return sys.stdout.buffer
 
 
 # --------------------------------------------------------------------------
@@ -488,7 +522,7 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         _, result = process(data, job.shown, settings)
     except (Unrecognised, NoBaseError) as error:
         return outcome.fail(str(error))
-    _tally(outcome, result, settings, {})
+    tally(outcome, result, settings, {})
     output = result.output
     outcome.bytes_out = len(output)
     outcome.state = "rewritten" if output != data else "unchanged"
@@ -508,24 +542,12 @@ def _too_large(job: Job, stream: BinaryIO, source: Path | None, settings: Settin
     if job.in_place:
         return outcome  # unchanged: nothing to write
     if job.target is None:
-        if sys.stdout is None:
-            raise OSError(errno.EBADF, "standard output is closed")
-        sys.stdout.flush()
-        shutil.copyfileobj(stream, sys.stdout.buffer, 1 << 20)  # type: ignore[misc]
-        sys.stdout.buffer.flush()
+        sink = _standard_output()
+        shutil.copyfileobj(stream, sink, 1 << 20)  # type: ignore[misc]
+        sink.flush()
         return outcome
-    target = Path(job.target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = _temporary_beside(target)
-    try:
-        with os.fdopen(handle, "wb") as sink:
-            shutil.copyfileobj(stream, sink, 1 << 20)  # type: ignore[misc]
-            sink.flush()
-            os.fsync(sink.fileno())
-        _commit(temporary, target, _mode(source), None)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    with _replacing(Path(job.target), _mode(source)) as replacement:
+        shutil.copyfileobj(stream, replacement.stream, 1 << 20)  # type: ignore[misc]
     return outcome
 
 
@@ -561,32 +583,19 @@ def _mbox(job: Job, stream: BinaryIO, source: Path | None, settings: Settings, o
                 )
                 continue
             # The report's problems: the message's, and the mbox's own (quoted From lines).
-            _tally(outcome, report.result, settings, {"message": report.index + 1}, report.problems)
+            tally(outcome, report.result, settings, {"message": report.index + 1}, report.problems)
         outcome.state = "rewritten" if changed else "unchanged"
         return changed
 
-    if job.target is None:  # standard output: one input, so this runs in the main process
-        if sys.stdout is None:
-            raise OSError(errno.EBADF, "standard output is closed")
-        sys.stdout.flush()
-        each(sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+    if job.target is None:
+        sink = _standard_output()
+        each(sink)
+        sink.flush()
         return outcome
-    target = Path(job.target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = _temporary_beside(target)
-    try:
-        with os.fdopen(handle, "wb") as sink:
-            changed = each(sink)
-            sink.flush()
-            os.fsync(sink.fileno())
-        if job.in_place and not changed:
-            temporary.unlink()
-        else:
-            _commit(temporary, target, _mode(source), settings.backup if job.in_place else None)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    backup = settings.backup if job.in_place else None
+    with _replacing(Path(job.target), _mode(source), backup) as replacement:
+        # In place, an unchanged mbox is not written at all (its time and any backup stay).
+        replacement.keep = each(replacement.stream) or not job.in_place
     return outcome
 
 
@@ -603,7 +612,7 @@ def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         count += 1
         outcome.bytes_in += report.path.stat().st_size if report.path.exists() else 0
         if report.result is not None:
-            _tally(outcome, report.result, settings, {"message": str(report.path.relative_to(folder))})
+            tally(outcome, report.result, settings, {"message": str(report.path.relative_to(folder))})
         for problem in report.problems:
             outcome.messages.append(f"rewriter: {outcome.shown}: {problem}")
         # Nothing written is a failure, but for a message left alone in place on purpose.

@@ -239,35 +239,22 @@ class _Document:
         self.format = fmt
         self.result = result
 
-    @property
-    def output(self) -> bytes:
-        return self.result.output
-
-    def located_links(self) -> Iterator[tuple[str, Link]]:
+    def located_links(self) -> list[tuple[str, Link]]:
         """(where, link) for every link: the part path for a message, "" for a document."""
-        parts = getattr(self.result, "parts", None)
-        if parts is None:
-            for link in self.result.links:
-                yield "", link
-            return
-        for part in parts:
-            for link in part.links:
-                yield part.path, link
+        from rewriter.batch import located_links
+
+        return located_links(self.result)
 
     def report(self, err: TextIO) -> bool:
-        """Name on stderr every problem and every link that stayed relative; True if all went well."""
-        well = True
-        for problem in self.result.problems:
-            err.write(f"rewriter: {self.name}: {problem}\n")
-        for where, link in self.located_links():
-            if link.status in ("no-base", "unresolvable"):
-                well = False
-                part = f"part {where}: " if where else ""
-                err.write(
-                    f"rewriter: {self.name}: {part}<{link.element} {link.attribute}> {link.original!r} at bytes "
-                    f"{link.start}-{link.end}: {link.status}: {link.reason}\n"
-                )
-        return well
+        """Name on stderr every problem and every link that stayed relative, as a batch run
+        names them; True if all went well."""
+        from rewriter.batch import Outcome, Settings, tally
+
+        outcome = Outcome(self.name)
+        tally(outcome, self.result, Settings(), {})
+        for message in outcome.messages:
+            err.write(message + "\n")
+        return outcome.ok
 
 
 def _read(verb: str, path: str, err: TextIO) -> bytes | None:
