@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import webencodings
 
-__all__ = ["ESCAPE", "ByteMap", "Sniffed", "decode", "encode_url_text", "errors_for", "sniff", "split"]
+__all__ = ["ESCAPE", "ByteMap", "Sniffed", "by_default", "decode", "encode_url_text", "errors_for", "sniff", "split"]
 
 ESCAPE = "rewriter-escape"
 
@@ -135,6 +135,12 @@ def sniff(data: bytes, transport: str | None = None) -> Sniffed:
     encoding = _whatwg(declared)
     if encoding is not None:
         return sniffed(encoding, b"", "meta")
+    return by_default(data)
+
+
+def by_default(data: bytes) -> Sniffed:
+    """With nothing declared (HTML and CSS alike): UTF-8 if the bytes are valid UTF-8, else
+    windows-1252, the browsers' default."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:

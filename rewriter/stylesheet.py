@@ -26,7 +26,7 @@ import re
 
 import webencodings
 
-from rewriter.encoding import _BOMS, Sniffed, lookup, sniffed
+from rewriter.encoding import _BOMS, Sniffed, by_default, lookup, sniffed
 from rewriter.html import (
     HTMLResult,
     Layer,
@@ -77,11 +77,7 @@ def sniff_stylesheet(data: bytes, transport: str | None = None) -> Sniffed:
         if encoding.name in ("utf-16be", "utf-16le"):
             encoding = webencodings.lookup("utf-8")  # §3.2 step 2: the bytes read were ASCII, so not UTF-16
         return sniffed(encoding, b"", "meta")
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return sniffed(webencodings.lookup("windows-1252"), b"", "default")
-    return Sniffed("utf-8", "UTF-8", b"", "utf-8")
+    return by_default(data)
 
 
 def _rewrite_stylesheet_text(
