@@ -148,6 +148,16 @@ def by_default(data: bytes) -> Sniffed:
     return Sniffed("utf-8", "UTF-8", b"", "utf-8")
 
 
+def decode_checked(data: bytes, sniffed: Sniffed) -> tuple[str, bool]:
+    """:func:`decode`, and whether every byte was readable: then the text holds no lone
+    surrogate made from an unreadable byte (a strict decode fails at the first one)."""
+    body = split(data, sniffed)[0]
+    try:
+        return body.decode(sniffed.codec), True
+    except UnicodeDecodeError:
+        return body.decode(sniffed.codec, errors_for(sniffed.codec)), False
+
+
 def decode(data: bytes, sniffed: Sniffed) -> str:
     """The text of *data* after its BOM; bytes the codec cannot read become lone surrogates.
 

@@ -32,7 +32,7 @@ from typing import Literal, NamedTuple
 import turbohtml
 
 from rewriter import css
-from rewriter.encoding import ByteMap, Sniffed, decode, encode_url_text, errors_for, sniff, split
+from rewriter.encoding import ByteMap, Sniffed, decode_checked, encode_url_text, errors_for, sniff, split
 from rewriter.links import CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of, selector
 from rewriter.microsyntax import (
     ASCII_WHITESPACE,
@@ -201,7 +201,45 @@ _ATTRIBUTE = re.compile(
     r"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"([^\"]*)\"?|'([^']*)'?|([^\t\n\f\r >]*)))?)?"
 )
 _TAG_NAME = re.compile(r"<[^\t\n\f\r />]*")
+
+# The same reading as one pattern that runs from "<" to the value of one named
+# attribute, over a whole start tag in a single call. Each piece can be read one way
+# only (a name or unquoted value runs as far as it can, a value is taken whenever an
+# "=" follows), so the match is the sequence of _ATTRIBUTE matches and never
+# backtracks into another reading. ASCII case folds only, as the tokenizer lowercases.
+_WHITESPACE_RUN = r"[\t\n\f\r ]*(?![\t\n\f\r ])"
+_NAME_ENDED = r"(?![^\t\n\f\r /=>])"
+_UNQUOTED_ENDED = r"(?![^\t\n\f\r >])"
+_ANY_VALUE = (
+    rf"(?:{_WHITESPACE_RUN}={_WHITESPACE_RUN}"
+    rf"(?:\"[^\"]*(?:\"|\Z)|'[^']*(?:'|\Z)|(?![\"'])[^\t\n\f\r >]*{_UNQUOTED_ENDED})"
+    r"|(?![\t\n\f\r ]*=))"
+)
+_ONE_VALUE = (
+    rf"(?:{_WHITESPACE_RUN}={_WHITESPACE_RUN}"
+    r"(?:\"([^\"]*)(?:\"|\Z)|'([^']*)(?:'|\Z)|(?![\"'])([^\t\n\f\r >]*))"
+    r"|(?![\t\n\f\r ]*=))"
+)
+_ANY_NAME = rf"[^\t\n\f\r />][^\t\n\f\r /=>]*{_NAME_ENDED}"
+_TAG_NAME_ENDED = r"<[^\t\n\f\r />]*(?![^\t\n\f\r />])"
+_VALUE_OF: dict[str, Callable[[str, int], re.Match[str] | None]] = {}
+
+
+def _value_of(name: str) -> Callable[[str, int], re.Match[str] | None]:
+    """A matcher from a start tag's "<" to its first attribute *name* (lowercase):
+    groups 1, 2 and 3 hold the value, double-, single- or un-quoted; none matched: no value."""
+    matcher = _VALUE_OF.get(name)
+    if matcher is None:
+        this = f"(?i:{re.escape(name)}){_NAME_ENDED}"
+        matcher = _VALUE_OF[name] = re.compile(
+            rf"{_TAG_NAME_ENDED}(?:[\t\n\f\r /]*(?!{this}){_ANY_NAME}{_ANY_VALUE})*[\t\n\f\r /]*{this}{_ONE_VALUE}",
+            re.ASCII,
+        ).match
+    return matcher
+
+
 _QUOTE_OF_GROUP = {2: '"', 3: "'", 4: ""}
+_QUOTE_OF_VALUE_GROUP = {1: '"', 2: "'", 3: ""}
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _LONE_CR = re.compile(r"\r(?!\n)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -252,12 +290,14 @@ def _ascii_lower(name: str) -> str:
 class _Document:
     """One parsed document or srcdoc: its text, its tree, and where each start tag is."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, readable: bool = False) -> None:
         self.text = text
         # HTML §13.2.3.5: the parser sees CR and CRLF as LF; positions are lines and columns.
         self.line_starts = _line_starts(text)
         self._noscript: tuple[list[int], list[int]] | None = None
-        self.tree = turbohtml.parse(_for_parser(text), scripting=False, allow_declarative_shadow_roots=False)
+        self.tree = turbohtml.parse(
+            text if readable else _for_parser(text), scripting=False, allow_declarative_shadow_roots=False
+        )
 
     def noscript_ranges(self) -> tuple[list[int], list[int]]:
         """Where the text of each <noscript> runs (from after its start tag to its end
@@ -453,15 +493,17 @@ def _rewrite_text(
     fallback_layer: Layer | None,
     policy: Policy,
     codec: str = "utf-8",
+    readable: bool = False,
     *,
     base_elements: bool = True,
 ) -> _TextResult:
     """Find and resolve every link of one document's text; the edits are text spans.
 
-    Without *base_elements*, a ``<base>`` in the text is a link like others, never the
-    base (conditional comments: markup only old IE read).
+    *readable*: the text was decoded without an unreadable byte, so it holds no lone
+    surrogate. Without *base_elements*, a ``<base>`` in the text is a link like others,
+    never the base (conditional comments: markup only old IE read).
     """
-    document = _Document(text)
+    document = _Document(text, readable)
     result = _TextResult()
     tree = document.tree
 
@@ -623,9 +665,9 @@ def _elements_links(
     """
     text, line_starts = document.text, document.line_starts
     lazy = policy.lazy_attributes
-    match_tag, match_attribute = _TAG_NAME.match, _ATTRIBUTE.match
     classify, classified, found, edits = context.classify, context.classified, result.found, result.edits
     base, layer = context.base, context.layer
+    value_of = _VALUE_OF
     seen: set[tuple[int, int]] = set()
     for element in elements:
         # An element the parser made up has no position; a reopened formatting
@@ -653,25 +695,22 @@ def _elements_links(
         needed = [name for name in attrs if name in split.plain]
         if not needed:
             continue
-        # HTML §13.2.5.32-39, over this one start tag until every needed name is seen;
-        # a name leaves *needed* when seen, so the first of duplicates wins.
-        at = match_tag(text, line_starts[position[0] - 1] + position[1]).end()  # type: ignore[union-attr]
-        while needed:
-            match = match_attribute(text, at)
-            last = match.lastindex  # type: ignore[union-attr]
-            if last is None:
-                break
-            at = match.end()  # type: ignore[union-attr]
-            name = match.group(1)  # type: ignore[union-attr]
-            name = name.lower() if name.isascii() else _ascii_lower(name)
-            if name not in needed:
+        offset = line_starts[position[0] - 1] + position[1]
+        for name in needed:
+            # HTML §13.2.5.32-39 over this one start tag, up to the first attribute *name*
+            # (the first of duplicates wins): one call.
+            match = (value_of.get(name) or _value_of(name))(text, offset)
+            if match is None:
+                # HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to
+                # the first one; their text is elsewhere and is left as it is.
+                result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
                 continue
-            needed.remove(name)
-            if last == 1:
+            last = match.lastindex
+            if last is None:
                 continue  # no value
-            start, end = match.span(last)  # type: ignore[union-attr]
+            start, end = match.span(last)
             raw = text[start:end]
-            quote = _QUOTE_OF_GROUP[last]
+            quote = _QUOTE_OF_VALUE_GROUP[last]
             if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
                 _plain_url(document, tag, name, (start, end, quote), context, policy, result)
                 continue
@@ -682,11 +721,8 @@ def _elements_links(
                 if prefix is not None and (quote or _NEEDS_QUOTES.isdisjoint(prefix)):
                     edits.append((start, start, _escape_attribute(prefix, quote)))
                 else:
-                    _splice_attribute(raw, start, end, quote, raw, None, [(0, len(raw), resolved, prefix)], result)  # type: ignore[list-item]
-        for name in needed:
-            # HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to
-            # the first one; their text is elsewhere and is left as it is.
-            result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
+                    replacement = [(0, len(raw), resolved, prefix)]
+                    _splice_attribute(raw, start, end, quote, raw, None, replacement, result)  # type: ignore[arg-type]
 
 
 def _element_links(
@@ -1124,8 +1160,9 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-# A text-level engine (HTML or CSS): text, fallback base, its layer, policy, codec.
-_Engine = Callable[[str, str | None, Layer | None, Policy, str], _TextResult]
+# A text-level engine (HTML or CSS): text, fallback base, its layer, policy, codec, and
+# whether every byte was readable.
+_Engine = Callable[[str, str | None, Layer | None, Policy, str, bool], _TextResult]
 
 
 def _process(
@@ -1146,13 +1183,15 @@ def _process(
         # A decoded document may hold any lone surrogate; it goes out as UTF-8 with them.
         text, codec, label, errors = document, "utf-8", "utf-8", "surrogatepass"
         bom, body, tail = b"", document.encode("utf-8", errors), b""
+        readable = False
     else:
         sniffed = sniffer(document, charset)
-        text, codec, label, errors = decode(document, sniffed), sniffed.codec, sniffed.label, errors_for(sniffed.codec)
+        text, readable = decode_checked(document, sniffed)
+        codec, label, errors = sniffed.codec, sniffed.label, errors_for(sniffed.codec)
         bom = sniffed.bom
         body, tail = split(document, sniffed)
     with _collector_paused():
-        found = engine(text, fallback, layer, policy, codec)
+        found = engine(text, fallback, layer, policy, codec, readable)
     byte_map = ByteMap(text, body, codec, errors)
     shift = len(bom)
 
@@ -1196,7 +1235,7 @@ def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tup
     >>> start_tags('<A HREF="x&amp;y" href=dup>t</A><svg><image xlink:href=i /></svg>')
     [('a', {'href': 'x&y'}), ('svg', {}), ('image', {'xlink:href': 'i'})]
     """
-    text = document if isinstance(document, str) else decode(document, sniff(document, charset))
+    text = document if isinstance(document, str) else decode_checked(document, sniff(document, charset))[0]
     parsed = _Document(text)
     everything = {"\0"}  # a name no attribute has: scan them all
     tags: list[tuple[str, dict[str, str]]] = []

@@ -81,12 +81,17 @@ def sniff_stylesheet(data: bytes, transport: str | None = None) -> Sniffed:
 
 
 def _rewrite_stylesheet_text(
-    text: str, fallback: str | None, fallback_layer: Layer | None, policy: Policy, codec: str = "utf-8"
+    text: str,
+    fallback: str | None,
+    fallback_layer: Layer | None,
+    policy: Policy,
+    codec: str = "utf-8",
+    readable: bool = False,
 ) -> _TextResult:
     """The text engine for a whole style sheet: its base is the one handed down (RFC 1808 §3.2)
     or its own URL (§3.3). *codec* is not used: CSS parses every URL, query included, as
     UTF-8 whatever the sheet's encoding (CSSWG resolution, w3c/csswg-drafts#9301)."""
-    del codec
+    del codec, readable
     context = _Context(fallback, fallback_layer, policy, "utf-8")
     result = _TextResult(base=fallback, layer=fallback_layer)
     # Not in an HTML <style> element: "<" needs no escaping, "&" is no reference.

@@ -110,3 +110,41 @@ def _srcset_urls_as_the_spec_reads(value: str) -> list[tuple[int, int]]:
 @settings(max_examples=2000)
 def test_srcset_parsing_matches_the_specs_state_machine(value: str) -> None:
     assert srcset_urls(value) == _srcset_urls_as_the_spec_reads(value)
+
+
+def _first_value_by_steps(tag: str, name: str) -> tuple[int, int, str] | None | str:
+    """The first attribute *name* of *tag* read one attribute at a time, as the
+    tokenizer does (HTML §13.2.5.32-39): its value span and quote, None for no value,
+    "absent" when the tag does not have it."""
+    from rewriter.html import _ATTRIBUTE, _QUOTE_OF_GROUP, _TAG_NAME, _ascii_lower
+
+    at = _TAG_NAME.match(tag, 0).end()  # type: ignore[union-attr]
+    while True:
+        match = _ATTRIBUTE.match(tag, at)
+        assert match is not None
+        if match.lastindex is None:
+            return "absent"
+        at = match.end()
+        if _ascii_lower(match.group(1)) == name:
+            last = match.lastindex
+            return None if last == 1 else (*match.span(last), _QUOTE_OF_GROUP[last])
+
+
+@given(
+    st.text(alphabet="<>=\"' \t\n/aHhREFrefx\u212a\u0130", max_size=50).map(lambda body: "<a" + body),
+    st.sampled_from(["href", "src", "a", "e"]),
+)
+@settings(max_examples=3000, deadline=None)
+def test_one_attribute_pattern_reads_a_tag_as_the_steps_do(tag: str, name: str) -> None:
+    # The fast path reads a start tag up to one attribute in a single pattern; it must
+    # give what reading attribute after attribute gives (K and İ fold only outside ASCII).
+    from rewriter.html import _QUOTE_OF_VALUE_GROUP, _value_of
+
+    match = _value_of(name)(tag, 0)
+    if match is None:
+        found: tuple[int, int, str] | None | str = "absent"
+    elif match.lastindex is None:
+        found = None
+    else:
+        found = (*match.span(match.lastindex), _QUOTE_OF_VALUE_GROUP[match.lastindex])
+    assert found == _first_value_by_steps(tag, name)
