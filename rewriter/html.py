@@ -47,7 +47,8 @@ from rewriter.resolve import Resolver, UnresolvableReference, parse, scheme_of
 
 __all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html", "start_tags"]
 
-Status = Literal["rewritten", "absolute", "same-document", "no-base", "unresolvable"]
+# "relinked": the policy's relink gave what to write (a bundle's local file).
+Status = Literal["rewritten", "relinked", "absolute", "same-document", "no-base", "unresolvable"]
 Layer = Literal["base-element", "enclosing", "retrieval-url", "saved-from-mark", "canonical", "codebase"]
 
 
@@ -160,7 +161,7 @@ class _TextResult:
         self.found.append(
             (element, attribute, kind, reference, resolved, status, reason, context.base, context.layer, start, end)
         )
-        return resolved if status == "rewritten" and resolved != reference else None
+        return resolved if (status == "rewritten" or status == "relinked") and resolved != reference else None
 
 
 _SAVED_FROM = re.compile(r"<!--\s*saved from url=\((\d{4})\)")
@@ -440,6 +441,15 @@ class _Context:
     def _classify(self, reference: str) -> tuple[Status, str | None, str | None]:
         if not self.policy.same_document and (not reference or reference[0] == "#"):
             return "same-document", None, None
+        found = self._resolve(reference)
+        relink = self.policy.relink
+        if relink is not None and found[0] != "unresolvable":
+            new = relink(found[1] if found[0] == "rewritten" else reference)  # type: ignore[arg-type]
+            if new is not None:
+                return "relinked", new, None
+        return found
+
+    def _resolve(self, reference: str) -> tuple[Status, str | None, str | None]:
         if self.is_absolute(reference):
             return "absolute", None, None
         if self.resolver is None:
@@ -716,7 +726,7 @@ def _elements_links(
                 continue
             status, resolved, reason = classified.get(raw) or classify(raw)
             found.append((tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
-            if status == "rewritten" and resolved != raw:
+            if (status == "rewritten" or status == "relinked") and resolved != raw:
                 prefix = _prefix(resolved, raw)  # type: ignore[arg-type]
                 if prefix is not None and (quote or _NEEDS_QUOTES.isdisjoint(prefix)):
                     edits.append((start, start, _escape_attribute(prefix, quote)))

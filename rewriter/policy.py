@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rewriter.resolve import RULES, Rules
@@ -48,6 +49,9 @@ class Policy:
     - ``rewrite_signed``: also rewrite inside multipart/signed and application/pkcs7-mime
       entities (off: they are left byte for byte, and reported, since any change breaks
       the signature).
+    - ``relink``: for bundles. Given each link's absolute URL (a reference with no base:
+      the reference itself), return what to write instead (a local file's path, a
+      ``data:`` URL), or None to treat the link as usual. ``#fragment`` is passed with it.
     """
 
     rules: Rules = "rfc3986"
@@ -59,6 +63,7 @@ class Policy:
     canonical_base: bool = False
     require_base: bool = False
     rewrite_signed: bool = False
+    relink: Callable[[str], str | None] | None = None
 
     def __post_init__(self) -> None:
         if self.rules not in RULES:
