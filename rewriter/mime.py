@@ -51,7 +51,7 @@ from rewriter.resolve import Resolver, UnresolvableReference, parse
 from rewriter.stylesheet import rewrite_css
 from rewriter.transfer import TransferError, decode, encode
 
-__all__ = ["MessageResult", "Part", "find_message_links", "rewrite_message"]
+__all__ = ["Entity", "MessageResult", "Part", "entities", "find_message_links", "header_url", "rewrite_message"]
 
 MimeLayer = Literal[
     "base-element", "Base", "Content-Base", "Content-Location", "Snapshot-Content-Location", "retrieval-url"
@@ -282,7 +282,7 @@ class _Base:
     origin: str | None
 
 
-def _header_url(heading: Message, name: str) -> str | None:
+def header_url(heading: Message, name: str) -> str | None:
     """The URL in the first *name* field, as RFC 2557 §4.4.3 reads it: unfolded, with the
     whitespace that folding (URLBODY, RFC 2017 §3.1) put inside it removed, then RFC 2047
     decoded (a space it encodes stays), never percent-decoded. Surrounding quotes go, as
@@ -341,7 +341,7 @@ def _heading_base(entity: _Entity, enclosing: _Base | None, policy: Policy, note
     """
     heading = entity.heading
     for name, layer in (("base", "Base"), ("content-base", "Content-Base")):
-        value = _header_url(heading, name)
+        value = header_url(heading, name)
         if value is None:
             continue
         url = _base_header(value) if layer == "Base" else value
@@ -349,7 +349,7 @@ def _heading_base(entity: _Entity, enclosing: _Base | None, policy: Policy, note
         if resolved is not None and _hierarchical(resolved):
             return _Base(resolved, layer, entity.path)  # type: ignore[arg-type]
         notes.append(f"{layer}: {value!r} gives no base: it is not a usable URL")
-    location = _header_url(heading, "content-location")
+    location = header_url(heading, "content-location")
     if not location:
         return None
     resolved = _against(location, enclosing, policy)
@@ -367,7 +367,7 @@ def _top_base(entity: _Entity, url: str | None) -> _Base | None:
     """RFC 1808 §3.3: the retrieval URL; else Chrome's Snapshot-Content-Location, the page's URL."""
     if url:
         return _Base(url, "retrieval-url", None)
-    location = _header_url(entity.heading, "snapshot-content-location")
+    location = header_url(entity.heading, "snapshot-content-location")
     if location and _hierarchical(location):
         return _Base(location, "Snapshot-Content-Location", entity.path)
     return None
@@ -533,3 +533,59 @@ def rewrite_message(data: bytes, *, url: str | None = None, policy: Policy = DEF
 def find_message_links(data: bytes, *, url: str | None = None, policy: Policy = DEFAULT_POLICY) -> MessageResult:
     """Every link of the message's HTML and CSS parts, resolved, without rewriting."""
     return _process(data, url, policy, rewrite=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """One entity of a message's tree as :func:`entities` gives it (paths as in :class:`Part`).
+
+    ``base`` is what the MIME layers give it (its own heading, else the enclosing
+    entity's, RFC 2557 §5), before any ``<base>`` element of its body; ``enclosing`` is
+    the enclosing entity's base, against which its relative Content-Location is
+    resolved (RFC 2557 §8.2). ``body_start``/``end`` are byte offsets of the raw body.
+    """
+
+    path: str
+    content_type: str
+    heading: Message
+    body_start: int
+    end: int
+    base: str | None
+    enclosing: str | None
+    children: tuple[str, ...]
+    problems: tuple[str, ...]
+
+
+def entities(data: bytes, *, url: str | None = None, policy: Policy = DEFAULT_POLICY) -> list[Entity]:
+    """Every entity of the message in *data*, in tree order, with its MIME base.
+
+    >>> [(e.path, e.content_type, e.base) for e in entities(b"Content-Base: http://a/b/\\r\\n\\r\\nhi")]
+    [('1', 'text/plain', 'http://a/b/')]
+    """
+    try:
+        root = _parse_entity(data, 0, len(data), "1", 0)
+    except RecursionError:
+        return []
+    found: list[Entity] = []
+
+    def visit(entity: _Entity, enclosing: _Base | None) -> None:
+        problems = list(entity.problems)
+        base = _heading_base(entity, enclosing, policy, problems) or enclosing
+        found.append(
+            Entity(
+                entity.path,
+                entity.content_type,
+                entity.heading,
+                entity.body_start,
+                entity.end,
+                base.url if base else None,
+                enclosing.url if enclosing else None,
+                tuple(child.path for child in entity.children),
+                tuple(problems),
+            )
+        )
+        for child in entity.children:
+            visit(child, base)
+
+    visit(root, _top_base(root, url))
+    return found

@@ -112,7 +112,7 @@ def test_srcset_parsing_matches_the_specs_state_machine(value: str) -> None:
     assert srcset_urls(value) == _srcset_urls_as_the_spec_reads(value)
 
 
-def _first_value_by_steps(tag: str, name: str) -> tuple[int, int, str] | None | str:
+def _first_value_by_steps(tag: str, name: str) -> tuple[int, int, str] | str | None:
     """The first attribute *name* of *tag* read one attribute at a time, as the
     tokenizer does (HTML §13.2.5.32-39): its value span and quote, None for no value,
     "absent" when the tag does not have it."""
@@ -142,7 +142,7 @@ def test_one_attribute_pattern_reads_a_tag_as_the_steps_do(tag: str, name: str) 
 
     match = _value_of(name)(tag, 0)
     if match is None:
-        found: tuple[int, int, str] | None | str = "absent"
+        found: tuple[int, int, str] | str | None = "absent"
     elif match.lastindex is None:
         found = None
     else:
