@@ -601,7 +601,10 @@ def _saved_from(text: str) -> str | None:
     if match is None:
         return None
     url = text[match.end() : match.end() + int(match.group(1))].strip()
-    return url if url and parse(url).scheme is not None else None
+    scheme = parse(url).scheme if url else None
+    # Hierarchical only: Internet Explorer and Edge write "about:internet" (the Mark of the
+    # Web) there, which no relative link can be resolved against.
+    return url if scheme is not None and url[len(scheme) + 1 :].startswith("/") else None
 
 
 def _canonical(tree: turbohtml.Document) -> str | None:
