@@ -166,6 +166,57 @@ def build_parser() -> argparse.ArgumentParser:
     _document_options(links)
     links.set_defaults(run=_run_links)
 
+    unpack = verbs.add_parser(
+        "unpack",
+        help="unpack an MHTML archive, a message or a WARC into a folder a browser opens offline",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Write every part of FILE (.mhtml, .mht, .eml, or a WARC) to a file of its own in DIR, the root\n"
+            "document as DIR/index.html. In HTML and CSS, each reference to a part of the archive (RFC 2557\n"
+            "§8: its resolved URL is the part's Content-Location, or a cid: URL its Content-ID; in a WARC, a\n"
+            "record's URL, redirects followed) points at that part's file by a relative path; every other\n"
+            "reference is made absolute. Names come from the parts, made safe: nothing is written outside\n"
+            "DIR, nothing already there is replaced, and DIR/manifest.json keeps each part's original names.\n"
+            "A WARC is mirrored as folders, one per host and path."
+        ),
+        epilog=(
+            "examples:\n"
+            "  rewriter unpack saved.mhtml -o saved/\n"
+            "  rewriter unpack crawl.warc.gz -o mirror/\n\n"
+            "exit codes: 0 unpacked; 1 unpacked with problems (named on stderr), or not unpacked; 2 usage error"
+        ),
+    )
+    unpack.add_argument("files", metavar="FILE", nargs=1, help="an MHTML archive, a message, a WARC, or '-'")
+    unpack.add_argument("-o", "--output", metavar="DIR", required=True, help="the folder to write (made if missing)")
+    _document_options(unpack)
+    unpack.set_defaults(run=_run_unpack)
+
+    pack = verbs.add_parser(
+        "pack",
+        help="pack a saved page and its local files into one MHTML (or one HTML with data: URLs)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Read PAGE and the local files it references (the page_files/ folder a browser saves, or any\n"
+            "file under the page's folder; nothing outside it, nothing fetched) and write one MHTML file\n"
+            "(RFC 2557) whose parts carry their absolute URLs as Content-Location: the page's --url, else\n"
+            "the browser's 'saved from' mark, else its <base>, else its file: URL. The HTML is kept byte for\n"
+            "byte but the rewritten references. --single-file writes one HTML file instead, each local\n"
+            "resource inlined as a data: URL."
+        ),
+        epilog=(
+            "examples:\n"
+            "  rewriter pack saved.html -o saved.mhtml\n"
+            "  rewriter pack saved.html --url https://example.org/a.html --single-file saved-one.html\n\n"
+            "exit codes: 0 packed; 1 packed with problems (named on stderr), or not packed; 2 usage error"
+        ),
+    )
+    pack.add_argument("files", metavar="PAGE", nargs=1, help="a saved HTML page")
+    output = pack.add_mutually_exclusive_group(required=True)
+    output.add_argument("-o", "--output", metavar="OUT", help="the MHTML file to write")
+    output.add_argument("--single-file", metavar="OUT", help="write one HTML file with data: URLs instead")
+    _document_options(pack)
+    pack.set_defaults(run=_run_pack)
+
     explain = verbs.add_parser(
         "explain",
         help="show the MIME tree with each part's base and where it came from",
@@ -326,6 +377,9 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.output and args.output != "-" and len(args.files) > 1 and Path(args.output).is_file():
         err.write(f"rewriter rewrite: several inputs need -o DIR, and {args.output} is a file\n")
         return EXIT_USAGE
+    warc_status, args.files = _rewrite_warcs(args, err)
+    if warc_status == EXIT_USAGE or not args.files:
+        return warc_status
     jobs, problems = plan(
         args.files, args.output, in_place=args.in_place, include=args.include or (), exclude=args.exclude or ()
     )
@@ -339,7 +393,7 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     settings = _settings(args, records=bool(args.report))
     started = time.perf_counter()
     progress = _progress(len(jobs), err, quiet)
-    status = EXIT_SOME_FAILED if problems else EXIT_OK
+    status = EXIT_SOME_FAILED if problems or warc_status else EXIT_OK
     outcomes = []
     records: list[dict[str, object]] = []
     for outcome in run(jobs, settings, workers):
@@ -364,6 +418,37 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not quiet:
         err.write(_summary(outcomes, time.perf_counter() - started, len(problems)) + "\n")
     return status
+
+
+def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str]]:
+    """Rewrite the WARC inputs, each into a folder that mirrors its URLs (the WARC itself is
+    never changed); returns the status and the other inputs."""
+    from rewriter.warc import is_warc, rewrite_warc
+
+    warcs = [name for name in args.files if name != "-" and Path(name).is_file() and is_warc(name)]
+    if not warcs:
+        return EXIT_OK, args.files
+    if args.in_place or not args.output or args.output == "-" or Path(args.output).is_file():
+        err.write(f"rewriter rewrite: {warcs[0]} is a WARC: it is never changed; give -o DIR for the pages\n")
+        return EXIT_USAGE, args.files
+    status = EXIT_OK
+    for name in warcs:
+        folder = Path(args.output)
+        if len(args.files) > 1:  # one folder each, named after the file
+            folder = folder / Path(name).name.removesuffix(".gz").removesuffix(".warc")
+        try:
+            report = rewrite_warc(Path(name), folder, policy=_policy(args))
+        except (OSError, ValueError) as error:
+            err.write(f"rewriter rewrite: {name}: {getattr(error, 'strerror', None) or error}\n")
+            status = EXIT_SOME_FAILED
+            continue
+        for problem in report.problems:
+            err.write(f"{name}: {problem}\n")
+        if not args.quiet:
+            err.write(f"{name}: {report.summary()} into {folder}\n")
+        if report.problems:
+            status = EXIT_SOME_FAILED
+    return status, [name for name in args.files if name not in warcs]
 
 
 class _Silent:
@@ -514,6 +599,79 @@ def _run_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for problem in document.result.problems:
             out.write(f"  problem: {problem}\n")
     return EXIT_OK
+
+
+def _run_unpack(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from rewriter.mailbox import detect_format
+    from rewriter.unpack import UnpackError, unpack_message
+    from rewriter.warc import is_warc, unpack_warc
+
+    path, folder = args.files[0], Path(args.output)
+    name = _shown(path)
+    if path != "-" and is_warc(Path(path)):
+        try:
+            report = unpack_warc(Path(path), folder, policy=_policy(args))
+        except (OSError, ValueError) as error:
+            err.write(f"rewriter unpack: {name}: {getattr(error, 'strerror', None) or error}\n")
+            return EXIT_SOME_FAILED
+        for problem in report.problems:
+            err.write(f"{name}: {problem}\n")
+        err.write(f"{name}: {report.summary()} into {folder}\n")
+        return EXIT_SOME_FAILED if report.problems else EXIT_OK
+    data = _read("unpack", path, err)
+    if data is None:
+        return EXIT_SOME_FAILED
+    fmt = args.format if args.format != "auto" else detect_format(data[:65536], None if path == "-" else path)
+    if fmt != "message":
+        what = {"mbox": "an mbox (unpack one message of it)", "html": "an HTML page (bundle it with rewriter pack)"}
+        err.write(f"rewriter unpack: {name} is {what.get(fmt, f'not a MIME message ({fmt})')}\n")
+        return EXIT_SOME_FAILED
+    try:
+        result = unpack_message(data, folder, url=args.url, policy=_policy(args))
+    except UnpackError as error:
+        err.write(f"rewriter unpack: {error}\n")
+        return EXIT_SOME_FAILED
+    except OSError as error:
+        err.write(f"rewriter unpack: cannot write {folder}: {error.strerror or error}\n")
+        return EXIT_SOME_FAILED
+    for problem in result.problems:
+        err.write(f"{name}: {problem}\n")
+    written = sum(1 for part in result.parts if part.file)
+    relinked = sum(part.relinked for part in result.parts)
+    absolute = sum(part.absolute for part in result.parts)
+    root = f" ({result.root})" if result.root else ", no HTML part to open"
+    err.write(
+        f"{name}: {written} of {len(result.parts)} parts into {folder}{root}: {relinked} links to the bundle, "
+        f"{absolute} made absolute\n"
+    )
+    failed = result.root is None or any(part.action == "failed" for part in result.parts)
+    return EXIT_SOME_FAILED if failed else EXIT_OK
+
+
+def _run_pack(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from rewriter.batch import write_atomically
+    from rewriter.pack import PackError, pack_mhtml, pack_single_file
+
+    page = Path(args.files[0])
+    target = Path(args.single_file or args.output)
+    try:
+        if target.resolve() == page.resolve():
+            err.write(f"rewriter pack: the output {target} is the page itself\n")
+            return EXIT_USAGE
+        pack = pack_single_file if args.single_file else pack_mhtml
+        result = pack(page, url=args.url, policy=_policy(args))
+    except PackError as error:
+        err.write(f"rewriter pack: {error}\n")
+        return EXIT_SOME_FAILED
+    for problem in result.problems:
+        err.write(f"{page}: {problem}\n")
+    try:
+        write_atomically(target, result.output)
+    except OSError as error:
+        err.write(f"rewriter pack: cannot write {target}: {error.strerror or error}\n")
+        return EXIT_SOME_FAILED
+    err.write(f"{page}: {len(result.parts)} files packed into {target}\n")
+    return EXIT_SOME_FAILED if result.problems else EXIT_OK
 
 
 def _explain_rows(document: _Document) -> list[dict[str, object]]:

@@ -37,15 +37,29 @@ _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*]')
 LIMIT = 120  # bytes of UTF-8: well under the 255 of ext4, APFS and NTFS, room for "-999"
 _EXTENSIONS = {"text/html": ".html", "text/css": ".css", "image/jpeg": ".jpg", "text/javascript": ".js"}
 # Types a browser reading local files takes from the extension alone (it sniffs images).
-_TYPED_BY_EXTENSION = frozenset(
-    {"text/html", "application/xhtml+xml", "text/css", "image/svg+xml", "text/javascript", "application/javascript"}
-)
+_TYPED_BY_EXTENSION = frozenset({"text/html", "application/xhtml+xml", "text/css", "image/svg+xml", "text/javascript"})
+
+
+# One name for each type that goes by several (RFC 9239 §6: JavaScript is text/javascript).
+_ALIASES = {
+    "application/javascript": "text/javascript",
+    "application/x-javascript": "text/javascript",
+    "application/ecmascript": "text/javascript",
+    "text/ecmascript": "text/javascript",
+}
+
+
+def _one_name(content_type: str | None) -> str | None:
+    if content_type is None:
+        return None
+    content_type = content_type.lower()
+    return _ALIASES.get(content_type, content_type)
 
 
 def _extension_for(content_type: str | None) -> str | None:
     if not content_type:
         return None
-    content_type = content_type.lower()
+    content_type = _one_name(content_type)  # type: ignore[assignment]
     if content_type == "application/octet-stream":
         return None
     return _EXTENSIONS.get(content_type) or mimetypes.guess_extension(content_type, strict=False)
@@ -73,8 +87,9 @@ def safe_name(raw: str, content_type: str | None = None, *, limit: int = LIMIT) 
     if not dot or not stem:
         stem, extension = text, ""
     wanted = _extension_for(content_type)
-    typed = wanted is not None and content_type is not None and content_type.lower() in _TYPED_BY_EXTENSION
-    if typed and extension and mimetypes.guess_type("x." + extension, strict=False)[0] != content_type.lower():  # type: ignore[union-attr]
+    kind = _one_name(content_type)
+    typed = wanted is not None and kind in _TYPED_BY_EXTENSION
+    if typed and extension and _one_name(mimetypes.guess_type("x." + extension, strict=False)[0]) != kind:
         # "page.php" holding HTML: a browser reading files takes the type from the extension.
         stem, extension = text, ""
     extension = "." + extension if extension else (wanted or "")
