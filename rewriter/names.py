@@ -150,7 +150,9 @@ class Folder:
         number = 1
         while _key(name) in self._taken:
             number += 1
-            name = f"{stem}-{number}{dot}{extension}"
+            suffix = f"-{number}{dot}{extension}"
+            room = LIMIT - len(suffix.encode("utf-8"))
+            name = stem.encode("utf-8")[:room].decode("utf-8", "ignore") + suffix
         self._taken.add(_key(name))
         return name
 

@@ -289,7 +289,7 @@ def _write(out: Folder, leaf: _Leaf, data: bytes, policy: Policy) -> UnpackedPar
             absolute = sum(1 for link in links if link.status == "rewritten")
             guessed = sniff(content).label.lower() if entity.content_type == "text/html" and charset else None
             content = result.output
-            if guessed is not None and guessed != result.encoding.lower():
+            if guessed is not None and guessed != result.encoding.lower() and "16" not in result.encoding:
                 # The charset was only in the MIME heading; a browser reading the file would guess another.
                 content = f'<meta charset="{result.encoding}">\n'.encode("ascii") + content
             action = "rewritten"

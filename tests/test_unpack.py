@@ -320,3 +320,20 @@ def test_safe_name_keeps_a_long_name_under_the_limit_on_a_character_boundary() -
     name = safe_name("\u00e9" * 5000 + ".png", "image/png")
     assert name.endswith(".png") and len(name.encode("utf-8")) <= 120
     name.encode("utf-8").decode("utf-8")  # whole characters only
+
+
+def test_a_numbered_name_stays_under_the_limit(tmp_path: Path) -> None:
+    long = "http://e.org/" + "\u00e9" * 300 + ".png"
+    result = unpack_message(
+        message(html("http://e.org/", b"x"), *[resource(long, b"%d" % n) for n in range(12)]), tmp_path
+    )
+    names = [part.file for part in result.parts[1:]]
+    assert len(set(names)) == 12 and all(len(name.encode()) <= 120 for name in names)  # type: ignore[union-attr]
+    assert names[11].endswith("-12.png")  # type: ignore[union-attr]
+
+
+def test_no_declaration_is_put_before_utf_16(tmp_path: Path) -> None:
+    body = "<p>\u00e9".encode("utf-16-le")
+    part = ({"Content-Type": "text/html; charset=utf-16le", "Content-Location": "http://e.org/"}, body)
+    unpack_message(message(part), tmp_path / "out")
+    assert (tmp_path / "out" / "index.html").read_bytes() == body
