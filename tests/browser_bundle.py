@@ -17,15 +17,18 @@ Run as a script for the whole corpus: ``python3 tests/browser_bundle.py``.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from browser_relocation import CHROMIUM, LAUNCH_ARGS, tooling_problem
 
-__all__ = ["MAIL_CORPUS", "BundleReport", "archives", "check_bundle", "open_browser", "tooling_problem"]
+__all__ = ["MAIL_CORPUS", "BundleReport", "archives", "browser", "check_bundle", "open_browser", "tooling_problem"]
 
 MAIL_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "mail"
 KINDS = ("image", "stylesheet")
@@ -59,6 +62,22 @@ def open_browser() -> Any:
     except BaseException:
         manager.__exit__(None, None, None)
         raise
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One Chromium for a test module; skips without it (fails when CI=true, which installs it)."""
+    problem = tooling_problem()
+    if problem:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{problem} (CI installs it: see .ci/run)")
+        pytest.skip(problem)
+    manager, chromium = open_browser()
+    try:
+        yield chromium
+    finally:
+        chromium.close()
+        manager.__exit__(None, None, None)
 
 
 def _part_urls(folder: Path) -> set[str]:

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+# The module-scoped `browser` fixture (headless Chromium for the bundle tests).
+pytest_plugins = ["browser_bundle"]
 
 
 def shared_path(*parts: str) -> Path:

@@ -8,13 +8,11 @@ and the ``playwright`` package (skips without them, fails in CI).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_bundle import check_bundle, open_browser, tooling_problem
+from browser_bundle import check_bundle
 from test_pack import PAGE, RESOURCES, STYLE_SHEETS, write_site
 
 from rewriter.html import find_links
@@ -61,21 +59,6 @@ def test_every_local_file_comes_back_byte_for_byte(unpacked: Path) -> None:
         assert data in written, name
     # Style sheets come back with their links pointing at the bundle's files.
     assert len([path for path in unpacked.iterdir() if path.suffix == ".css"]) == len(STYLE_SHEETS)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    problem = tooling_problem()
-    if problem:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{problem} (CI installs it: see .ci/run)")
-        pytest.skip(problem)
-    manager, browser = open_browser()
-    try:
-        yield browser
-    finally:
-        browser.close()
-        manager.__exit__(None, None, None)
 
 
 def test_the_unpacked_page_loads_every_resource_offline(browser: Any, unpacked: Path) -> None:

@@ -8,33 +8,16 @@ fail when ``CI=true`` (CI installs both, see ``.ci/run``).
 from __future__ import annotations
 
 import base64
-import os
 import struct
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_bundle import MAIL_CORPUS, archives, check_bundle, open_browser, tooling_problem
+from browser_bundle import MAIL_CORPUS, archives, check_bundle
 from conftest import shared_path
 
 from rewriter.unpack import unpack_message
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    problem = tooling_problem()
-    if problem:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{problem} (CI installs it: see .ci/run)")
-        pytest.skip(problem)
-    manager, browser = open_browser()
-    try:
-        yield browser
-    finally:
-        browser.close()
-        manager.__exit__(None, None, None)
 
 
 def _png() -> bytes:
