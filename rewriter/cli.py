@@ -137,6 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write every link of every file and part to FILE: JSON Lines, or one JSON array if FILE ends in .json",
     )
+    rewrite.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="run on Dask: a dask.distributed scheduler address (tcp://host:8786), or 'local' for Dask's local "
+        "processes (needs the dask extra; workers read and write the paths, so a cluster needs a shared file system)",
+    )
     rewrite.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no closing summary")
     rewrite.add_argument(
         "--max-size",
@@ -396,7 +402,20 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status = EXIT_SOME_FAILED if problems or warc_status else EXIT_OK
     outcomes = []
     records: list[dict[str, object]] = []
-    for outcome in run(jobs, settings, workers):
+    if args.dask:
+        from rewriter.dask import DaskMissing, run_jobs
+
+        try:
+            done: Iterable[Outcome] = run_jobs(jobs, settings, client=None if args.dask == "local" else args.dask)
+        except DaskMissing as error:
+            err.write(f"rewriter rewrite: {error}\n")
+            return EXIT_USAGE
+        except OSError as error:  # the scheduler cannot be reached
+            err.write(f"rewriter rewrite: Dask at {args.dask}: {error.strerror or error}\n")
+            return EXIT_SOME_FAILED
+    else:
+        done = run(jobs, settings, workers)
+    for outcome in done:
         for message in outcome.messages:
             progress.write(message)
         if outcome.output is not None:
@@ -437,8 +456,14 @@ def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str
         if len(args.files) > 1:  # one folder each, named after the file
             folder = folder / Path(name).name.removesuffix(".gz").removesuffix(".warc")
         try:
-            report = rewrite_warc(Path(name), folder, policy=_policy(args))
-        except (OSError, ValueError) as error:
+            if args.dask:
+                from rewriter.dask import rewrite_warc_records
+
+                client = None if args.dask == "local" else args.dask
+                report = rewrite_warc_records(Path(name), folder, policy=_policy(args), client=client)
+            else:
+                report = rewrite_warc(Path(name), folder, policy=_policy(args))
+        except (OSError, ValueError, ImportError) as error:
             err.write(f"rewriter rewrite: {name}: {getattr(error, 'strerror', None) or error}\n")
             status = EXIT_SOME_FAILED
             continue

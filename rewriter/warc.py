@@ -946,39 +946,47 @@ def _mirror(warc: Path, out_dir: Path, policy: Policy, *, unpack: bool) -> WarcR
                     _write(folders, by_offset[item.offset], item, policy, files, redirects, unpack)
         finally:
             folders.close()
-        frozen = tuple(
-            WarcEntry(
-                e.url or None,
-                e.file if e.written else None,
-                e.status,
-                e.content_type,
-                e.offset,
-                tuple(e.problems),
-                e.location,
-                e.links,
-            )
-            for e in sorted(entries, key=lambda e: e.offset)
+        return _finish(warc, out_dir, root, manifest, entries, problems)
+
+
+def _finish(
+    warc: Path, out_dir: Path, root: Folder, manifest: str, entries: list[_Planned], problems: list[str]
+) -> WarcReport:
+    """The last step of a mirror: each record's entry, ``manifest.json``, and the report."""
+    frozen = tuple(
+        WarcEntry(
+            e.url or None,
+            e.file if e.written else None,
+            e.status,
+            e.content_type,
+            e.offset,
+            tuple(e.problems),
+            e.location,
+            e.links,
         )
-        problems.extend(problem for entry in frozen for problem in entry.problems)
-        listing = [
-            {
-                "url": entry.url,
-                "file": entry.file,
-                "status": entry.status,
-                "content_type": entry.content_type,
-                "offset": entry.offset,
-                "problems": list(entry.problems),
-                **({"location": entry.location} if entry.location else {}),
-            }
-            for entry in frozen
-        ]
-        try:
-            root.write(manifest, json.dumps(listing, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
-        except OSError as error:
-            problems.append(f"{MANIFEST} not written: {error.strerror or error}")
-            manifest = None  # type: ignore[assignment]
+        for e in sorted(entries, key=lambda e: e.offset)
+    )
+    problems.extend(problem for entry in frozen for problem in entry.problems)
+    listing = [
+        {
+            "url": entry.url,
+            "file": entry.file,
+            "status": entry.status,
+            "content_type": entry.content_type,
+            "offset": entry.offset,
+            "problems": list(entry.problems),
+            **({"location": entry.location} if entry.location else {}),
+        }
+        for entry in frozen
+    ]
+    written: str | None = manifest
+    try:
+        root.write(manifest, json.dumps(listing, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
+    except OSError as error:
+        problems.append(f"{MANIFEST} not written: {error.strerror or error}")
+        written = None
     documents = tuple(entry.file for entry in frozen if entry.file is not None)
-    return WarcReport(warc, out_dir, manifest, frozen, documents, sum(e.links for e in frozen), tuple(problems))
+    return WarcReport(warc, out_dir, written, frozen, documents, sum(e.links for e in frozen), tuple(problems))
 
 
 def _plan(warc: Path, candidate: Wanted, unpack: bool, policy: Policy) -> tuple[list[_Planned], list[_Planned]]:
