@@ -406,6 +406,18 @@ class _Context:
     def with_base(self, base: str, layer: Layer) -> _Context:
         return _Context(base, layer, self.policy, self.codec)
 
+    def codebase(self, value: str) -> _Context:
+        """HTML 4.01 §13.3: the context for classid/data/archive/code, relative to the
+        codebase *value* (decoded), itself resolved against this base."""
+        start, end = strip_whitespace(value, 0, len(value))
+        reference = value[start:end]
+        status, resolved, _ = self.classify(reference)
+        if status == "absolute":
+            return self.with_base(reference, "codebase")
+        if status == "rewritten" and resolved is not None:
+            return self.with_base(resolved, "codebase")
+        return self
+
     def is_absolute(self, reference: str) -> bool:
         policy = self.policy
         if policy.rules == "whatwg":
@@ -846,14 +858,7 @@ def _codebase(document: _Document, span: tuple[int, int, str] | None, context: _
     if span is None:
         return context
     value, _ = decode_attribute(document.text[span[0] : span[1]])
-    core_start, core_end = strip_whitespace(value, 0, len(value))
-    reference = value[core_start:core_end]
-    status, resolved, _ = context.classify(reference)
-    if status == "absolute":
-        return context.with_base(reference, "codebase")
-    if status == "rewritten" and resolved is not None:
-        return context.with_base(resolved, "codebase")
-    return context
+    return context.codebase(value)
 
 
 def _url_spans(kind: Kind, value: str) -> list[tuple[int, int]]:

@@ -1,0 +1,530 @@
+"""The tree adapters' shared engine: the bytes engine's rules, run over a parsed tree.
+
+:mod:`rewriter.bs4` and :mod:`rewriter.lxml` are thin :class:`Adapter` implementations;
+everything else lives here and reuses the bytes engine's parts (:mod:`rewriter.html`'s
+base checks and resolving context, the link table of :mod:`rewriter.links`, the
+microsyntaxes of :mod:`rewriter.microsyntax`, :mod:`rewriter.css`), so both engines
+apply one set of rules:
+
+- the base (RFC 1808 §3, HTML §4.2.3 "the base element"): the first ``<base href>`` in
+  tree order, in the HTML namespace, not in ``<template>`` or ``<noscript>``; then the
+  enclosing base (``base=``), the retrieval URL (``url=``), the ``saved from url=``
+  mark, and with ``policy.canonical_base`` the canonical URL;
+- every attribute :func:`rewriter.links.attributes_of` names for the element;
+  ``srcset`` (HTML §4.8.4.3.10), ``ping`` and archives, meta refresh (HTML §4.2.5.3 and
+  §7.11.1), CSS in ``style`` attributes and ``<style>`` text, ``iframe srcdoc``, and
+  ``<!--[if IE]>`` comments;
+- every :class:`~rewriter.policy.Policy` option.
+
+A tree has no bytes, so each :class:`~rewriter.html.Link` has ``start == end == -1``.
+
+>>> from rewriter.bs4 import absolutize
+>>> from bs4 import BeautifulSoup
+>>> soup = BeautifulSoup('<a href="x">x</a>', "html.parser")
+>>> absolutize(soup, url="http://h/d/").links[0][:6]
+('a', 'href', 'url', 'x', 'http://h/d/x', 'rewritten')
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Generic, Literal, NamedTuple, Protocol, TypeVar
+
+from rewriter import css
+from rewriter.html import (
+    _CONDITIONAL,
+    Layer,
+    Link,
+    NoBaseError,
+    _applies,
+    _Context,
+    _css_urls,
+    _fallback,
+    _for_context,
+    _looks_like_url,
+    _rewrite_text,
+    _saved_from,
+    _unusable_base,
+    _url_spans,
+)
+from rewriter.links import CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of
+from rewriter.microsyntax import strip_whitespace
+from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.resolve import UnresolvableReference, parse
+
+__all__ = ["NO_SPAN", "Adapter", "Namespace", "TreeResult", "absolutize", "namespace_of"]
+
+N = TypeVar("N")
+Namespace = Literal["html", "svg", "math"]
+NodeKind = Literal["document", "element", "comment", "other"]
+
+# Link.start and Link.end of a link found in a tree: a tree has no byte offsets.
+NO_SPAN = -1
+
+NAMESPACES: dict[str, Namespace] = {
+    "http://www.w3.org/1999/xhtml": "html",
+    "http://www.w3.org/2000/svg": "svg",
+    "http://www.w3.org/1998/Math/MathML": "math",
+}
+# Attribute namespaces (HTML §13.2.6.1 "adjust foreign attributes"), for Clark names.
+ATTRIBUTE_PREFIXES = {
+    "http://www.w3.org/1999/xlink": "xlink",
+    "http://www.w3.org/XML/1998/namespace": "xml",
+    "http://www.w3.org/2000/xmlns/": "xmlns",
+}
+_MATHML_TEXT_POINTS = frozenset({"mi", "mo", "mn", "ms", "mtext"})
+_SVG_HTML_POINTS = frozenset({"foreignobject", "desc", "title"})
+
+
+class Adapter(Protocol[N]):
+    """What the engine needs of a tree: nodes in document order, and reading and writing them.
+
+    Names are as the tree holds them: :meth:`name` gives the namespace URI (None when the
+    parser records none) and the local name; :meth:`attributes` gives (the name as
+    the table spells it, lowercase with an ``xlink:`` style prefix; the tree's own key;
+    the value, character references decoded).
+    """
+
+    def document(self, node: N) -> N:
+        """The outermost node of the tree *node* is in (its children are the top-level nodes)."""
+        ...
+
+    def parent(self, node: N) -> N | None: ...
+
+    def children(self, node: N) -> Sequence[N]: ...
+
+    def kind(self, node: N) -> NodeKind: ...
+
+    def name(self, node: N) -> tuple[str | None, str]: ...
+
+    def attributes(self, node: N) -> list[tuple[str, object, str]]: ...
+
+    def set_attribute(self, node: N, key: object, value: str) -> None: ...
+
+    def text(self, node: N) -> str | None:
+        """The text of an element that holds only text (a ``<style>``), else None."""
+        ...
+
+    def set_text(self, node: N, text: str) -> None: ...
+
+    def comment(self, node: N) -> str: ...
+
+    def set_comment(self, node: N, text: str) -> None: ...
+
+    def remove(self, node: N) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TreeResult:
+    """What :func:`absolutize` found and changed: every link (``start``/``end`` are
+    :data:`NO_SPAN`), the document's base, the layer that gave it, and problems."""
+
+    links: tuple[Link, ...]
+    base: str | None
+    layer: Layer | None
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Element(Generic[N]):
+    node: N
+    namespace: Namespace | None  # None: a namespace the link table does not know
+    tag: str  # lowercase for HTML, as the tree spells it for SVG and MathML
+    inert: bool  # in a <template> or a <noscript>: never the document's base (HTML §4.2.3)
+
+
+class _Shim(NamedTuple):
+    """An element as :func:`rewriter.html._applies` reads it: its attributes, by name."""
+
+    attrs: dict[str, str]
+
+
+def namespace_of(
+    uri: str | None, local: str, parent: tuple[Namespace | None, str, dict[str, str]] | None
+) -> Namespace | None:
+    """The namespace of an element: its own, or, where the parser recorded none (html.parser,
+    lxml.html), the one HTML tree construction gives it (HTML §13.2.6.5 foreign content):
+    ``<svg>`` and ``<math>`` open SVG and MathML, their descendants inherit it, and the HTML
+    integration points (SVG ``foreignObject``/``desc``/``title``, MathML text integration
+    points, ``annotation-xml`` with an HTML encoding) hold HTML again. *parent* is the
+    parent's (namespace, local name, attributes), None at the top.
+
+    >>> namespace_of(None, "image", ("svg", "svg", {}))
+    'svg'
+    >>> namespace_of(None, "img", ("svg", "foreignobject", {}))
+    'html'
+    >>> namespace_of("http://www.w3.org/2000/svg", "a", None), namespace_of("urn:x", "a", None)
+    ('svg', None)
+    """
+    if uri is not None:
+        return NAMESPACES.get(uri)
+    if parent is not None and parent[0] in ("svg", "math") and not _integration_point(*parent):
+        return parent[0]
+    lower = local.lower()
+    if lower == "svg":
+        return "svg"
+    if lower == "math":
+        return "math"
+    return "html"
+
+
+def _integration_point(namespace: Namespace | None, local: str, attributes: dict[str, str]) -> bool:
+    lower = local.lower()
+    if namespace == "svg":
+        return lower in _SVG_HTML_POINTS
+    if lower in _MATHML_TEXT_POINTS:
+        return True
+    encoding = attributes.get("encoding", "").strip().lower()
+    return lower == "annotation-xml" and encoding in ("text/html", "application/xhtml+xml")
+
+
+class _Walk(Generic[N]):
+    """Document-order traversal that knows each element's namespace and inertness."""
+
+    def __init__(self, adapter: Adapter[N]) -> None:
+        self.adapter = adapter
+
+    def element(self, node: N, parent: _Element[N] | None) -> _Element[N]:
+        adapter = self.adapter
+        uri, local = adapter.name(node)
+        context = None
+        if parent is not None:
+            names: dict[str, str] = {}
+            if parent.namespace == "math" and parent.tag.lower() == "annotation-xml":
+                names = {name: value for name, _, value in adapter.attributes(parent.node)}
+            context = (parent.namespace, parent.tag, names)
+        namespace = namespace_of(uri, local, context)
+        tag = local.lower() if namespace == "html" else local
+        inert = parent is not None and (
+            parent.inert or (parent.namespace == "html" and parent.tag in ("template", "noscript"))
+        )
+        return _Element(node, namespace, tag, inert)
+
+    def context_of(self, node: N) -> _Element[N] | None:
+        """The element *node*'s parent as the walk from the document would have seen it."""
+        chain: list[N] = []
+        parent = self.adapter.parent(node)
+        while parent is not None and self.adapter.kind(parent) == "element":
+            chain.append(parent)
+            parent = self.adapter.parent(parent)
+        seen: _Element[N] | None = None
+        for ancestor in reversed(chain):
+            seen = self.element(ancestor, seen)
+        return seen
+
+    def nodes(self, root: N) -> Iterator[tuple[N, _Element[N] | None]]:
+        """Every node under *root* (itself included, unless it is the document), in
+        document order, with the element it is (None for comments and other nodes)."""
+        adapter = self.adapter
+        stack: list[tuple[N, _Element[N] | None]] = []
+        if adapter.kind(root) == "document":
+            stack.extend((child, None) for child in reversed(adapter.children(root)))
+        else:
+            stack.append((root, self.context_of(root)))
+        while stack:
+            node, parent = stack.pop()
+            kind = adapter.kind(node)
+            if kind != "element":
+                yield node, None
+                continue
+            element = self.element(node, parent)
+            yield node, element
+            stack.extend((child, element) for child in reversed(adapter.children(node)))
+
+
+@dataclass(slots=True)
+class _Run(Generic[N]):
+    """One call's state: the links found, the problems, and the writes to make at the end."""
+
+    adapter: Adapter[N]
+    policy: Policy
+    codec: str
+    links: list[Link]
+    problems: list[str]
+    writes: list[tuple[str, Callable[[], None]]]  # (what is written, the write)
+
+    def record(self, context: _Context, element: str, attribute: str, kind: Kind, reference: str) -> str | None:
+        """Classify one reference, note it, and give the URL to write (None: leave it)."""
+        status, resolved, reason = context.classify(reference)
+        self.links.append(
+            Link(
+                element,
+                attribute,
+                kind,
+                reference,
+                resolved,
+                status,
+                reason,
+                context.base,
+                context.layer,
+                NO_SPAN,
+                NO_SPAN,
+            )
+        )
+        return resolved if status in ("rewritten", "relinked") and resolved != reference else None
+
+    def nested(self, found: Sequence[tuple[object, ...]]) -> None:
+        """Links a nested run of the bytes engine found (srcdoc, conditional comments), spans dropped."""
+        self.links.extend(Link(*item[:9], NO_SPAN, NO_SPAN) for item in found)  # type: ignore[arg-type]
+
+
+def absolutize(
+    adapter: Adapter[N],
+    root: N,
+    *,
+    url: str | None = None,
+    base: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+    codec: str = "utf-8",
+) -> TreeResult:
+    """Make every relative URL under *root* absolute, in place (what the adapters call).
+
+    The base is the document's (HTML §4.2.3): looked for in the whole tree *root* is in,
+    even when *root* is one element of it; only links under *root* are found and
+    changed. *codec* is the document's encoding, for the URL Standard's query encoding
+    under ``rules="whatwg"``. With ``policy.require_base`` and a relative link but no
+    base, :class:`~rewriter.html.NoBaseError` is raised before anything is changed.
+
+    >>> from rewriter.lxml import _LxmlAdapter
+    >>> import lxml.html
+    >>> page = lxml.html.fromstring('<p><a href="x">x</a></p>')
+    >>> absolutize(_LxmlAdapter(page), page, url="http://h/").base
+    'http://h/'
+    >>> lxml.html.tostring(page)
+    b'<p><a href="http://h/x">x</a></p>'
+    """
+    walk = _Walk(adapter)
+    run = _Run(adapter, policy, codec, [], [], [])
+    document = adapter.document(root)
+
+    found_base, layer = _fallback(url, base)
+    if found_base is None:
+        found_base, layer = _saved_from_mark(walk, document)
+    if found_base is None and policy.canonical_base:
+        canonical = _canonical(walk, document)
+        if canonical is not None:
+            found_base, layer = canonical, "canonical"
+    fallback_context = _Context(found_base, layer, policy, codec)
+    base_node, usable, found_base, layer = _base_element(walk, document, fallback_context, run)
+    context = _Context(found_base, layer, policy, codec)
+
+    for node, element in walk.nodes(root):
+        if element is None:
+            if policy.conditional_comments and adapter.kind(node) == "comment":
+                _conditional_comment(node, context, run)
+            continue
+        if base_node is not None and node is base_node:
+            if not usable:
+                continue
+            if policy.remove_base:
+                run.writes.append(("<base> removed", lambda node=node: adapter.remove(node)))  # type: ignore[misc]
+            else:
+                _element_links(element, fallback_context, run)
+            continue
+        _element_links(element, context, run)
+
+    if policy.require_base and any(link.status == "no-base" for link in run.links):
+        raise NoBaseError("the document has relative links and no base URL (RFC 1808 §3.4)")
+    for what, write in run.writes:
+        try:
+            write()
+        except ValueError as error:  # a value the tree refuses (lxml: no control characters)
+            run.problems.append(f"{what} could not be written to the tree, and stays as it was: {error}")
+    return TreeResult(tuple(run.links), found_base, layer, tuple(run.problems))
+
+
+def _saved_from_mark(walk: _Walk[N], document: N) -> tuple[str | None, Layer | None]:
+    """The ``<!-- saved from url=(NNNN)URL -->`` mark, in a comment before ``<body>``
+    (the bytes engine looks in the first 4096 characters; browsers write it first)."""
+    adapter = walk.adapter
+    for node, element in walk.nodes(document):
+        if element is not None:
+            if element.namespace == "html" and element.tag == "body":
+                break
+            continue
+        if adapter.kind(node) == "comment":
+            mark = _saved_from(f"<!--{adapter.comment(node)}-->")
+            if mark is not None:
+                return mark, "saved-from-mark"
+    return None, None
+
+
+def _canonical(walk: _Walk[N], document: N) -> str | None:
+    """``<link rel=canonical href>`` or ``<meta property=og:url content>``, the first with a scheme."""
+    adapter = walk.adapter
+    for _, element in walk.nodes(document):
+        if element is None or element.namespace != "html" or element.tag not in ("link", "meta"):
+            continue
+        names = {name: value for name, _, value in adapter.attributes(element.node)}
+        if element.tag == "link":
+            if "canonical" not in names.get("rel", "").lower().split() or "href" not in names:
+                continue
+            value = names["href"]
+        elif names.get("property") == "og:url" and "content" in names:
+            value = names["content"]
+        else:
+            continue
+        if parse(value.strip()).scheme is not None:
+            return value.strip()
+    return None
+
+
+def _base_element(
+    walk: _Walk[N], document: N, fallback: _Context, run: _Run[N]
+) -> tuple[N | None, bool, str | None, Layer | None]:
+    """HTML §4.2.3: the first ``<base href>`` that counts, whether it is usable, and the
+    document's base and layer.
+
+    A usable one has its href made absolute, or is removed (``remove_base``). An
+    unusable one (``javascript:``, an opaque URL, relative with nothing to resolve it
+    against) is left exactly as it is, reported in the problems, and not listed as a link.
+    """
+    adapter = walk.adapter
+    for _, element in walk.nodes(document):
+        if element is None or element.namespace != "html" or element.tag != "base" or element.inert:
+            continue
+        names = {name: value for name, _, value in adapter.attributes(element.node)}
+        if "href" not in names:
+            continue
+        href = names["href"]
+        start, end = strip_whitespace(href, 0, len(href))
+        reference = href[start:end]
+        problem = _unusable_base(reference, fallback)
+        frozen = None
+        if problem is None:
+            try:
+                if fallback.is_absolute(reference):
+                    frozen = reference
+                elif fallback.resolver is not None:
+                    frozen = fallback.resolver.resolve(reference)
+            except UnresolvableReference as error:
+                problem = error.reason
+            if frozen is None and problem is None:
+                problem = "it is relative and there is no base to resolve it against"
+        if problem is not None:
+            run.problems.append(f"<base href={href!r}> ignored: {problem}")
+            return element.node, False, fallback.base, fallback.layer
+        return element.node, True, frozen, "base-element"
+    return None, False, fallback.base, fallback.layer
+
+
+def _element_links(element: _Element[N], context: _Context, run: _Run[N]) -> None:
+    """The links of one element: its URL attributes (the table), and a ``<style>``'s text."""
+    if element.namespace is None:
+        return  # a namespace the table does not cover (only XML parsers make them)
+    adapter, policy, tag = run.adapter, run.policy, element.tag
+    node = element.node
+    lazy = policy.lazy_attributes
+    table = attributes_of(element.namespace, tag, lazy)
+    attributes = adapter.attributes(node)
+    names = {name: value for name, _, value in attributes}
+    kinds: dict[str, tuple[object, str, Kind]] = {}
+    for name, key, value in attributes:
+        if name in table and name not in kinds:
+            kinds[name] = (key, value, table[name])
+    if any((tag, name) in CONDITIONAL for name in kinds):
+        shim = _Shim(names)
+        kinds = {name: entry for name, entry in kinds.items() if _applies(shim, tag, name)}  # type: ignore[arg-type]
+    codebase_context = None
+    for name, (key, value, kind) in kinds.items():
+        if name in lazy and not _looks_like_url(value, kind):
+            continue
+        local = context
+        if (tag, name) in CODEBASE_RELATIVE and "codebase" in names:
+            if codebase_context is None:
+                codebase_context = _codebase(names["codebase"], context)
+            local = codebase_context
+        _attribute(element, name, key, value, kind, local, run)
+    if tag == "style":
+        _style_text(element, context, run)
+
+
+def _codebase(value: str, context: _Context) -> _Context:
+    """HTML 4.01 §13.3: classid/data/archive/code are relative to codebase, itself resolved."""
+    return context.codebase(value)
+
+
+def _attribute(
+    element: _Element[N], name: str, key: object, value: str, kind: Kind, context: _Context, run: _Run[N]
+) -> None:
+    """One attribute value's URLs, each by its microsyntax; the new value written at the end."""
+    value = value.replace("\0", "\ufffd")  # HTML §13.2.5.36-38, as the bytes engine reads it
+    tag = element.tag
+    replacements: list[tuple[int, int, str]] = []
+    if kind == "css":
+        for found in _css_urls(value):
+            resolved = run.record(context, tag, name, kind, found.value)
+            if resolved is not None:
+                replacements.append((found.start, found.end, css.escape_url(resolved, found.quote)))
+    elif kind == "srcdoc":
+        # HTML §4.8.5: a srcdoc document is a string; the bytes engine rewrites it as text.
+        nested = _rewrite_text(value, context.base, context.layer, run.policy)
+        run.nested(nested.found)
+        replacements.extend(nested.edits)
+        run.problems.extend(f"in srcdoc: {problem}" for problem in nested.problems)
+    else:
+        for start, end in _url_spans(kind, value):
+            resolved = run.record(context, tag, name, kind, value[start:end])
+            if resolved is not None:
+                replacements.append((start, end, _for_context(kind, resolved, value, start)))
+    if replacements:
+        new = _spliced(value, replacements)
+        adapter, node = run.adapter, element.node
+        run.writes.append((f"<{tag} {name}>", lambda: adapter.set_attribute(node, key, new)))
+
+
+def _spliced(text: str, replacements: list[tuple[int, int, str]]) -> str:
+    pieces: list[str] = []
+    last = 0
+    for start, end, new in sorted(replacements, key=lambda item: (item[0], item[1])):
+        if start < last:
+            continue  # never overlapping; should two, the first stands
+        pieces += (text[last:start], new)
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def _style_text(element: _Element[N], context: _Context, run: _Run[N]) -> None:
+    """A ``<style>`` element's CSS (HTML §4.2.6): its text, when it holds only text."""
+    adapter, node = run.adapter, element.node
+    source = adapter.text(node)
+    if not source:
+        return
+    replacements: list[tuple[int, int, str]] = []
+    for found in _css_urls(source):
+        resolved = run.record(context, "style", "#style", "css", found.value)
+        if resolved is not None:
+            # Raw text when serialised as HTML: "<" is escaped so that no "</style" appears.
+            replacements.append((found.start, found.end, css.escape_url(resolved, found.quote, in_style_element=True)))
+    if replacements:
+        new = _spliced(source, replacements)
+        run.writes.append(("<style> text", lambda: adapter.set_text(node, new)))
+
+
+_CONDITIONAL_DATA = re.compile(r"\[if[^\]]*\]>", re.IGNORECASE)
+
+
+def _conditional_comment(node: N, context: _Context, run: _Run[N]) -> None:
+    """``<!--[if IE]>...<![endif]-->``: the markup old IE read, parsed as a document of its
+    own with this document's base (a ``<base>`` in it is never the base)."""
+    adapter = run.adapter
+    data = adapter.comment(node)
+    if _CONDITIONAL_DATA.match(data) is None:
+        return
+    match = _CONDITIONAL.match(f"<!--{data}-->")
+    if match is None:
+        return
+    inner_start, inner_end = match.start(1) - 4, match.end(1) - 4
+    policy = run.policy.clone(conditional_comments=False)
+    nested = _rewrite_text(
+        data[inner_start:inner_end], context.base, context.layer, policy, run.codec, base_elements=False
+    )
+    run.nested(nested.found)
+    if nested.edits:
+        # A ">" in the new text could end the comment when serialised ("-->").
+        edits = [(start + inner_start, end + inner_start, new.replace(">", "%3E")) for start, end, new in nested.edits]
+        new = _spliced(data, edits)
+        run.writes.append(("a conditional comment", lambda: adapter.set_comment(node, new)))
