@@ -475,42 +475,16 @@ def rewrite_warc_records(
     tasks *window* bytes of bodies at a time.
     """
     _require()
-    from rewriter.names import Folder
-    from rewriter.warc import (
-        CSS_TYPES,
-        HTML_TYPES,
-        MANIFEST,
-        WarcDocument,
-        WarcReport,
-        _finish,
-        _Folders,
-        _has_host,
-        _plan,
-        _plan_names,
-        _read_source,
-        _success,
-    )
+    from rewriter.warc import WarcDocument, WarcReport, _finish, _Folders, _open, _read_source
 
-    # From here to the manifest, rewriter.warc._mirror(unpack=False), but for where the pages are rewritten.
+    # rewriter.warc._mirror(unpack=False), but for where the pages are rewritten.
     warc, out_dir = Path(warc), Path(out_dir)
 
-    def candidate(offset: int, kind: str, uri: str, status: int | None, content_type: str | None) -> bool:
-        if not _success(kind, status) or not _has_host(uri):
-            return False
-        return content_type in HTML_TYPES or content_type in CSS_TYPES
-
-    try:
-        root = Folder(out_dir)
-    except OSError as error:
-        problem = f"cannot write into {out_dir}: {error.strerror or error}"
-        return WarcReport(warc, out_dir, None, (), (), 0, (problem,))
-    problems: list[str] = []
+    opened = _open(warc, out_dir, policy, unpack=False)
+    if isinstance(opened, WarcReport):
+        return opened
+    root, manifest, entries, planned, problems = opened
     with root:
-        manifest = root.pick(MANIFEST)
-        if manifest != MANIFEST:
-            problems.append(f"{out_dir} already holds {MANIFEST}: the manifest is {manifest}")
-        entries, planned = _plan(warc, candidate, False, policy)
-        _plan_names(root, planned)
         by_offset = {item.offset: item for item in planned if item.file is not None}
         folders = _Folders(root)
         try:

@@ -915,23 +915,11 @@ def unpack_warc(
 
 
 def _mirror(warc: Path, out_dir: Path, policy: Policy, *, unpack: bool) -> WarcReport:
-    def candidate(offset: int, kind: str, uri: str, status: int | None, content_type: str | None) -> bool:
-        if not _success(kind, status) or not _has_host(uri):
-            return False
-        return unpack or content_type in HTML_TYPES or content_type in CSS_TYPES
-
-    try:
-        root = Folder(out_dir)
-    except OSError as error:
-        problem = f"cannot write into {out_dir}: {error.strerror or error}"
-        return WarcReport(warc, out_dir, None, (), (), 0, (problem,))
-    problems: list[str] = []
+    opened = _open(warc, out_dir, policy, unpack=unpack)
+    if isinstance(opened, WarcReport):
+        return opened
+    root, manifest, entries, planned, problems = opened
     with root:
-        manifest = root.pick(MANIFEST)
-        if manifest != MANIFEST:
-            problems.append(f"{out_dir} already holds {MANIFEST}: the manifest is {manifest}")
-        entries, planned = _plan(warc, candidate, unpack, policy)
-        _plan_names(root, planned)
         files = {item.key: item.file for item in planned if item.file is not None}
         redirects = redirect_map(
             (WarcDocument(e.url, e.status, None, None, None, e.sent, e.offset) for e in entries if e.location),
@@ -947,6 +935,35 @@ def _mirror(warc: Path, out_dir: Path, policy: Policy, *, unpack: bool) -> WarcR
         finally:
             folders.close()
         return _finish(warc, out_dir, root, manifest, entries, problems)
+
+
+def _open(
+    warc: Path, out_dir: Path, policy: Policy, *, unpack: bool
+) -> tuple[Folder, str, list[_Planned], list[_Planned], list[str]] | WarcReport:
+    """The first step of a mirror: the output folder, the manifest's name, every record's
+    entry and the named plan of those to write (a report alone when the folder cannot be)."""
+
+    def candidate(offset: int, kind: str, uri: str, status: int | None, content_type: str | None) -> bool:
+        if not _success(kind, status) or not _has_host(uri):
+            return False
+        return unpack or content_type in HTML_TYPES or content_type in CSS_TYPES
+
+    try:
+        root = Folder(out_dir)
+    except OSError as error:
+        problem = f"cannot write into {out_dir}: {error.strerror or error}"
+        return WarcReport(warc, out_dir, None, (), (), 0, (problem,))
+    problems: list[str] = []
+    try:
+        manifest = root.pick(MANIFEST)
+        if manifest != MANIFEST:
+            problems.append(f"{out_dir} already holds {MANIFEST}: the manifest is {manifest}")
+        entries, planned = _plan(warc, candidate, unpack, policy)
+        _plan_names(root, planned)
+    except BaseException:
+        root.close()
+        raise
+    return root, manifest, entries, planned, problems
 
 
 def _finish(
