@@ -43,7 +43,7 @@ from rewriter.microsyntax import (
     strip_whitespace,
 )
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import Resolver, UnresolvableReference, parse, scheme_of
+from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse, scheme_of
 
 __all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html", "start_tags"]
 
@@ -613,10 +613,9 @@ def _saved_from(text: str) -> str | None:
     if match is None:
         return None
     url = text[match.end() : match.end() + int(match.group(1))].strip()
-    scheme = parse(url).scheme if url else None
     # Hierarchical only: Internet Explorer and Edge write "about:internet" (the Mark of the
     # Web) there, which no relative link can be resolved against.
-    return url if scheme is not None and url[len(scheme) + 1 :].startswith("/") else None
+    return url if is_hierarchical(url) else None
 
 
 def _canonical(tree: turbohtml.Document) -> str | None:

@@ -47,7 +47,7 @@ from typing import Literal
 
 from rewriter.html import HTMLResult, Link, rewrite_html
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import Resolver, UnresolvableReference, parse
+from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse
 from rewriter.stylesheet import rewrite_css
 from rewriter.transfer import TransferError, decode, encode
 
@@ -316,9 +316,7 @@ def _hierarchical(url: str) -> bool:
     never written into a link, so it is no base either.
     """
     scheme = parse(url).scheme
-    if scheme is None or scheme.lower() in ("javascript", "data", "vbscript", "thismessage"):
-        return False
-    return url[len(scheme) + 1 :].startswith("/")
+    return is_hierarchical(url) and scheme.lower() not in ("javascript", "data", "vbscript", "thismessage")  # type: ignore[union-attr]
 
 
 def _against(reference: str, base: _Base | None, policy: Policy) -> str | None:

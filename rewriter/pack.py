@@ -48,7 +48,7 @@ from urllib.parse import quote, unquote_to_bytes
 from rewriter.encoding import sniff
 from rewriter.html import HTMLResult, Link, find_links, rewrite_html, start_tags
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import parse
+from rewriter.resolve import is_hierarchical, parse
 from rewriter.stylesheet import find_css_links, rewrite_css
 from rewriter.transfer import decode, encode
 
@@ -146,12 +146,6 @@ class _File:
     content_type: str
     kind: _Kind
     children: list[_File] = field(default_factory=list)
-
-
-def _hierarchical(url: str) -> bool:
-    """Whether *url* can be a base: a scheme, then a path that starts with "/" (RFC 3986 §4.2)."""
-    scheme = parse(url).scheme
-    return scheme is not None and url[len(scheme) + 1 :].startswith("/")
 
 
 def _as_uri(url: str) -> str:
@@ -305,7 +299,7 @@ class _Packer:
         """RFC 1808 §3.3, then §3.1: the URL given, the ``saved from url=`` mark, a ``<base href>``;
         else the page's own ``file:`` URL (RFC 8089)."""
         if url is not None:
-            if not _hierarchical(url):
+            if not is_hierarchical(url):
                 raise PackError(f"url {url!r} cannot be the page's URL: it is not an absolute, hierarchical URL")
             return _as_uri(url), "argument"
         found = find_links(data, policy=self.find_policy)
@@ -316,10 +310,10 @@ class _Packer:
                 (link.base for link in found.links if link.element == "base" and link.layer == "saved-from-mark"), None
             )
         if mark is not None:
-            if _hierarchical(mark):
+            if is_hierarchical(mark):
                 return _as_uri(mark), "saved-from-mark"
             self.notes.append(f"the saved-from mark {mark!r} is not the page's URL: it is not used")
-        if found.layer == "base-element" and found.base is not None and _hierarchical(found.base):
+        if found.layer == "base-element" and found.base is not None and is_hierarchical(found.base):
             return _as_uri(found.base), "base-element"
         uri = real.as_uri()
         self.notes.append(f"the page has no URL (no url given, no saved-from mark, no <base href>): it is {uri}")

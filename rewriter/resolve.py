@@ -44,6 +44,7 @@ __all__ = [
     "Rules",
     "URIReference",
     "UnresolvableReference",
+    "is_hierarchical",
     "parse",
     "remove_dot_segments",
     "resolve",
@@ -545,6 +546,16 @@ def _scalar_values(text: str) -> str:
 # A scheme at the start of a reference, by RFC 3986 §3.1 and RFC 1808 §2.4.2 syntax.
 _SCHEME_3986 = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):").match
 _SCHEME_1808 = re.compile(r"([A-Za-z0-9+.\-]+):").match
+
+
+def is_hierarchical(url: str) -> bool:
+    """Whether *url* can be a base: a scheme, then a path that starts with "/" (RFC 3986 §4.2).
+
+    >>> is_hierarchical("http://a/b"), is_hierarchical("file:///x"), is_hierarchical("about:internet")
+    (True, True, False)
+    """
+    scheme = parse(url).scheme
+    return scheme is not None and url[len(scheme) + 1 :].startswith("/")
 
 
 def scheme_of(reference: str, *, rules: Rules = "rfc3986") -> str | None:
