@@ -338,18 +338,12 @@ def _message_task(
 ) -> tuple[bytes, tuple[int, int, int, int], tuple[str, ...], int, int]:
     """One message as :func:`rewriter.mailbox.rewrite_mbox` rewrites it: (output, counts,
     problems, quoted, relative)."""
-    from rewriter.mailbox import _fix_content_length, _quote_new_from_lines, _rewrite
+    from rewriter.mailbox import rewrite_mbox_message
 
     index, has_separator, message = item
-    output, counts, problems, relative, _ = _rewrite(message, url, policy)
-    quoted = 0
-    if output != message:
-        output, quoted = _quote_new_from_lines(message, output)
-        output = _fix_content_length(message, output)
-    if quoted:
-        problems.append(f"{quoted} new line(s) starting with 'From ' quoted as '>From '")
-    if not has_separator and index == 0:
-        problems.insert(0, "no From_ line before it: the file does not start like an mbox")
+    output, counts, problems, quoted, relative, _ = rewrite_mbox_message(
+        message, url, policy, unseparated=not has_separator and index == 0
+    )
     return output, counts, tuple(problems), quoted, relative
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "iter_mbox",
     "rewrite_maildir",
     "rewrite_mbox",
+    "rewrite_mbox_message",
 ]
 
 Format = Literal["mbox", "message", "html", "css", "unknown"]
@@ -574,6 +575,25 @@ def _rewrite(
     return result.output, _counts(result), list(result.problems), left, result
 
 
+def rewrite_mbox_message(
+    message: bytes, url: str | None, policy: Policy, *, unseparated: bool = False
+) -> tuple[bytes, tuple[int, int, int, int], list[str], int, int, MessageResult | None]:
+    """One message of an mbox as :func:`rewrite_mbox` writes it: rewritten, with new lines
+    starting "From " quoted and Content-Length fixed. *unseparated*: it is the first and no
+    From_ line came before it. (output, counts, problems, lines quoted, links left relative,
+    the engine's result)."""
+    output, counts, problems, relative, result = _rewrite(message, url, policy)
+    quoted = 0
+    if output != message:
+        output, quoted = _quote_new_from_lines(message, output)
+        output = _fix_content_length(message, output)
+    if quoted:
+        problems.append(f"{quoted} new line(s) starting with 'From ' quoted as '>From '")
+    if unseparated:
+        problems.insert(0, "no From_ line before it: the file does not start like an mbox")
+    return output, counts, problems, quoted, relative, result
+
+
 def rewrite_mbox(
     source: BinaryIO,
     target: BinaryIO,
@@ -610,17 +630,10 @@ def rewrite_mbox(
             yield MboxReport(index, offset, size, size, False, problems=(problem,))
             offset += size
             continue
-        output, (parts, rewritten_parts, links, rewritten_links), problems, relative, result = _rewrite(
-            message, url, policy
+        output, counts, problems, quoted, relative, result = rewrite_mbox_message(
+            message, url, policy, unseparated=not separator and index == 0
         )
-        quoted = 0
-        if output != message:
-            output, quoted = _quote_new_from_lines(message, output)
-            output = _fix_content_length(message, output)
-        if quoted:
-            problems.append(f"{quoted} new line(s) starting with 'From ' quoted as '>From '")
-        if not separator and index == 0:
-            problems.insert(0, "no From_ line before it: the file does not start like an mbox")
+        parts, rewritten_parts, links, rewritten_links = counts
         target.write(separator)
         target.write(output)
         yield MboxReport(
