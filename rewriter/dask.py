@@ -426,28 +426,14 @@ def rewrite_mbox_messages(
 # --------------------------------------------------------------------------
 
 
-class _Captured:
-    """Stands for the output folders in a task: keeps what would be written."""
-
-    def __init__(self) -> None:
-        self.data: bytes | None = None
-
-    def get(self, names: tuple[str, ...]) -> _Captured:
-        return self
-
-    def write(self, name: str, data: bytes) -> None:
-        self.data = data
-
-
 def _page_task(item: tuple[_Planned, WarcDocument], policy: Policy) -> tuple[list[str], int, bytes | None]:
     """One page as :func:`rewriter.warc.rewrite_warc` rewrites it: (the record's problems,
     links rewritten, output to write or None)."""
-    from rewriter.warc import _write
+    from rewriter.warc import _rendered
 
     planned, document = item
-    captured = _Captured()
-    _write(captured, planned, document, policy, {}, {}, False)  # type: ignore[arg-type]
-    return planned.problems, planned.links, captured.data
+    output = _rendered(planned, document, policy, {}, {}, False)
+    return planned.problems, planned.links, output
 
 
 def rewrite_warc_records(

@@ -51,7 +51,7 @@ from rewriter.resolve import Resolver, UnresolvableReference, parse, resolve
 from rewriter.stylesheet import rewrite_css
 from rewriter.transfer import TransferError, decode
 
-__all__ = ["UnpackError", "UnpackResult", "UnpackedPart", "unpack_message"]
+__all__ = ["UnpackError", "UnpackResult", "UnpackedPart", "declare_charset", "unpack_message"]
 
 ROOT, MANIFEST = "index.html", "manifest.json"
 Action = Literal["rewritten", "written", "failed"]
@@ -262,6 +262,15 @@ def unpack_message(
     return UnpackResult(Path(folder), ROOT if root is not None else None, tuple(parts), tuple(problems))
 
 
+def declare_charset(original: bytes, output: bytes, transport: str | None, encoding: str) -> bytes:
+    """*output* (an HTML page read in *encoding*), with ``<meta charset>`` put first when
+    its charset came only from the transport (a MIME or HTTP heading) and a browser reading
+    the file alone would guess another; never before UTF-16, which ASCII would break."""
+    if not transport or encoding.lower().startswith("utf-16") or sniff(original).label.lower() == encoding.lower():
+        return output
+    return f'<meta charset="{encoding}">\n'.encode("ascii") + output
+
+
 def _write(out: Folder, leaf: _Leaf, data: bytes, policy: Policy) -> UnpackedPart:
     entity = leaf.entity
     body = data[entity.body_start : entity.end]
@@ -287,11 +296,10 @@ def _write(out: Folder, leaf: _Leaf, data: bytes, policy: Policy) -> UnpackedPar
             links = result.links
             relinked = sum(1 for link in links if link.status == "relinked")
             absolute = sum(1 for link in links if link.status == "rewritten")
-            guessed = sniff(content).label.lower() if entity.content_type == "text/html" and charset else None
-            content = result.output
-            if guessed is not None and guessed != result.encoding.lower() and "16" not in result.encoding:
-                # The charset was only in the MIME heading; a browser reading the file would guess another.
-                content = f'<meta charset="{result.encoding}">\n'.encode("ascii") + content
+            if entity.content_type == "text/html":
+                content = declare_charset(content, result.output, charset, result.encoding)
+            else:
+                content = result.output
             action = "rewritten"
     try:
         out.write(leaf.file, content)  # type: ignore[arg-type]

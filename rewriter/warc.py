@@ -60,12 +60,12 @@ from warcio.archiveiterator import WARCIterator
 from warcio.bufferedreaders import BufferedReader
 from warcio.statusandheaders import StatusAndHeadersParser
 
-from rewriter.encoding import sniff
 from rewriter.html import HTMLResult, rewrite_html
 from rewriter.names import Folder
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import Rules, UnresolvableReference, remove_dot_segments, resolve
 from rewriter.stylesheet import rewrite_css
+from rewriter.unpack import declare_charset
 
 __all__ = [
     "WarcDamage",
@@ -1064,39 +1064,48 @@ def _write(
     unpack: bool,
 ) -> None:
     """The second pass, for one record: rewrite its body if it is HTML or CSS, and write it."""
-    if document.body is None or url_key(document.uri) != item.key:
-        item.problems.append(f"offset {item.offset}: the record read differently the second time: not written")
+    output = _rendered(item, document, policy, files, redirects, unpack)
+    if output is None:
         return
     assert item.file is not None
     folder_path, _, name = item.file.rpartition("/")
-    output = document.body
-    content_type = document.content_type
-    if content_type in HTML_TYPES or content_type in CSS_TYPES:
-        used = policy.clone(remove_base=True, relink=_relinker(files, redirects, folder_path)) if unpack else policy
-        engine = rewrite_css if content_type in CSS_TYPES else rewrite_html
-        try:
-            result = engine(document.body, url=document.uri, charset=document.charset, policy=used)
-            output = result.output
-            item.links = _tally(result, item)
-        except Exception as error:  # the engines never raise by contract; should one, the record is reported
-            item.problems.append(f"offset {item.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
-            return
-        if (
-            unpack
-            and content_type == "text/html"
-            and document.charset
-            and not result.encoding.lower().startswith("utf-16")
-        ):
-            guessed = sniff(document.body).label.lower()
-            if guessed != result.encoding.lower():
-                # The charset was only in the HTTP heading; a browser reading the file would guess another.
-                output = f'<meta charset="{result.encoding}">\n'.encode("ascii") + output
     try:
         folders.get(tuple(folder_path.split("/")) if folder_path else ()).write(name, output)
     except (OSError, ValueError) as error:
         item.problems.append(f"offset {item.offset}: not written: {getattr(error, 'strerror', None) or error}")
         return
     item.written = True
+
+
+def _rendered(
+    item: _Planned,
+    document: WarcDocument,
+    policy: Policy,
+    files: Mapping[str, str],
+    redirects: Mapping[str, str],
+    unpack: bool,
+) -> bytes | None:
+    """What one record's file holds: its body, HTML and CSS rewritten (relinked to the
+    mirror when unpacking); None, with the record's problem noted, when it is not written."""
+    if document.body is None or url_key(document.uri) != item.key:
+        item.problems.append(f"offset {item.offset}: the record read differently the second time: not written")
+        return None
+    assert item.file is not None
+    content_type = document.content_type
+    if content_type not in HTML_TYPES and content_type not in CSS_TYPES:
+        return document.body
+    folder_path = item.file.rpartition("/")[0]
+    used = policy.clone(remove_base=True, relink=_relinker(files, redirects, folder_path)) if unpack else policy
+    engine = rewrite_css if content_type in CSS_TYPES else rewrite_html
+    try:
+        result = engine(document.body, url=document.uri, charset=document.charset, policy=used)
+    except Exception as error:  # the engines never raise by contract; should one, the record is reported
+        item.problems.append(f"offset {item.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
+        return None
+    item.links = _tally(result, item)
+    if unpack and content_type == "text/html":
+        return declare_charset(document.body, result.output, document.charset, result.encoding)
+    return result.output
 
 
 def _tally(result: HTMLResult, item: _Planned) -> int:
