@@ -1252,8 +1252,10 @@ def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tup
     >>> start_tags('<A HREF="x&amp;y" href=dup>t</A><svg><image xlink:href=i /></svg>')
     [('a', {'href': 'x&y'}), ('svg', {}), ('image', {'xlink:href': 'i'})]
     """
-    text = document if isinstance(document, str) else decode_checked(document, sniff(document, charset))[0]
-    parsed = _Document(text)
+    text, readable = (
+        (document, False) if isinstance(document, str) else decode_checked(document, sniff(document, charset))
+    )
+    parsed = _Document(text, readable)
     everything = {"\0"}  # a name no attribute has: scan them all
     tags: list[tuple[str, dict[str, str]]] = []
     for element in parsed.start_tags(parsed.tree.iter_elements()):

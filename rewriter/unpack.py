@@ -184,11 +184,10 @@ def _against_message(reference: str) -> str:
 
 def _raw_name(leaf: _Leaf) -> str:
     location = leaf.content_location
-    if location and parse(location).scheme not in ("cid", "mid", "thismessage") and location.strip("/"):
-        path = parse(location).path or ""
-        if path.strip("/"):
-            return path
-        return location
+    parsed = parse(location) if location else None
+    if parsed is not None and parsed.scheme not in ("cid", "mid", "thismessage") and location.strip("/"):  # type: ignore[union-attr]
+        path = parsed.path or ""
+        return path if path.strip("/") else location  # type: ignore[return-value]
     if leaf.filename:
         return leaf.filename
     if leaf.content_id:
