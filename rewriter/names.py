@@ -117,13 +117,12 @@ class Folder:
     name appears.
     """
 
-    def __init__(self, path: Path | str, *, parent: Folder | None = None, fd: int | None = None) -> None:
+    def __init__(self, path: Path | str, *, fd: int | None = None) -> None:
         self.path = Path(path)
         if fd is None:
             os.makedirs(self.path, exist_ok=True)
             fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
         self._fd = fd
-        self._parent = parent
         self._taken = {_key(name) for name in os.listdir(fd)}
 
     def close(self) -> None:
@@ -180,4 +179,4 @@ class Folder:
             os.mkdir(name, 0o755, dir_fd=self._fd)
         fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0), dir_fd=self._fd)
         self._taken.add(_key(name))
-        return Folder(self.path / name, parent=self, fd=fd)
+        return Folder(self.path / name, fd=fd)
