@@ -49,6 +49,7 @@ __all__ = [
     "remove_dot_segments",
     "resolve",
     "scheme_of",
+    "url_key",
 ]
 
 Rules = Literal["rfc1808", "rfc2396", "rfc3986", "whatwg"]
@@ -556,6 +557,21 @@ def is_hierarchical(url: str) -> bool:
     """
     scheme = parse(url).scheme
     return scheme is not None and url[len(scheme) + 1 :].startswith("/")
+
+
+@lru_cache(maxsize=1 << 16)
+def url_key(url: str) -> str:
+    """What two URLs that mean one resource share: the URL Standard's serialisation, fragment aside
+    (``HTTP://H:80/a b#x`` and ``http://h/a%20b`` are one), else the URL as written.
+
+    >>> url_key("HTTP://Example.org:80/a/../b c#top")
+    'http://example.org/b%20c'
+    """
+    bare = url.partition("#")[0]
+    try:
+        return resolve("", bare, rules="whatwg").partition("#")[0]
+    except UnresolvableReference:
+        return bare
 
 
 def scheme_of(reference: str, *, rules: Rules = "rfc3986") -> str | None:

@@ -47,7 +47,7 @@ from rewriter.html import rewrite_html
 from rewriter.mime import Entity, entities, header_url
 from rewriter.names import Folder
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import Resolver, UnresolvableReference, parse, resolve
+from rewriter.resolve import Resolver, UnresolvableReference, parse, url_key
 from rewriter.stylesheet import rewrite_css
 from rewriter.transfer import TransferError, decode
 
@@ -165,15 +165,6 @@ def _keys(leaf: _Leaf, policy: Policy) -> list[str]:
     return [key for key in keys if key]
 
 
-def _as_browser_reads(url: str) -> str | None:
-    """*url* as the URL Standard serialises it (``a b`` → ``a%20b``, ``HTTP://H/`` →
-    ``http://h/``): what a browser reading the archive compares, on both sides."""
-    try:
-        return resolve("", url, rules="whatwg").partition("#")[0]
-    except UnresolvableReference:
-        return None
-
-
 def _against_message(reference: str) -> str:
     """RFC 2557 §5e: with no base, ``thismessage:/`` is the base for matching."""
     try:
@@ -235,8 +226,7 @@ def unpack_message(
         # Where the exact URL is not a key, the browser's reading of both sides decides.
         browser_files: dict[str, str] = {}
         for key, name in files.items():
-            if (read := _as_browser_reads(key)) is not None:
-                browser_files.setdefault(read, name)
+            browser_files.setdefault(url_key(key), name)
 
         def relink(target: str) -> str | None:
             url, hash_mark, fragment = target.partition("#")
@@ -245,8 +235,8 @@ def unpack_message(
                 name = files.get("cid:" + unquote(url[4:]))
             if name is None and parse(url).scheme is None:
                 name = files.get(_against_message(url))
-            if name is None and (read := _as_browser_reads(url)) is not None:
-                name = browser_files.get(read)
+            if name is None:
+                name = browser_files.get(url_key(url))
             return None if name is None else quote(name, safe="") + hash_mark + fragment
 
         bundled = policy.clone(remove_base=True, relink=relink)

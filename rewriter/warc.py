@@ -51,7 +51,6 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import IO, Union
 from urllib.parse import quote, urlsplit
@@ -63,7 +62,7 @@ from warcio.statusandheaders import StatusAndHeadersParser
 from rewriter.html import HTMLResult, rewrite_html
 from rewriter.names import Folder
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import Rules, UnresolvableReference, remove_dot_segments, resolve
+from rewriter.resolve import Rules, UnresolvableReference, remove_dot_segments, resolve, url_key
 from rewriter.stylesheet import rewrite_css
 from rewriter.unpack import declare_charset
 
@@ -615,21 +614,6 @@ def _decode(record: object, raw: bytes, offset: int) -> tuple[bytes | None, list
 # --------------------------------------------------------------------------
 # URLs and redirects
 # --------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1 << 16)
-def url_key(url: str) -> str:
-    """What two URLs that mean one resource share: the URL Standard's serialisation, fragment aside
-    (``HTTP://H:80/a b#x`` and ``http://h/a%20b`` are one), else the URL as written.
-
-    >>> url_key("HTTP://Example.org:80/a/../b c#top")
-    'http://example.org/b%20c'
-    """
-    bare = url.partition("#")[0]
-    try:
-        return resolve("", bare, rules="whatwg").partition("#")[0]
-    except UnresolvableReference:
-        return bare
 
 
 def redirect_map(documents: Iterable[WarcDocument], *, rules: Rules = "rfc3986", strict: bool = True) -> dict[str, str]:
