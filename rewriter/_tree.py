@@ -34,11 +34,11 @@ from typing import Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from rewriter import css
 from rewriter.html import (
-    _CONDITIONAL,
     Layer,
     Link,
     NoBaseError,
     _applies,
+    _conditional_spans,
     _Context,
     _css_urls,
     _fallback,
@@ -514,10 +514,10 @@ def _conditional_comment(node: N, context: _Context, run: _Run[N]) -> None:
     data = adapter.comment(node)
     if _CONDITIONAL_DATA.match(data) is None:
         return
-    match = _CONDITIONAL.match(f"<!--{data}-->")
-    if match is None:
+    found = next(_conditional_spans(f"<!--{data}-->"), None)
+    if found is None or found[0] != 0:
         return
-    inner_start, inner_end = match.start(1) - 4, match.end(1) - 4
+    inner_start, inner_end = found[1] - 4, found[2] - 4
     policy = run.policy.clone(conditional_comments=False)
     nested = _rewrite_text(
         data[inner_start:inner_end], context.base, context.layer, policy, run.codec, base_elements=False

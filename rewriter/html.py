@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import gc
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
@@ -165,7 +165,39 @@ class _TextResult:
 
 
 _SAVED_FROM = re.compile(r"<!--\s*saved from url=\((\d{4})\)")
-_CONDITIONAL = re.compile(r"<!--\[if[^\]]*\]>(.*?)<!\[endif\]\s*-->", re.DOTALL | re.IGNORECASE)
+# <!--[if IE]>...<![endif]-->: the head, then the first end after it. Two patterns: one
+# with a lazy ".*?" between them steps through the text one character at a time.
+_CONDITIONAL_HEAD = re.compile(r"<!--\[(?i:if)[^\]]*\]>").match
+_CONDITIONAL_END = re.compile(r"<!\[(?i:endif)\]\s*-->").search
+
+
+def _conditional_spans(text: str) -> Iterator[tuple[int, int, int, int]]:
+    """Each ``<!--[if ...]>...<![endif]-->`` of *text*, in order: where the comment
+    starts, where its markup starts and ends, and where the comment ends.
+
+    Linear in the text: the end found for one head serves every head before it, and
+    when no end follows a head none follows a later one.
+
+    >>> list(_conditional_spans("<!--[if IE]><p><![endif]--> <!--[if x]>"))
+    [(0, 12, 15, 27)]
+    """
+    end: re.Match[str] | None = None
+    position = text.find("<!--[")
+    while position >= 0:
+        # str.find, then the pattern where it could match: a case-insensitive pattern
+        # searched over the whole text tries it at every offset.
+        head = _CONDITIONAL_HEAD(text, position)
+        if head is None:
+            position = text.find("<!--[", position + 5)
+            continue
+        if end is None or end.start() < head.end():
+            end = _CONDITIONAL_END(text, head.end())
+            if end is None:
+                return
+        yield position, head.end(), end.start(), end.end()
+        position = text.find("<!--[", end.end())
+
+
 # Characters that end or break an unquoted attribute value (HTML §13.2.5.40); "="
 # is only a parse error there and is common in URLs, so it stays unquoted.
 _NEEDS_QUOTES = frozenset("\t\n\f\r \"'<>`")
@@ -402,6 +434,10 @@ class _Context:
         # Resolver parses its base once; the resolve module caches parsed bases.
         self.resolver = Resolver(base, rules=policy.rules, strict=policy.strict) if base else None
         self.classified: dict[str, tuple[Status, str | None, str | None]] = {}  # reference: classify()
+        # Whether a scheme alone makes a reference absolute (see is_absolute): then a
+        # miss in the cache costs one scheme match before resolving.
+        self.scheme_decides = policy.rules != "whatwg" and (policy.strict or policy.rules == "rfc1808" or base is None)
+        self.keep_same_document = not policy.same_document
 
     def with_base(self, base: str, layer: Layer) -> _Context:
         return _Context(base, layer, self.policy, self.codec)
@@ -451,7 +487,7 @@ class _Context:
         return known
 
     def _classify(self, reference: str) -> tuple[Status, str | None, str | None]:
-        if not self.policy.same_document and (not reference or reference[0] == "#"):
+        if self.keep_same_document and (not reference or reference[0] == "#"):
             return "same-document", None, None
         found = self._resolve(reference)
         relink = self.policy.relink
@@ -462,7 +498,11 @@ class _Context:
         return found
 
     def _resolve(self, reference: str) -> tuple[Status, str | None, str | None]:
-        if self.is_absolute(reference):
+        if (
+            scheme_of(reference, rules=self.policy.rules) is not None
+            if self.scheme_decides
+            else self.is_absolute(reference)
+        ):
             return "absolute", None, None
         if self.resolver is None:
             return "no-base", None, "no base URL: the document has no <base>, and no retrieval URL was given"
@@ -518,16 +558,24 @@ def _rewrite_text(
     readable: bool = False,
     *,
     base_elements: bool = True,
+    context: _Context | None = None,
 ) -> _TextResult:
     """Find and resolve every link of one document's text; the edits are text spans.
 
     *readable*: the text was decoded without an unreadable byte, so it holds no lone
     surrogate. Without *base_elements*, a ``<base>`` in the text is a link like others,
-    never the base (conditional comments: markup only old IE read).
+    never the base (conditional comments: markup only old IE read). A *context* given
+    is the text's base as it is (the enclosing document's, whose references are
+    classified once for all its conditional comments): no base is looked for.
     """
     document = _Document(text, readable)
     result = _TextResult()
     tree = document.tree
+    if context is not None:
+        result.base, result.layer = context.base, context.layer
+        _elements_links(document, tree.select(selector(policy.lazy_attributes)), None, context, policy, result)
+        _require_base(policy, result)
+        return result
 
     # RFC 1808 §3.1 / HTML "document base URL": the first base element with an href,
     # in tree order, in the HTML namespace, not in template content; not in noscript
@@ -657,10 +705,10 @@ class _Plain(NamedTuple):
     special: bool
 
 
-# Keyed by (tag, lazy attributes) for HTML elements, and with the namespace for others:
-# turbohtml's Namespace is an Enum, whose hash is a Python call.
-_PLAIN: dict[tuple[str, frozenset[str]], _Plain] = {}
-_PLAIN_FOREIGN: dict[tuple[object, str, frozenset[str]], _Plain] = {}
+# Per set of lazy attributes, keyed by tag for HTML elements and by (namespace, tag) for
+# others: turbohtml's Namespace is an Enum, whose hash is a Python call.
+_PLAIN: dict[frozenset[str], dict[str, _Plain]] = {}
+_PLAIN_FOREIGN: dict[frozenset[str], dict[tuple[object, str], _Plain]] = {}
 
 
 def _plain_of(namespace: object, tag: str, lazy: frozenset[str]) -> _Plain:
@@ -692,6 +740,8 @@ def _elements_links(
     classify, classified, found, edits = context.classify, context.classified, result.found, result.edits
     base, layer = context.base, context.layer
     value_of = _VALUE_OF
+    plain_html = _PLAIN.setdefault(lazy, {})
+    plain_foreign = _PLAIN_FOREIGN.setdefault(lazy, {})
     seen: set[tuple[int, int]] = set()
     for element in elements:
         # An element the parser made up has no position; a reopened formatting
@@ -705,20 +755,22 @@ def _elements_links(
         tag = element.tag
         namespace = element.namespace
         if namespace is _HTML:
-            split = _PLAIN.get((tag, lazy))
+            split = plain_html.get(tag)
             if split is None:
-                split = _PLAIN[(tag, lazy)] = _plain_of(namespace, tag, lazy)
+                split = plain_html[tag] = _plain_of(namespace, tag, lazy)
         else:
-            split = _PLAIN_FOREIGN.get((namespace, tag, lazy))
+            split = plain_foreign.get((namespace, tag))
             if split is None:
-                split = _PLAIN_FOREIGN[(namespace, tag, lazy)] = _plain_of(namespace, tag, lazy)
+                split = plain_foreign[(namespace, tag)] = _plain_of(namespace, tag, lazy)
         attrs = element.attrs
         if split.special or not split.other.isdisjoint(attrs):
             _element_links(document, element, context, policy, result)
             continue
-        needed = [name for name in attrs if name in split.plain]
+        needed: Collection[str] = split.plain.intersection(attrs)
         if not needed:
             continue
+        if len(needed) > 1:
+            needed = [name for name in attrs if name in needed]  # source order, for the problems list
         offset = line_starts[position[0] - 1] + position[1]
         for name in needed:
             # HTML §13.2.5.32-39 over this one start tag, up to the first attribute *name*
@@ -1086,26 +1138,22 @@ def _conditional_comments(document: _Document, context: _Context, policy: Policy
     comments = {node.data for node in document.tree.xpath("//comment()") if node.data[:3].lower() == "[if"}
     if not comments:
         return
-    position = text.find("<!--[")
-    while position >= 0:
-        # str.find, then the pattern where it could match: a case-insensitive pattern
-        # searched over the whole text tries it at every offset.
-        match = _CONDITIONAL.match(text, position)
-        if match is None:
-            position = text.find("<!--[", position + 5)
-            continue
-        position = text.find("<!--[", match.end())
-        data = text[match.start() + 4 : match.end() - 3]
+    # One policy and context for all of them: a conditional comment has no base of its own.
+    nested_policy = policy.clone(conditional_comments=False)
+    nested_context = _Context(context.base, context.layer, nested_policy, context.codec)
+    nested_context.classified = context.classified  # the same base and rules: the same answers
+    for start, inner_start, inner_end, comment_end in _conditional_spans(text):
+        data = text[start + 4 : comment_end - 3]
         if data.replace("\r\n", "\n").replace("\r", "\n") not in comments:
             continue
-        inner_start = match.start(1)
         nested = _rewrite_text(
-            match.group(1),
+            text[inner_start:inner_end],
             context.base,
             context.layer,
-            policy.clone(conditional_comments=False),
+            nested_policy,
             context.codec,
             base_elements=False,
+            context=nested_context,
         )
         result.found.extend(_shifted(found, None, inner_start) for found in nested.found)
         for start, end, new in nested.edits:

@@ -486,6 +486,29 @@ def test_unclosed_css_urls(unit: bytes, in_html: bool) -> None:
 
 
 # --------------------------------------------------------------------------
+# HTML: 100,000 conditional-comment heads that never end
+# --------------------------------------------------------------------------
+
+
+def test_conditional_comment_heads_without_end() -> None:
+    """100,000 ``<!--[if IE]>`` and no ``<![endif]-->``: each head's end is looked for
+    once, not once per head (the whole rest is one comment, with no links)."""
+
+    def make(count: int) -> bytes:
+        return _LINK_FIRST + b"<!--[if IE]>" * count
+
+    def check() -> dict[str, Any]:
+        figures = _scaling("conditional heads", _html, make, 100_000, _page)
+        data = make(100_000)
+        result = rewrite_html(data, url=URL)
+        assert result.output == _LINK_FIRST_REWRITTEN + data[len(_LINK_FIRST) :]
+        assert [(link.original, link.status) for link in result.links] == [("x.html", "rewritten")]
+        return figures
+
+    _report(_guarded(check))
+
+
+# --------------------------------------------------------------------------
 # MIME: nesting 10,000 deep
 # --------------------------------------------------------------------------
 
