@@ -320,17 +320,58 @@ def _ascii_lower(name: str) -> str:
     return "".join(char.lower() if char.isascii() else char for char in name)
 
 
+# A DOCTYPE whose public or system identifier (a quoted string, which ">" ends) holds a
+# line break: the one place outside text and attribute values where a line break and a
+# space do not build the same tree (the identifiers decide quirks mode, HTML §13.2.6.4.1).
+_DOCTYPE_IDENTIFIER_BREAK = re.compile(
+    r"<!(?i:doctype)(?:[^\"'>]|\"[^\">]*\"|'[^'>]*')*(?:\"[^\">]*[\r\n]|'[^'>]*[\r\n])"
+).search
+
+
 class _Document:
-    """One parsed document or srcdoc: its text, its tree, and where each start tag is."""
+    """One parsed document or srcdoc: its text, its tree, and where each start tag is.
+
+    The parser is given the text with each CR and LF replaced by a space: one line, so a
+    start tag's position (line 1, column) is its offset in the text, with no table of
+    line starts to build. The tree is the same (HTML §13.2.5 and §13.2.6 read LF, CR, FF,
+    tab and space alike everywhere but in text, attribute values and a DOCTYPE's
+    identifiers), so nothing is read from the tree's attribute values or text: values
+    come from the text (:meth:`attribute_value`), comments are compared through
+    :meth:`as_parsed`. A DOCTYPE identifier with a line break keeps the lines.
+    """
 
     def __init__(self, text: str, readable: bool = False) -> None:
         self.text = text
-        # HTML §13.2.3.5: the parser sees CR and CRLF as LF; positions are lines and columns.
-        self.line_starts = _line_starts(text)
+        parser_text = text if readable else _for_parser(text)
+        self.flat = _DOCTYPE_IDENTIFIER_BREAK(text) is None
+        if self.flat:
+            parser_text = parser_text.replace("\n", " ")
+            if "\r" in parser_text:
+                parser_text = parser_text.replace("\r", " ")
+            self.line_starts = [0]
+        else:
+            # HTML §13.2.3.5: the parser sees CR and CRLF as LF; positions are lines and columns.
+            self.line_starts = _line_starts(text)
         self._noscript: tuple[list[int], list[int]] | None = None
-        self.tree = turbohtml.parse(
-            text if readable else _for_parser(text), scripting=False, allow_declarative_shadow_roots=False
-        )
+        self.tree = turbohtml.parse(parser_text, scripting=False, allow_declarative_shadow_roots=False)
+
+    def as_parsed(self, piece: str) -> str:
+        """*piece* of the text as the parser saw it, to compare with the tree's strings."""
+        if self.flat:
+            return piece.replace("\n", " ").replace("\r", " ")
+        return piece.replace("\r\n", "\n").replace("\r", "\n")
+
+    def attribute_value(self, element: turbohtml.Element, name: str) -> str | None:
+        """The value of *element*'s attribute *name* (lowercase) as the tokenizer gives it
+        (HTML §13.2.3.5 newlines, §13.2.5.36-38 NUL, character references decoded); None
+        when the start tag has no such attribute."""
+        spans = self.attributes(element, {name})
+        if name not in spans:
+            return None
+        span = spans[name]
+        raw = "" if span is None else self.text[span[0] : span[1]]
+        raw = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")
+        return decode_attribute(raw)[0]
 
     def noscript_ranges(self) -> tuple[list[int], list[int]]:
         """Where the text of each <noscript> runs (from after its start tag to its end
@@ -584,7 +625,7 @@ def _rewrite_text(
     if base is None and (mark := _saved_from(text)) is not None:
         base, layer = mark, "saved-from-mark"
     if base is None and policy.canonical_base:
-        canonical = _canonical(tree)
+        canonical = _canonical(document)
         if canonical is not None:
             base, layer = canonical, "canonical"
     fallback_context = _Context(base, layer, policy, codec)
@@ -594,8 +635,7 @@ def _rewrite_text(
         if candidate.namespace != _HTML or candidate.position is None or _is_inert(document, candidate):
             continue
         base_element = candidate
-        href = candidate.attrs.get("href")
-        href = href if isinstance(href, str) else " ".join(href or ())
+        href = document.attribute_value(candidate, "href") or ""
         start, end = strip_whitespace(href, 0, len(href))
         reference = href[start:end]
         problem = _unusable_base(reference, fallback_context)
@@ -666,10 +706,12 @@ def _saved_from(text: str) -> str | None:
     return url if is_hierarchical(url) else None
 
 
-def _canonical(tree: turbohtml.Document) -> str | None:
-    for element in tree.select('link[rel~="canonical"][href], meta[property="og:url"][content]'):
-        value = element.attrs.get("href" if element.tag == "link" else "content")
-        if isinstance(value, str) and parse(value.strip()).scheme is not None:
+def _canonical(document: _Document) -> str | None:
+    for element in document.tree.select('link[rel~="canonical"][href], meta[property="og:url"][content]'):
+        if element.position is None:
+            continue
+        value = document.attribute_value(element, "href" if element.tag == "link" else "content")
+        if value is not None and parse(value.strip()).scheme is not None:
             return value.strip()
     return None
 
@@ -696,12 +738,16 @@ _SPECIAL_TAGS = frozenset({"style", "object", "applet"})
 
 
 class _Plain(NamedTuple):
-    """One element kind's link attributes, split for the fast path: *plain* ones hold one
-    URL and need nothing but their value; an element with any *other*, or of a *special*
-    kind (its text or other attributes matter), takes the general path."""
+    """One element kind's link attributes, split for the fast path: *fast* ones hold one
+    URL and need nothing but their value (the *lazy* among them only when it looks like
+    a URL); an element with any *other*, a ``style`` that may hold a URL (when the kind
+    has one: *style*), or of a *special* kind (its text or other attributes matter),
+    takes the general path."""
 
-    plain: frozenset[str]
+    fast: frozenset[str]
+    lazy: frozenset[str]
     other: frozenset[str]
+    style: bool
     special: bool
 
 
@@ -714,11 +760,11 @@ _PLAIN_FOREIGN: dict[frozenset[str], dict[tuple[object, str], _Plain]] = {}
 def _plain_of(namespace: object, tag: str, lazy: frozenset[str]) -> _Plain:
     table = attributes_of(_NAMESPACE_NAMES.get(namespace, "html"), tag, lazy)  # type: ignore[arg-type]
     if tag in _SPECIAL_TAGS:
-        return _Plain(frozenset(), frozenset(table), True)
-    plain = frozenset(
-        name for name, kind in table.items() if kind == "url" and name not in lazy and (tag, name) not in CONDITIONAL
-    )
-    return _Plain(plain, frozenset(table) - plain, False)
+        return _Plain(frozenset(), frozenset(), frozenset(table), False, True)
+    fast = frozenset(name for name, kind in table.items() if kind == "url" and (tag, name) not in CONDITIONAL)
+    style = table.get("style") == "css"
+    other = frozenset(table) - fast - ({"style"} if style else set())
+    return _Plain(fast, fast & lazy, other, style, False)
 
 
 def _elements_links(
@@ -766,7 +812,10 @@ def _elements_links(
         if split.special or not split.other.isdisjoint(attrs):
             _element_links(document, element, context, policy, result)
             continue
-        needed: Collection[str] = split.plain.intersection(attrs)
+        if split.style and (style := attrs.get("style")) is not None and _may_hold_urls(style):
+            _element_links(document, element, context, policy, result)
+            continue
+        needed: Collection[str] = split.fast.intersection(attrs)
         if not needed:
             continue
         if len(needed) > 1:
@@ -787,6 +836,8 @@ def _elements_links(
             start, end = match.span(last)
             raw = text[start:end]
             quote = _QUOTE_OF_VALUE_GROUP[last]
+            if name in split.lazy and not _looks_like_url(raw, "url"):
+                continue
             if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
                 _plain_url(document, tag, name, (start, end, quote), context, policy, result)
                 continue
@@ -892,6 +943,8 @@ _ASCII_WHITESPACE_IN = re.compile("[\t\n\f\r ]").search
 
 def _applies(element: turbohtml.Element, tag: str, name: str) -> bool:
     """The table's conditions: refresh only for http-equiv=refresh, usemap not "#name", param ref."""
+    # From the tree: the parser saw a space for each line break (see _Document), which
+    # strip() and these comparisons read alike.
     if tag == "meta" and name == "content":
         equiv = element.attrs.get("http-equiv")
         return isinstance(equiv, str) and equiv.strip().lower() == "refresh"
@@ -1061,6 +1114,11 @@ def _splice_attribute(
             result.edits.append((raw_at, raw_start + _raw(offsets, end), _escape_attribute(new, quote)))
 
 
+def _may_hold_urls(style: object) -> bool:
+    """Whether a ``style`` attribute's value (decoded) may hold a URL: see :func:`_css_urls`."""
+    return not isinstance(style, str) or "(" in style or "@" in style or "\\" in style
+
+
 def _css_urls(text: str) -> list[css.CSSURL]:
     """The URLs of a piece of CSS; CSS without "(", "@" or "\\" has none (url(), src(),
     image-set() and @import need one, and an escape can spell nothing else)."""
@@ -1144,7 +1202,7 @@ def _conditional_comments(document: _Document, context: _Context, policy: Policy
     nested_context.classified = context.classified  # the same base and rules: the same answers
     for start, inner_start, inner_end, comment_end in _conditional_spans(text):
         data = text[start + 4 : comment_end - 3]
-        if data.replace("\r\n", "\n").replace("\r", "\n") not in comments:
+        if document.as_parsed(data) not in comments:
             continue
         nested = _rewrite_text(
             text[inner_start:inner_end],
@@ -1310,6 +1368,7 @@ def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tup
         start = parsed.offset(element)
         name = _ascii_lower(_TAG_NAME.match(text, start).group()[1:]).replace("\0", "\ufffd")  # type: ignore[union-attr]
         values: dict[str, str] = {}
+        # Spans, not element.attrs: the parser saw a space for each line break (see _Document).
         for attribute, span in parsed.attributes(element, everything).items():
             raw = "" if span is None else text[span[0] : span[1]]
             raw = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")

@@ -180,6 +180,34 @@ def test_conditional_comments() -> None:
     assert rewrite(page, conditional_comments=False) == page
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_line_breaks_the_parser_reads_as_spaces_change_no_value(newline: str) -> None:
+    """The parser is given one line (see rewriter.html._Document): values still come from
+    the text, so a line break in a <base href> is the tokenizer's LF (HTML §13.2.3.5),
+    which RFC 3986 keeps and the URL parser removes, and never a space."""
+    page = (
+        f'<base href="http://h/a{newline}b/">{newline}<a{newline}href=x>t</a>'
+        f"<!--[if IE]>{newline}<img src=y><![endif]-->"
+    )
+    for rules, base in (("rfc3986", "http://h/a\nb/"), ("whatwg", "http://h/ab/")):
+        links = find_links(page.encode(), policy=Policy(rules=rules)).links
+        assert [(link.element, link.resolved) for link in links] == [
+            ("base", None),
+            ("a", base + "x"),
+            ("img", base + "y"),
+        ]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r"])
+def test_doctype_identifier_with_a_line_break_is_parsed_by_lines(newline: str) -> None:
+    """A line break in a DOCTYPE's public identifier decides quirks mode (it spells no
+    known identifier), so such a document is parsed as it is, and its links still found."""
+    page = (
+        f'<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN{newline}">{newline}<p><table><tr><td><a href=x>'
+    )
+    assert rewrite(page) == page.replace("href=x", "href=http://h/dir/x")
+
+
 def test_same_document_references() -> None:
     page = '<a href="#top"></a><a href=""></a><a href="?q"></a>'
     assert rewrite(page) == '<a href="#top"></a><a href=""></a><a href="http://h/dir/page.html?q"></a>'
