@@ -325,7 +325,14 @@ def _ascii_lower(name: str) -> str:
 # space do not build the same tree (the identifiers decide quirks mode, HTML §13.2.6.4.1).
 _DOCTYPE_IDENTIFIER_BREAK = re.compile(
     r"<!(?i:doctype)(?:[^\"'>]|\"[^\">]*\"|'[^'>]*')*(?:\"[^\">]*[\r\n]|'[^'>]*[\r\n])"
-).search
+).match
+# What may come before the DOCTYPE that counts (HTML §13.2.6.4.1 "initial" insertion mode):
+# whitespace and comments (§13.2.5.43-52: "<!-->", "<!--->", or up to "-->" or "--!>"), and
+# the bogus comments "<!...>", "<?...>" and "</" + not a letter (§13.2.5.6, 8, 42).
+_BEFORE_DOCTYPE = re.compile(
+    r"(?:[\t\n\f\r ]+|<!--(?:-?>|[^-]*(?:-(?!-!?>)[^-]*)*--!?>)|<!(?!--|(?i:doctype))[^>]*>"
+    r"|<\?[^>]*>|</(?![A-Za-z])[^>]*>)*"
+).match
 
 
 class _Document:
@@ -343,7 +350,7 @@ class _Document:
     def __init__(self, text: str, readable: bool = False) -> None:
         self.text = text
         parser_text = text if readable else _for_parser(text)
-        self.flat = _DOCTYPE_IDENTIFIER_BREAK(text) is None
+        self.flat = _DOCTYPE_IDENTIFIER_BREAK(text, _BEFORE_DOCTYPE(text).end()) is None  # type: ignore[union-attr]
         if self.flat:
             parser_text = parser_text.replace("\n", " ")
             if "\r" in parser_text:

@@ -208,6 +208,22 @@ def test_doctype_identifier_with_a_line_break_is_parsed_by_lines(newline: str) -
     assert rewrite(page) == page.replace("href=x", "href=http://h/dir/x")
 
 
+@pytest.mark.parametrize(
+    ("page", "flat"),
+    [
+        ('<!DOCTYPE html PUBLIC "a\nb"><p>', False),
+        ("<!-- x --> <!---> <?php x?><!x></ x>\n<!doctype html public 'a\rb'>", False),
+        ('<!-- x -- > <!doctype html public "a\nb"> -->', True),  # inside a comment
+        ('<p><!doctype html public "a\nb">', True),  # after a start tag: ignored (§13.2.6.4.7)
+        ('<!doctype html public\n"a">\n<p>', True),  # a break between the parts, not in one
+    ],
+)
+def test_which_doctype_keeps_the_lines(page: str, flat: bool) -> None:
+    from rewriter.html import _Document
+
+    assert _Document(page).flat is flat
+
+
 def test_same_document_references() -> None:
     page = '<a href="#top"></a><a href=""></a><a href="?q"></a>'
     assert rewrite(page) == '<a href="#top"></a><a href=""></a><a href="http://h/dir/page.html?q"></a>'

@@ -106,3 +106,34 @@ def test_the_fidelity_check_catches_a_changed_byte() -> None:
 
 def test_corpus_is_where_the_tests_expect_it() -> None:
     assert Path(shared_path("corpus", "html", "manifest.json")).is_file()
+
+
+def _elements(tree: Any, line_starts: list[int]) -> list[tuple[str, object, int | None]]:
+    return [
+        (
+            element.tag,
+            element.namespace,
+            None if element.position is None else line_starts[element.position[0] - 1] + element.position[1],
+        )
+        for element in tree.iter_elements()
+    ]
+
+
+@pytest.mark.parametrize("entry", _pages())
+def test_one_line_parser_input_builds_the_same_tree(entry: dict[str, Any] | None) -> None:
+    """The engine parses each page with its line breaks read as spaces (rewriter.html._Document):
+    every element, its namespace and the offset of its start tag are those of the page parsed
+    as it is."""
+    import turbohtml
+
+    from rewriter.encoding import decode_checked
+    from rewriter.html import _Document, _for_parser, _line_starts
+
+    data, _ = _load(entry)
+    text, readable = decode_checked(data, sniff(data))
+    document = _Document(text, readable)
+    assert document.flat, "no corpus page has a DOCTYPE identifier with a line break"
+    as_is = turbohtml.parse(
+        text if readable else _for_parser(text), scripting=False, allow_declarative_shadow_roots=False
+    )
+    assert _elements(document.tree, document.line_starts) == _elements(as_is, _line_starts(text))
