@@ -114,37 +114,27 @@ def attributes_of(namespace: str, element: str, lazy: frozenset[str] = frozenset
     return {name: kind for name in names if (kind := kind_of(namespace, element, name, lazy)) is not None}
 
 
-# The CSS selector forms of the conditions on CONDITIONAL entries.
-_CONDITION_SELECTORS = {
-    ("meta", "content"): 'meta[http-equiv="refresh" i][content]',
-    ("param", "value"): 'param[valuetype="ref" i][value]',
-}
-# A style attribute holds a URL only with one of these (or an escape, which can spell them).
-_STYLE_SELECTORS = [f'[style*="{needle}" i]' for needle in ("url(", "src(", "image-set(", "@import", "\\\\")]
+# What an element must have for an entry that holds only under a condition: the
+# engine checks the condition itself.
+_CONDITION_ATTRIBUTES = {("meta", "content"): "http-equiv", ("param", "value"): "valuetype"}
 
 
 @lru_cache(maxsize=64)
 def selector(lazy: frozenset[str] = frozenset()) -> str:
     """One CSS selector for every element that may hold a link, generated from the tables.
 
-    It lets the parser's C selector engine pick the few elements worth a look, so the
-    Python side never visits a meta description or a style attribute with no url().
+    It lets the parser's C selector engine pick the elements worth a look, so the Python
+    side never visits the many elements with no URL attribute. It only narrows: each
+    alternative costs the engine a test per element, so it names attributes, never an
+    element or a value (the engine checks which element has which attribute, the
+    conditions, and whether a style attribute holds a URL), and ``style`` elements.
 
-    >>> 'meta[http-equiv="refresh" i][content]' in selector()
+    >>> '[http-equiv]' in selector() and '[usemap]' in selector() and '[data-src]' not in selector()
     True
     """
-
-    def attribute(name: str) -> str:
-        return f"[{name.replace(':', chr(92) + ':')}]"
-
-    parts = [attribute(name) for name in sorted(set(_HTML_ANY) | set(_FOREIGN_ANY) | lazy) if name != "style"]
-    for element, name in sorted(_HTML_BY_ELEMENT):
-        if (element, name) in _CONDITION_SELECTORS:
-            parts.append(_CONDITION_SELECTORS[(element, name)])
-        elif name == "usemap":
-            parts.append(f'{element}[usemap]:not([usemap^="#"])')
-        elif name not in _HTML_ANY:
-            parts.append(element + attribute(name))
-    parts.extend(_STYLE_SELECTORS)
+    names = set(_HTML_ANY) | set(_FOREIGN_ANY) | lazy
+    for element, name in _HTML_BY_ELEMENT:
+        names.add(_CONDITION_ATTRIBUTES.get((element, name), name))
+    parts = [f"[{name.replace(':', chr(92) + ':')}]" for name in sorted(names)]
     parts.append("style")  # <style> elements, for their text
     return ",".join(parts)
