@@ -60,6 +60,22 @@ def decode_attribute(raw: str) -> tuple[str, list[int] | None]:
     """
     if "&" not in raw:
         return raw, None
+    if raw.count("&") == raw.count("&amp;"):
+        # Only "&amp;" (most URLs with a query): each is one "&" that came from its "&".
+        offsets_of_amp: list[int] = []
+        position = 0
+        for part in raw.split("&amp;"):
+            offsets_of_amp.extend(range(position, position + len(part)))
+            position += len(part)
+            offsets_of_amp.append(position)  # the "&" (after the last part: the end)
+            position += 5
+        return raw.replace("&amp;", "&"), offsets_of_amp
+    return _decode_references(raw)
+
+
+def _decode_references(raw: str) -> tuple[str, list[int]]:
+    """:func:`decode_attribute` for any *raw* with an "&": each reference read as the
+    tokenizer reads it in an attribute value (HTML §13.2.5.72-80)."""
     pieces: list[str] = []
     offsets: list[int] = []
     last = 0

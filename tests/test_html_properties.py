@@ -148,3 +148,14 @@ def test_one_attribute_pattern_reads_a_tag_as_the_steps_do(tag: str, name: str) 
     else:
         found = (*match.span(match.lastindex), _QUOTE_OF_VALUE_GROUP[match.lastindex])
     assert found == _first_value_by_steps(tag, name)
+
+
+@given(st.lists(st.sampled_from(["&amp;", "&", "amp;", "a", ";", "&amp", "&AMP;", "é"]), max_size=12).map("".join))
+@settings(max_examples=400)
+def test_amp_only_shortcut_decodes_as_the_reference_reader(raw: str) -> None:
+    """decode_attribute's shortcut for values whose only references are "&amp;" gives the
+    value and offsets that reading every reference gives."""
+    from rewriter.microsyntax import _decode_references, decode_attribute
+
+    if "&" in raw:
+        assert decode_attribute(raw) == _decode_references(raw)
