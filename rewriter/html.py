@@ -43,7 +43,7 @@ from rewriter.microsyntax import (
     strip_whitespace,
 )
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse, scheme_of
+from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse, scheme_of, scheme_prefix
 
 __all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html", "start_tags"]
 
@@ -468,6 +468,15 @@ def _is_inert(document: _Document, element: turbohtml.Element) -> bool:
     return at >= 0 and offset < ends[at]
 
 
+_ABSOLUTE: tuple[Status, None, None] = ("absolute", None, None)
+_SAME_DOCUMENT: tuple[Status, None, None] = ("same-document", None, None)
+_NO_BASE: tuple[Status, None, str] = (
+    "no-base",
+    None,
+    "no base URL: the document has no <base>, and no retrieval URL was given",
+)
+
+
 class _Context:
     """The base of one document and the policy, resolving one reference at a time."""
 
@@ -484,7 +493,12 @@ class _Context:
         self.classified: dict[str, tuple[Status, str | None, str | None]] = {}  # reference: classify()
         # Whether a scheme alone makes a reference absolute (see is_absolute): then a
         # miss in the cache costs one scheme match before resolving.
-        self.scheme_decides = policy.rules != "whatwg" and (policy.strict or policy.rules == "rfc1808" or base is None)
+        self.scheme_match = (
+            scheme_prefix(policy.rules)
+            if policy.rules != "whatwg" and (policy.strict or policy.rules == "rfc1808" or base is None)
+            else None
+        )
+        self.resolve_one = self.resolver.resolve if self.resolver is not None else None
         self.keep_same_document = not policy.same_document
 
     def with_base(self, base: str, layer: Layer) -> _Context:
@@ -535,8 +549,9 @@ class _Context:
         return known
 
     def _classify(self, reference: str) -> tuple[Status, str | None, str | None]:
+        """:meth:`classify` for a reference not yet seen."""
         if self.keep_same_document and (not reference or reference[0] == "#"):
-            return "same-document", None, None
+            return _SAME_DOCUMENT
         found = self._resolve(reference)
         relink = self.policy.relink
         if relink is not None and found[0] != "unresolvable":
@@ -546,25 +561,22 @@ class _Context:
         return found
 
     def _resolve(self, reference: str) -> tuple[Status, str | None, str | None]:
-        if (
-            scheme_of(reference, rules=self.policy.rules) is not None
-            if self.scheme_decides
-            else self.is_absolute(reference)
-        ):
-            return "absolute", None, None
-        if self.resolver is None:
-            return "no-base", None, "no base URL: the document has no <base>, and no retrieval URL was given"
+        scheme_match = self.scheme_match
+        if (scheme_match(reference) is not None) if scheme_match is not None else self.is_absolute(reference):
+            return _ABSOLUTE
+        resolve_one = self.resolve_one
+        if resolve_one is None:
+            return _NO_BASE
         try:
-            target = reference
-            if self.query_codec is not None:
-                target = _encode_query(reference, self.query_codec, self.base or "")
-            resolved = self.resolver.resolve(target)
+            resolved = resolve_one(
+                reference if self.query_codec is None else _encode_query(reference, self.query_codec, self.base or "")
+            )
         except UnresolvableReference as error:
             return "unresolvable", None, error.reason
         if resolved == reference:
             # Non-strict rules read "http://h/x" on an http: page as relative ("//h/x"); it
             # resolves to itself, and was absolute all along.
-            return "absolute", None, None
+            return _ABSOLUTE
         return "rewritten", resolved, None
 
 
@@ -790,7 +802,7 @@ def _elements_links(
     """
     text, line_starts = document.text, document.line_starts
     lazy = policy.lazy_attributes
-    classify, classified, found, edits = context.classify, context.classified, result.found, result.edits
+    classify_new, classified, found, edits = context._classify, context.classified, result.found, result.edits
     base, layer = context.base, context.layer
     value_of = _VALUE_OF
     plain_html = _PLAIN.setdefault(lazy, {})
@@ -848,7 +860,10 @@ def _elements_links(
             if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
                 _plain_url(document, tag, name, (start, end, quote), context, policy, result)
                 continue
-            status, resolved, reason = classified.get(raw) or classify(raw)
+            known = classified.get(raw)
+            if known is None:
+                known = classified[raw] = classify_new(raw)
+            status, resolved, reason = known
             found.append((tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
             if (status == "rewritten" or status == "relinked") and resolved != raw:
                 prefix = _prefix(resolved, raw)  # type: ignore[arg-type]

@@ -49,6 +49,7 @@ __all__ = [
     "remove_dot_segments",
     "resolve",
     "scheme_of",
+    "scheme_prefix",
     "url_key",
 ]
 
@@ -572,6 +573,16 @@ def url_key(url: str) -> str:
         return resolve("", bare, rules="whatwg").partition("#")[0]
     except UnresolvableReference:
         return bare
+
+
+def scheme_prefix(rules: Rules = "rfc3986") -> Callable[[str], re.Match[str] | None]:
+    """The match of a scheme and its ":" at the start of a reference, by the syntax of
+    *rules* (what :func:`scheme_of` reads; group 1 is the scheme): one call per reference.
+
+    >>> scheme_prefix()("mailto:a@b")[1], scheme_prefix()("a/b:c")
+    ('mailto', None)
+    """
+    return _SCHEME_1808 if rules == "rfc1808" else _SCHEME_3986
 
 
 def scheme_of(reference: str, *, rules: Rules = "rfc3986") -> str | None:
