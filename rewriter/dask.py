@@ -455,7 +455,7 @@ def rewrite_warc_records(
     tasks *window* bytes of bodies at a time.
     """
     _require()
-    from rewriter.warc import WarcDocument, WarcReport, _finish, _Folders, _open, _read_source
+    from rewriter.warc import WarcDocument, WarcReport, _finish, _Folders, _open, _read_source, _store
 
     # rewriter.warc._mirror(unpack=False), but for where the pages are rewritten.
     warc, out_dir = Path(warc), Path(out_dir)
@@ -479,17 +479,8 @@ def rewrite_warc_records(
                             item.problems.append(f"offset {item.offset}: not rewritten: the worker stopped: {result}")
                             continue
                         item.problems, item.links, output = result
-                        if output is None:
-                            continue
-                        assert item.file is not None
-                        folder_path, _, name = item.file.rpartition("/")
-                        try:
-                            folders.get(tuple(folder_path.split("/")) if folder_path else ()).write(name, output)
-                        except (OSError, ValueError) as error:
-                            reason = getattr(error, "strerror", None) or error
-                            item.problems.append(f"offset {item.offset}: not written: {reason}")
-                            continue
-                        item.written = True
+                        if output is not None:
+                            _store(folders, item, output)
                     pending.clear()
 
                 held = 0

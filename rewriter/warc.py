@@ -1049,8 +1049,12 @@ def _write(
 ) -> None:
     """The second pass, for one record: rewrite its body if it is HTML or CSS, and write it."""
     output = _rendered(item, document, policy, files, redirects, unpack)
-    if output is None:
-        return
+    if output is not None:
+        _store(folders, item, output)
+
+
+def _store(folders: _Folders, item: _Planned, output: bytes) -> None:
+    """Write one record's *output* to its planned file; a failure is the record's problem."""
     assert item.file is not None
     folder_path, _, name = item.file.rpartition("/")
     try:
