@@ -313,6 +313,11 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
+def _newlines_normalised(text: str) -> str:
+    """HTML §13.2.3.5: CR LF and a lone CR read as LF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _ascii_lower(name: str) -> str:
     """HTML §13.2.5.33: the tokenizer lowercases ASCII upper alphas only."""
     if name.isascii():
@@ -366,19 +371,19 @@ class _Document:
         """*piece* of the text as the parser saw it, to compare with the tree's strings."""
         if self.flat:
             return piece.replace("\n", " ").replace("\r", " ")
-        return piece.replace("\r\n", "\n").replace("\r", "\n")
+        return _newlines_normalised(piece)
 
     def attribute_value(self, element: turbohtml.Element, name: str) -> str | None:
-        """The value of *element*'s attribute *name* (lowercase) as the tokenizer gives it
-        (HTML §13.2.3.5 newlines, §13.2.5.36-38 NUL, character references decoded); None
-        when the start tag has no such attribute."""
+        """The value of *element*'s attribute *name* (lowercase), as :meth:`value` gives
+        it; None when the start tag has no such attribute."""
         spans = self.attributes(element, {name})
-        if name not in spans:
-            return None
-        span = spans[name]
+        return self.value(spans[name]) if name in spans else None
+
+    def value(self, span: tuple[int, int, str] | None) -> str:
+        """The attribute value at *span* (None: no value) as the tokenizer gives it: HTML
+        §13.2.3.5 newlines, §13.2.5.36-38 NUL read as U+FFFD, character references decoded."""
         raw = "" if span is None else self.text[span[0] : span[1]]
-        raw = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")
-        return decode_attribute(raw)[0]
+        return decode_attribute(_newlines_normalised(raw).replace("\0", "\ufffd"))[0]
 
     def noscript_ranges(self) -> tuple[list[int], list[int]]:
         """Where the text of each <noscript> runs (from after its start tag to its end
@@ -1137,14 +1142,15 @@ def _splice_attribute(
 
 
 def _may_hold_urls(style: object) -> bool:
-    """Whether a ``style`` attribute's value (decoded) may hold a URL: see :func:`_css_urls`."""
+    """Whether a piece of CSS (a decoded ``style`` value; not a str: yes, to be safe) may
+    hold a URL: url(), src(), image-set() and @import need "(" or "@", and an escape can
+    spell nothing else."""
     return not isinstance(style, str) or "(" in style or "@" in style or "\\" in style
 
 
 def _css_urls(text: str) -> list[css.CSSURL]:
-    """The URLs of a piece of CSS; CSS without "(", "@" or "\\" has none (url(), src(),
-    image-set() and @import need one, and an escape can spell nothing else)."""
-    if "(" in text or "@" in text or "\\" in text:
+    """The URLs of a piece of CSS (none without what :func:`_may_hold_urls` looks for)."""
+    if _may_hold_urls(text):
         return css.find_urls(text)
     return []
 
@@ -1392,8 +1398,6 @@ def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tup
         values: dict[str, str] = {}
         # Spans, not element.attrs: the parser saw a space for each line break (see _Document).
         for attribute, span in parsed.attributes(element, everything).items():
-            raw = "" if span is None else text[span[0] : span[1]]
-            raw = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")
-            values[attribute.replace("\0", "\ufffd")] = decode_attribute(raw)[0]
+            values[attribute.replace("\0", "\ufffd")] = parsed.value(span)
         tags.append((name, values))
     return tags
