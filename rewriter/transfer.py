@@ -128,17 +128,23 @@ def _unescape(text: bytes) -> bytes:
 
 def _whole_body_safe(body: bytes) -> bool:
     """Whether binascii reads the whole body as the line parser does: no white space
-    before a line break or at the end (rule 3 drops it; binascii keeps it), no "=="
-    and no "=" before a CR that ends no line (binascii reads both its own way)."""
-    return not (
-        b" \n" in body
-        or b"\t\n" in body
-        or b" \r\n" in body
-        or b"\t\r\n" in body
-        or body.endswith((b" ", b"\t"))
-        or b"==" in body
-        or body.count(b"=\r") != body.count(b"=\r\n")
-    )
+    before a line break or at the end (rule 3 drops it; binascii keeps it), no "==" and
+    no "=" before a CR that ends no line (binascii reads both its own way).
+
+    A two-byte search or count runs at about 1 GB/s (a one-byte one a little faster):
+    counts of the line breaks tell which searches can find anything, as mail is nearly
+    all CR LF, and a body with one kind of break needs the searches for that kind only.
+    """
+    if body.endswith((b" ", b"\t")) or b"==" in body:
+        return False
+    cr = body.count(b"\r") if b"\r" in body else 0
+    crlf = body.count(b"\r\n") if cr else 0
+    if cr != crlf and body.count(b"=\r") != body.count(b"=\r\n"):
+        return False  # some CR ends no line, and an "=" comes before one
+    tab = b"\t" in body
+    if crlf < body.count(b"\n") and (b" \n" in body or (tab and b"\t\n" in body)):
+        return False  # some LF has no CR before it, and white space before one
+    return not (crlf and (b" \r\n" in body or (tab and b"\t\r\n" in body)))
 
 
 def _decode_qp(body: bytes) -> bytes:
@@ -317,20 +323,13 @@ def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes, old: by
     changed = [index for index, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b]
     if not changed:
         return original
-    # Where each logical line starts in the encoded body: after each hard break.
-    if _whole_body_safe(original):
-        # No white space before a line end: a soft break is "=" right before LF or CR LF.
-        physical = original.split(_LF)[:-1]
-        ends = accumulate(map((1).__add__, map(len, physical)))
-        starts = [0, *compress(ends, [not line.endswith(_SOFT_ENDS) for line in physical])]
-    else:
-        starts = [0]
-        position = 0
-        for physical in original.split(_LF)[:-1]:
-            position += len(physical) + 1
-            content = physical[:-1] if physical.endswith(b"\r") else physical
-            if not content.rstrip(b" \t").endswith(b"="):
-                starts.append(position)
+    # Where each logical line starts in the encoded body: after each hard break. Taking
+    # only "=" right before LF or CR LF as a soft break, and not "=" then white space
+    # (RFC 2045 §6.7 rule 3), can only find more hard breaks than there are: as many as
+    # the decoded lines, and they are the same ones.
+    physical = original.split(_LF)[:-1]
+    ends = accumulate(map((1).__add__, map(len, physical)))
+    starts = [0, *compress(ends, [not line.endswith(_SOFT_ENDS) for line in physical])]
     if len(starts) != len(old_lines):
         return None
     last = len(old_lines) - 1
