@@ -122,8 +122,17 @@ class _Line(NamedTuple):
 
 
 def _unescape(text: bytes) -> bytes:
-    # RFC 2045 §6.7 note (2): an "=" not followed by two hex digits is kept as it is.
-    return _ESCAPE.sub(lambda m: _UNESCAPE[m[0]], text) if b"=" in text else text
+    """The escapes of one line's content (no LF, no trailing white space) decoded.
+
+    RFC 2045 §6.7 note (2): an "=" not followed by two hex digits is kept as it is.
+    binascii's C decoder reads the escapes alike, but for a final "=" or "=\\r" (a soft
+    break to it) and "==" (one "=" to it): without those, it does the work.
+    """
+    if b"=" not in text:
+        return text
+    if text.endswith(b"=") or b"==" in text or b"=\r" in text:
+        return _ESCAPE.sub(lambda m: _UNESCAPE[m[0]], text)
+    return binascii.a2b_qp(text)
 
 
 def _whole_body_safe(body: bytes) -> bool:
@@ -150,9 +159,8 @@ def _whole_body_safe(body: bytes) -> bool:
 def _decode_qp(body: bytes) -> bytes:
     """What :func:`_parse_qp`'s lines decode to, without building them: the hot path.
 
-    The same reading line by line; binascii's C decoder does the escapes wherever it
-    reads them as :func:`_unescape` does (it takes a final "=" or "=\\r" as a soft break,
-    and "==" as one "=").
+    binascii's C decoder over the whole body when it reads it as the line parser does
+    (:func:`_whole_body_safe`), else the same reading line by line.
     """
     if _whole_body_safe(body):
         return binascii.a2b_qp(body)
@@ -171,10 +179,7 @@ def _decode_qp(body: bytes) -> bytes:
         soft = content.endswith(b"=")  # rule 5, also "=" at the very end of the body
         if soft:
             content = content[:-1]
-        if b"=" in content:
-            fast = not content.endswith(b"=") and b"=\r" not in content and b"==" not in content
-            content = binascii.a2b_qp(content) if fast else _unescape(content)
-        append(content)
+        append(_unescape(content))
         if not soft:
             append(brk)
     return b"".join(decoded)

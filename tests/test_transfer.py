@@ -527,3 +527,21 @@ def test_whole_body_decoder_agrees_with_the_line_parser(body: bytes) -> None:
 
     if _whole_body_safe(body):
         assert binascii.a2b_qp(body) == b"".join(line.decoded + line.brk for line in _parse_qp(body))
+
+
+@given(
+    st.lists(
+        st.sampled_from([b"=", b"A", b"f", b"0", b"3D", b"=3d", b"=4", b"==", b" ", b"\t", b"\r", b"_", b"\xe9", b"x"]),
+        max_size=30,
+    ).map(b"".join)
+)
+@settings(max_examples=1000)
+def test_escapes_read_as_rfc_2045_note_2(content: bytes) -> None:
+    # _unescape lets binascii decode where it reads as the RFC 2045 §6.7 note (2) reading.
+    import re
+
+    from rewriter.transfer import _unescape
+
+    content = content.rstrip(b" \t")
+    expected = re.sub(rb"=([0-9A-Fa-f]{2})", lambda m: bytes([int(m[1], 16)]), content)
+    assert _unescape(content) == expected
