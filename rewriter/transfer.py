@@ -19,7 +19,8 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from itertools import accumulate, compress
+from itertools import accumulate, compress, count, repeat
+from operator import ne, not_
 from typing import NamedTuple
 
 __all__ = ["IDENTITY", "TransferError", "decode", "encode", "mechanism"]
@@ -325,7 +326,7 @@ def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes, old: by
     new_lines = new.split(_LF)
     if len(old_lines) != len(new_lines):
         return None
-    changed = [index for index, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b]
+    changed = list(compress(count(), map(ne, old_lines, new_lines)))  # C loops: bodies have thousands of lines
     if not changed:
         return original
     # Where each logical line starts in the encoded body: after each hard break. Taking
@@ -334,7 +335,7 @@ def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes, old: by
     # the decoded lines, and they are the same ones.
     physical = original.split(_LF)[:-1]
     ends = accumulate(map((1).__add__, map(len, physical)))
-    starts = [0, *compress(ends, [not line.endswith(_SOFT_ENDS) for line in physical])]
+    starts = [0, *compress(ends, map(not_, map(bytes.endswith, physical, repeat(_SOFT_ENDS))))]
     if len(starts) != len(old_lines):
         return None
     last = len(old_lines) - 1
