@@ -170,9 +170,13 @@ def _boundary(heading: Message) -> str | None:
     return value.rstrip(" \t")
 
 
-def _parse_entity(data: bytes, start: int, end: int, path: str, depth: int) -> _Entity:
+def _parse_entity(
+    data: bytes, start: int, end: int, path: str, depth: int, default_type: str = "text/plain"
+) -> _Entity:
     heading_end, body_start = _heading_end(data, start, end)
     heading = _HEADER_PARSER.parsebytes(data[start:heading_end])
+    if default_type != "text/plain":
+        heading.set_default_type(default_type)
     content_type = heading.get_content_type()
     entity = _Entity(path, start, body_start, end, heading, content_type)
     if depth > 100:
@@ -260,7 +264,9 @@ def _before_line_break(data: bytes, floor: int, position: int) -> int:
 
 def _add_part(data: bytes, entity: _Entity, start: int, end: int, depth: int) -> None:
     path = f"{entity.path}.{len(entity.children) + 1}"
-    entity.children.append(_parse_entity(data, start, end, path, depth + 1))
+    # RFC 2046 §5.1.5: in a multipart/digest a part without a Content-Type is a message/rfc822.
+    default_type = "message/rfc822" if entity.content_type == "multipart/digest" else "text/plain"
+    entity.children.append(_parse_entity(data, start, end, path, depth + 1, default_type))
 
 
 def _walk(entity: _Entity) -> list[_Entity]:

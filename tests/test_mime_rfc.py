@@ -207,6 +207,11 @@ CASES: list[Case] = [
     Case("p-rfc1808-3.1-folded-base-g", "rfc1808-3.1-folded.eml", "1.2", "g", "http://www.ics.uci.edu/Test/a/b/g",
          "rewritten", "http://www.ics.uci.edu/Test/a/b/c", "Base", "1"),
     *_rfc1808_51(),
+    # RFC 2046 §5.1.5: a digest's part without a Content-Type is a message/rfc822 (its text/html inside is
+    # rewritten against the digest's base); one typed text/plain stays text.
+    Case("p-rfc2046-5.1.5-digest-default-type", "rfc2046-digest.eml", "1.1.1", "msg00001.html",
+         "http://lists.example.com/archive/2024/msg00001.html", "rewritten", "http://lists.example.com/archive/2024/",
+         "Content-Location", "1"),
     # --- Precedence: <base> (RFC 2557 §5(a), RFC 2110 §5(a)).
     Case("c23-rfc2557-5a-base-element", "precedence-base-element.eml", "1.1", "z", "http://h/x/z", "rewritten",
          "http://h/x/", "base-element", None),
