@@ -24,9 +24,11 @@ from __future__ import annotations
 import bisect
 import gc
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Literal, NamedTuple
 
 import turbohtml
@@ -86,7 +88,7 @@ class HTMLResult:
     caller that only writes the output never needs them.
     """
 
-    __slots__ = ("_links", "base", "encoding", "layer", "output", "problems")
+    __slots__ = ("_links", "_status_counts", "base", "encoding", "layer", "output", "problems")
 
     def __init__(
         self,
@@ -96,9 +98,11 @@ class HTMLResult:
         base: str | None,
         layer: Layer | None,
         problems: tuple[str, ...] = (),
+        status_counts: dict[Status, int] | Callable[[], dict[Status, int]] | None = None,
     ) -> None:
         self.output = output
         self._links = links
+        self._status_counts = status_counts  # None: counted from the links
         self.encoding = encoding  # the WHATWG name of the encoding used
         self.base = base  # the document's base URL, if any
         self.layer = layer  # which layer gave it
@@ -110,6 +114,20 @@ class HTMLResult:
         if callable(self._links):
             self._links = self._links()
         return self._links
+
+    @property
+    def status_counts(self) -> dict[Status, int]:
+        """How many links have each status, without building the links (a mailbox run
+        counts them for every part, and needs no more).
+
+        >>> rewrite_html(b'<a href=a><img src=b><a href="#c">', url="http://h/").status_counts
+        {'rewritten': 2, 'same-document': 1}
+        """
+        if self._status_counts is None:
+            self._status_counts = dict(Counter(link.status for link in self.links))
+        elif callable(self._status_counts):
+            self._status_counts = self._status_counts()
+        return dict(self._status_counts)
 
     def _fields(self) -> tuple[object, ...]:
         return (self.output, self.links, self.encoding, self.base, self.layer, self.problems)
@@ -1371,7 +1389,11 @@ def _process(
         pieces.append(body[last:])
         pieces.append(tail)
         output = b"".join(pieces)
-    return HTMLResult(output, links, label, found.base, found.layer, tuple(found.problems))
+
+    def status_counts() -> dict[Status, int]:
+        return dict(Counter(map(itemgetter(_STATUS), found.found)))
+
+    return HTMLResult(output, links, label, found.base, found.layer, tuple(found.problems), status_counts)
 
 
 def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tuple[str, dict[str, str]]]:

@@ -552,12 +552,11 @@ class MboxReport:
 
 def _counts(result: MessageResult) -> tuple[int, int, int, int]:
     """(parts, rewritten parts, links, rewritten links) of a message's result."""
-    links = [link for part in result.parts for link in part.links]
     return (
         len(result.parts),
         sum(1 for part in result.parts if part.action == "rewritten"),
-        len(links),
-        sum(1 for link in links if link.status == "rewritten"),
+        sum(part.count() for part in result.parts),
+        sum(part.count("rewritten") for part in result.parts),
     )
 
 
@@ -571,7 +570,7 @@ def _rewrite(
     except Exception as error:  # a bug in the engine: keep the message and go on with the next
         problem = f"not rewritten, kept as it was: internal error: {type(error).__name__}: {error}"
         return data, (0, 0, 0, 0), [problem], 0, None
-    left = sum(1 for part in result.parts for link in part.links if link.status in ("no-base", "unresolvable"))
+    left = sum(part.count("no-base", "unresolvable") for part in result.parts)
     return result.output, _counts(result), list(result.problems), left, result
 
 

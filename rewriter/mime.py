@@ -39,6 +39,7 @@ import email.errors
 import email.header
 import email.utils
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.message import Message
@@ -59,7 +60,22 @@ MimeLayer = Literal[
 Action = Literal["rewritten", "unchanged", "skipped", "container", "other"]
 
 
-@dataclass(frozen=True, slots=True)
+# Part's attributes in the order of its constructor's parameters.
+_PART_SLOTS = (
+    "path",
+    "content_type",
+    "start",
+    "body_start",
+    "end",
+    "base",
+    "layer",
+    "origin",
+    "_links",
+    "action",
+    "problems",
+)
+
+
 class Part:
     """One MIME entity of a message, what its base is, and what was done to it.
 
@@ -70,7 +86,12 @@ class Part:
     ``base``/``layer``/``origin``: the base the part's links were resolved against, which
     layer gave it, and the path of the entity whose heading gave it (None for a
     ``<base>`` element and the retrieval URL). ``links`` have byte spans in the decoded body.
+
+    Immutable. *links* may be the engine's result, whose links are built on first use:
+    their byte spans cost a tenth of a mailbox run, which only counts them (:meth:`count`).
     """
+
+    __slots__ = _PART_SLOTS
 
     path: str
     content_type: str
@@ -80,13 +101,60 @@ class Part:
     base: str | None
     layer: MimeLayer | None
     origin: str | None
-    links: tuple[Link, ...] = ()
-    action: Action = "other"
-    problems: tuple[str, ...] = ()
+    action: Action
+    problems: tuple[str, ...]
+
+    def __init__(
+        self,
+        path: str,
+        content_type: str,
+        start: int,
+        body_start: int,
+        end: int,
+        base: str | None,
+        layer: MimeLayer | None,
+        origin: str | None,
+        links: tuple[Link, ...] | HTMLResult = (),
+        action: Action = "other",
+        problems: tuple[str, ...] = (),
+    ) -> None:
+        values = (path, content_type, start, body_start, end, base, layer, origin, links, action, problems)
+        for name, value in zip(_PART_SLOTS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Part is immutable: cannot set {name!r}")
+
+    def __reduce__(self) -> tuple[type[Part], tuple[object, ...]]:
+        return Part, self._fields()  # the links built: the engine's result holds a function
+
+    @property
+    def links(self) -> tuple[Link, ...]:
+        links = self._links
+        return links.links if isinstance(links, HTMLResult) else links
 
     def count(self, *statuses: str) -> int:
-        """How many of this part's links have one of *statuses*."""
-        return sum(1 for link in self.links if link.status in statuses)
+        """How many of this part's links have one of *statuses* (all of them without any).
+
+        >>> part = rewrite_message(b"Content-Type: text/html\\n\\n<a href=x><a href=#y>", url="http://h/").parts[0]
+        >>> part.count("rewritten"), part.count()
+        (1, 2)
+        """
+        links = self._links
+        counts = links.status_counts if isinstance(links, HTMLResult) else Counter(link.status for link in links)
+        return sum(counts.values()) if not statuses else sum(counts.get(status, 0) for status in set(statuses))
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(self.links if name == "_links" else getattr(self, name) for name in _PART_SLOTS)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Part) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        fields = zip((name.lstrip("_") for name in _PART_SLOTS), self._fields(), strict=True)
+        return f"Part({', '.join(f'{name}={value!r}' for name, value in fields)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,7 +515,7 @@ def _part(
         base.url if base else None,
         base.layer if base else None,
         base.origin if base else None,
-        result.links if result is not None else (),
+        result if result is not None else (),
         action,
         tuple(problems) + (result.problems if result is not None else ()),
     )

@@ -21,6 +21,7 @@ from rewriter.mailbox import (
     rewrite_maildir,
     rewrite_mbox,
 )
+from rewriter.mime import Part
 
 CORPUS_MBOXES = {
     "flanker-torture.mbox": 1,
@@ -55,9 +56,8 @@ class Unseekable(io.RawIOBase):
 def fake_rewrite(data: bytes, *, url: str | None, policy: object) -> SimpleNamespace:
     count = data.count(b"src=logo.png")
     links = tuple(SimpleNamespace(status="rewritten") for _ in range(count))
-    part = SimpleNamespace(
-        path="1", content_type="text/html", action="rewritten" if count else "unchanged", links=links
-    )
+    action = "rewritten" if count else "unchanged"
+    part = Part("1", "text/html", 0, 0, len(data), None, None, None, links, action)  # type: ignore[arg-type]
     output = data.replace(b"src=logo.png", b"src=http://example.org/logo.png")
     return SimpleNamespace(output=output, problems=("part 1: a note",) if count else (), parts=(part,))
 

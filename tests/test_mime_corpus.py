@@ -10,14 +10,17 @@ from __future__ import annotations
 import email
 import email.policy
 import io
+import typing
 
 import pytest
 
+from rewriter.html import Status
 from rewriter.mailbox import iter_mbox
 from rewriter.mime import MessageResult, Part, rewrite_message
 from tests.conftest import SHARED, shared_path
 
 CORPUS = SHARED / "corpus" / "mail"
+STATUSES = typing.get_args(Status)
 FILES = sorted(path.name for path in CORPUS.iterdir() if path.suffix != ".md") if CORPUS.is_dir() else ["absent"]
 
 
@@ -95,6 +98,18 @@ def test_part_tree_agrees_with_the_email_package(name: str) -> None:
     for data in messages(name):
         result = rewrite_message(data)
         assert _our_tree(result.parts, data) == _email_tree_normalised(data)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_part_counts_agree_with_the_links(name: str) -> None:
+    # Part.count reads the engine's statuses without building the links; counted from the links, the same.
+    for data in messages(name):
+        counted = [{status: part.count(status) for status in STATUSES} for part in rewrite_message(data).parts]
+        parts = rewrite_message(data).parts
+        assert counted == [
+            {status: sum(link.status == status for link in part.links) for status in STATUSES} for part in parts
+        ]
+        assert [part.count() for part in parts] == [len(part.links) for part in parts]
 
 
 def test_corpus_figures() -> None:
