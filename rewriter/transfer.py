@@ -218,25 +218,27 @@ def _wrap(text: bytes, eol: bytes, soft_end: bool) -> bytes:
     """*text* (no hard breaks: CR and LF are escaped) as physical lines of at most 76 characters.
 
     With *soft_end* the result ends with a soft break, for encoded bytes that follow on the same logical line.
+    The text is encoded whole, then cut: every "=" in it starts a three-character escape, which a cut never splits.
     """
-    tokens = [_TOKENS[b] for b in text]
-    if tokens and not soft_end and text[-1] in _WHITE:
-        tokens[-1] = b"=%02X" % text[-1]  # RFC 2045 §6.7 rule 3: no trailing white space before a line end
+    encoded = b"".join(map(_TOKENS.__getitem__, text))
+    if not soft_end and text and text[-1] in _WHITE:
+        # RFC 2045 §6.7 rule 3: no trailing white space before a line end
+        encoded = encoded[:-1] + b"=%02X" % text[-1]
     out: list[bytes] = []
-    line: list[bytes] = []
-    width = 0
-    rest = sum(map(len, tokens))
-    for token in tokens:
-        # rule 5: a line that goes on after a soft break keeps one column for the "="
-        if width + len(token) > _MAX_LINE - 1 and (soft_end or width + rest > _MAX_LINE):
-            out += (*line, b"=", eol)
-            line, width = [], 0
-        line.append(token)
-        width += len(token)
-        rest -= len(token)
-    out += line
-    if soft_end and line:
-        out += (b"=", eol)
+    start, size = 0, len(encoded)
+    # rule 5: a line that goes on after a soft break keeps one column for the "="; the last may use all 76
+    while size - start > (_MAX_LINE - 1 if soft_end else _MAX_LINE):
+        cut = start + _MAX_LINE - 1
+        if encoded[cut - 1] == 61:  # "=": the escape would straddle the cut
+            cut -= 1
+        elif encoded[cut - 2] == 61:
+            cut -= 2
+        out += (encoded[start:cut], b"=", eol)
+        start = cut
+    if start < size:
+        out.append(encoded[start:])
+        if soft_end:
+            out += (b"=", eol)
     return b"".join(out)
 
 

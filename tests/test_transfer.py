@@ -545,3 +545,34 @@ def test_escapes_read_as_rfc_2045_note_2(content: bytes) -> None:
     content = content.rstrip(b" \t")
     expected = re.sub(rb"=([0-9A-Fa-f]{2})", lambda m: bytes([int(m[1], 16)]), content)
     assert _unescape(content) == expected
+
+
+def _wrap_token_by_token(text: bytes, eol: bytes, soft_end: bool) -> bytes:
+    """RFC 2045 §6.7 rules 1-3 and 5 applied one character at a time: the oracle for _wrap."""
+    tokens = [bytes([b]) if (33 <= b <= 126 and b != 61) or b in (9, 32) else b"=%02X" % b for b in text]
+    if tokens and not soft_end and text[-1] in (9, 32):
+        tokens[-1] = b"=%02X" % text[-1]
+    lines: list[bytes] = [b""]
+    for index, token in enumerate(tokens):
+        remaining = len(lines[-1]) + sum(map(len, tokens[index:]))
+        if len(lines[-1]) + len(token) > 75 and (soft_end or remaining > 76):
+            lines.append(b"")
+        lines[-1] += token
+    out = (b"=" + eol).join(lines)
+    return out + b"=" + eol if soft_end and out else out
+
+
+@given(
+    st.lists(st.sampled_from([b"a", b"=", b" ", b"\t", b"\xe9", b"\r", b"\n", b"x" * 7]), max_size=80).map(b"".join),
+    st.sampled_from([b"\r\n", b"\n"]),
+    st.booleans(),
+)
+@example(b"a" * 76, b"\r\n", False)
+@example(b"a" * 151, b"\r\n", False)
+@example(b"a" * 73 + b"=", b"\n", False)
+@example(b"a" * 75, b"\n", True)
+@settings(max_examples=2000)
+def test_wrap_cuts_where_the_rules_cut_one_character_at_a_time(text: bytes, eol: bytes, soft_end: bool) -> None:
+    from rewriter.transfer import _wrap
+
+    assert _wrap(text, eol, soft_end) == _wrap_token_by_token(text, eol, soft_end)
