@@ -287,6 +287,34 @@ def _splice_line(body: bytes, line: _Line, new: bytes, eol: bytes) -> bytes:
     return body[line.start : parts[first].start] + _wrap(new[head:tail], eol, soft_end=bool(kept_tail)) + kept_tail
 
 
+def _splice_logical_line(encoded: bytes, new: bytes, eol: bytes) -> bytes:
+    """:func:`_splice_line` for one encoded logical line whose physical lines all but the
+    last end in a soft break, reading only the physical lines it keeps at each end (an
+    HTML mail's logical line can run to thousands, and most change in the middle)."""
+    physical = encoded.split(_LF)
+    count = len(physical)
+
+    def decoded(index: int) -> bytes:
+        content = physical[index]
+        if index < count - 1 and content.endswith(b"\r"):
+            content = content[:-1]
+        content = content.rstrip(b" \t")
+        return _unescape(content[:-1] if content.endswith(b"=") else content)
+
+    first, head, head_end = 0, 0, 0  # physical lines kept at the start, their decoded and encoded length
+    while first < count - 1 and new.startswith(piece := decoded(first), head):
+        head += len(piece)
+        head_end += len(physical[first]) + 1
+        first += 1
+    last, tail, tail_start = count, len(new), len(encoded) + 1  # the first kept at the end, where it starts
+    while last > first and new.endswith(piece := decoded(last - 1), head, tail):
+        tail -= len(piece)
+        last -= 1
+        tail_start -= len(physical[last]) + 1
+    kept_tail = encoded[tail_start:] if last < count else b""
+    return encoded[:head_end] + _wrap(new[head:tail], eol, soft_end=bool(kept_tail)) + kept_tail
+
+
 def _common_prefix(a: bytes, b: bytes) -> int:
     """The length of the longest common prefix: a binary search over slice comparisons, each at C speed."""
     lo, hi = 0, min(len(a), len(b))
@@ -322,7 +350,7 @@ def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes, old: by
     line up. Only the lines that differ are parsed and encoded again, as
     :func:`_encode_qp` would encode them.
     """
-    if b"=0A" in original or b"=0a" in original:
+    if b"=0" in original and (b"=0A" in original or b"=0a" in original):  # most bodies: one search
         return None
     old_lines = (old if old is not None else _decode_qp(original)).split(_LF)
     new_lines = new.split(_LF)
@@ -353,13 +381,9 @@ def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes, old: by
             if not (old_text.endswith(b"\r") and new_text.endswith(b"\r")):
                 return None
             old_text, new_text = old_text[:-1], new_text[:-1]
-        encoded = original[start : stop - len(brk)]
-        parsed = _parse_qp(encoded)
-        if len(parsed) != 1:
-            return None
         eol = brk or _dominant_break(original, starts, default_eol)
         pieces.append(original[kept:start])
-        pieces.append(_splice_line(encoded, parsed[0], new_text, eol))
+        pieces.append(_splice_logical_line(original[start : stop - len(brk)], new_text, eol))
         kept = stop - len(brk)
     pieces.append(original[kept:])
     return b"".join(pieces)
