@@ -272,25 +272,11 @@ def _align(lines: list[_Line], new: bytes) -> list[bytes] | None:
     return cut
 
 
-def _splice_line(body: bytes, line: _Line, new: bytes, eol: bytes) -> bytes:
-    """The encoded logical *line* with decoded content *new*, keeping the unchanged physical lines at each end."""
-    parts = line.parts
-    first, head = 0, 0
-    while first < len(parts) - 1 and new.startswith(parts[first].decoded, head):
-        head += len(parts[first].decoded)
-        first += 1
-    last, tail = len(parts), len(new)
-    while last > first and new.endswith(parts[last - 1].decoded, head, tail):
-        tail -= len(parts[last - 1].decoded)
-        last -= 1
-    kept_tail = body[parts[last].start : line.end] if last < len(parts) else b""
-    return body[line.start : parts[first].start] + _wrap(new[head:tail], eol, soft_end=bool(kept_tail)) + kept_tail
-
-
 def _splice_logical_line(encoded: bytes, new: bytes, eol: bytes) -> bytes:
-    """:func:`_splice_line` for one encoded logical line whose physical lines all but the
-    last end in a soft break, reading only the physical lines it keeps at each end (an
-    HTML mail's logical line can run to thousands, and most change in the middle)."""
+    """One *encoded* logical line (no hard break; every physical line but the last ends in
+    a soft break) with decoded content *new*, keeping the unchanged physical lines at each
+    end. Only the physical lines it keeps are read: an HTML mail's logical line can run to
+    thousands, and most change in the middle."""
     physical = encoded.split(_LF)
     count = len(physical)
 
@@ -418,7 +404,7 @@ def _encode_qp_aligned(original: bytes, new: bytes, default_eol: bytes) -> bytes
             if content == line.decoded:
                 out.append(original[line.start : line.end])
             else:
-                out.append(_splice_line(original, line, content, line.brk or dominant))
+                out.append(_splice_logical_line(original[line.start : line.end], content, line.brk or dominant))
             out.append(line.brk)
         return b"".join(out)
 

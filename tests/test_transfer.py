@@ -576,3 +576,36 @@ def test_wrap_cuts_where_the_rules_cut_one_character_at_a_time(text: bytes, eol:
     from rewriter.transfer import _wrap
 
     assert _wrap(text, eol, soft_end) == _wrap_token_by_token(text, eol, soft_end)
+
+
+@given(
+    st.lists(st.sampled_from([b"", b"a", b"ab", b"=3D", b"xyz" * 5, b"b", b"c  "]), min_size=1, max_size=12),
+    st.sampled_from([b"=\r\n", b"=\n", b"= \r\n"]),
+    st.integers(0, 60),
+    st.integers(0, 60),
+    st.sampled_from([b"", b"a", b"Q", b"ab", b"=", b"b" * 30]),
+)
+@settings(max_examples=1500)
+def test_splice_keeps_every_unchanged_physical_line_at_each_end(
+    pieces: list[bytes], soft: bytes, cut: int, length: int, insert: bytes
+) -> None:
+    # The oracle: the whole line parsed, then kept physical lines counted from each end, one at a time.
+    from rewriter.transfer import _parse_qp, _splice_logical_line, _wrap
+
+    encoded = soft.join(pieces)  # one logical line of soft-broken physical lines
+    (line,) = _parse_qp(encoded)
+    parts = line.parts
+    old = line.decoded
+    new = old[:cut] + insert + old[cut + length :]
+    first, head = 0, 0
+    while first < len(parts) - 1 and new.startswith(parts[first].decoded, head):
+        head += len(parts[first].decoded)
+        first += 1
+    last, tail = len(parts), len(new)
+    while last > first and new.endswith(parts[last - 1].decoded, head, tail):
+        tail -= len(parts[last - 1].decoded)
+        last -= 1
+    kept_tail = encoded[parts[last].start :] if last < len(parts) else b""
+    expected = encoded[: parts[first].start] + _wrap(new[head:tail], b"\r\n", soft_end=bool(kept_tail)) + kept_tail
+    assert _splice_logical_line(encoded, new, b"\r\n") == expected
+    assert decode(expected, QP) == new
