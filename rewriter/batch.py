@@ -26,20 +26,20 @@ from __future__ import annotations
 import contextlib
 import errno
 import fnmatch
+import functools
 import gc
-import multiprocessing
 import os
 import shutil
 import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal
 
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.workers import run_ordered
 
 if TYPE_CHECKING:
     from rewriter.html import HTMLResult, Link
@@ -638,13 +638,6 @@ def _size(job: Job) -> int:
     return 0
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    """fork where the system has it: workers start with the engine already imported."""
-    if sys.platform.startswith("linux"):
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context()
-
-
 def _warm() -> None:
     """Import the engines before forking (bs4's import alone takes 0.3 s)."""
     import rewriter.html
@@ -677,15 +670,10 @@ def run(jobs: Sequence[Job], settings: Settings, workers: int = 1) -> Iterator[O
 
 
 def _in_workers(jobs: Sequence[Job], settings: Settings, workers: int, order: list[int]) -> Iterator[Outcome]:
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=_context()) as pool:
-        futures: dict[int, Future[Outcome]] = {}
-        for index in order:
-            futures[index] = pool.submit(run_job, jobs[index], settings)
-        for index in range(len(jobs)):
-            try:
-                yield futures[index].result()
-            except Exception as error:  # a worker died (killed, out of memory)
-                yield Outcome(jobs[index].shown).fail(f"not rewritten: the worker stopped: {error}")
+    def lost(index: int, reason: str) -> Outcome:  # the job's worker died (killed, out of memory)
+        return Outcome(jobs[index].shown).fail(f"not rewritten: {reason}")
+
+    yield from run_ordered(functools.partial(run_job, settings=settings), jobs, order, workers, lost)
 
 
 def totals(outcomes: Iterable[Outcome]) -> dict[str, int]:

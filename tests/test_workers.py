@@ -1,0 +1,179 @@
+"""rewriter.workers: results in list order, and one dead worker costing one job, not the run."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from rewriter.batch import Settings, plan, run
+from rewriter.workers import run_ordered
+
+FORK = "fork" in multiprocessing.get_all_start_methods()
+needs_fork = pytest.mark.skipif(not FORK, reason="this system cannot fork (the workers would re-import the tests)")
+
+
+def square(value: int) -> int:
+    return value * value
+
+
+def square_or_die(value: int) -> int:
+    """Kills its own process on -1: what the OOM killer or a crash in a C library does."""
+    if value == -1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return value * value
+
+
+def square_or_raise(value: int) -> int:
+    if value == -1:
+        raise ValueError("minus one")
+    return value * value
+
+
+def lost(index: int, reason: str) -> str:
+    return f"lost {index}: {reason}"
+
+
+def test_results_come_in_list_order_whatever_the_order_of_work() -> None:
+    items = list(range(40))
+    order = sorted(range(40), key=lambda index: (index * 7) % 40)
+    for workers in (1, 2, 3):
+        assert list(run_ordered(square, items, order, workers, lost)) == [value * value for value in items]
+
+
+def test_more_workers_than_jobs() -> None:
+    assert list(run_ordered(square, [3, 4], [1, 0], 8, lost)) == [9, 16]
+    assert list(run_ordered(square, [], [], 2, lost)) == []
+
+
+def test_a_job_that_raises_is_lost_and_the_others_go_on() -> None:
+    items = [1, -1, 2, 3]
+    assert list(run_ordered(square_or_raise, items, range(4), 2, lost)) == [1, "lost 1: ValueError: minus one", 4, 9]
+
+
+@needs_fork
+def test_a_result_that_will_not_pickle_is_lost() -> None:
+    got = list(run_ordered(lambda value: (lambda: value) if value == 2 else value, [1, 2, 3], range(3), 2, lost))
+    assert got[0] == 1 and got[2] == 3
+    assert got[1].startswith("lost 1: ") and "pickle" in got[1].lower()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_worker_that_dies_costs_its_own_job_only(workers: int) -> None:
+    # Two deaths among 30 jobs: each takes its job with it; the jobs its worker held but had
+    # not started go to the others, and a new worker takes its place.
+    items = list(range(30))
+    items[5] = items[17] = -1
+    got = list(run_ordered(square_or_die, items, range(30), workers, lost))
+    assert got[5] == "lost 5: the worker stopped (killed by SIGKILL)"
+    assert got[17] == "lost 17: the worker stopped (killed by SIGKILL)"
+    assert [value for index, value in enumerate(got) if index not in (5, 17)] == [
+        value * value for index, value in enumerate(items) if index not in (5, 17)
+    ]
+    assert multiprocessing.active_children() == []
+
+
+def test_spawned_workers_give_the_same_results() -> None:
+    spawn = multiprocessing.get_context("spawn")
+    items = [2, -1, 5]
+    assert list(run_ordered(square_or_raise, items, [2, 1, 0], 2, lost, context=spawn)) == [
+        4,
+        "lost 1: ValueError: minus one",
+        25,
+    ]
+
+
+def test_with_no_worker_to_be_had_the_parent_does_the_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    context = multiprocessing.get_context()
+
+    def refuse(self: object) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(type(context.Process()), "start", refuse)
+    assert list(run_ordered(square_or_raise, [1, -1, 3], [2, 1, 0], 2, lost, context=context)) == [
+        1,
+        "lost 1: ValueError: minus one",
+        9,
+    ]
+
+
+def test_leaving_early_stops_the_workers() -> None:
+    results = run_ordered(square, list(range(100)), range(100), 2, lost)
+    assert next(results) == 0
+    results.close()
+    assert multiprocessing.active_children() == []
+
+
+@needs_fork
+def test_workers_leave_when_their_parent_is_killed(tmp_path: Path) -> None:
+    # A parent killed with SIGKILL runs no clean-up: its workers must see their pipe close
+    # and leave by themselves (each forked worker closes the parent's ends it inherited).
+    script = textwrap.dedent(
+        """
+        import multiprocessing, sys, time
+        from rewriter.workers import run_ordered
+
+        def slow(value):
+            time.sleep(0.05)
+            return value
+
+        results = run_ordered(slow, list(range(10_000)), range(10_000), 2, lambda index, why: None)
+        next(results)
+        print(*(child.pid for child in multiprocessing.active_children()), flush=True)
+        time.sleep(60)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, cwd=tmp_path)
+    assert parent.stdout is not None
+    pids = [int(pid) for pid in parent.stdout.readline().split()]
+    assert len(pids) == 2
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while (alive := [pid for pid in pids if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert alive == [], f"workers {alive} outlived their killed parent"
+
+
+def _alive(pid: int) -> bool:
+    """Whether *pid* runs (a zombie, dead but not yet reaped by init, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+
+
+@needs_fork
+def test_a_page_that_kills_its_worker_fails_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The batch run through the workers: the page whose worker dies is reported by name;
+    # every other page is rewritten.
+    import rewriter.batch
+
+    for name in "abcdef":
+        (tmp_path / "in" / f"{name}.html").parent.mkdir(exist_ok=True)
+        (tmp_path / "in" / f"{name}.html").write_bytes(b"<a href=x>")
+    real = rewriter.batch.run_job
+
+    def run_job(job: rewriter.batch.Job, settings: Settings) -> rewriter.batch.Outcome:
+        if job.shown.endswith("c.html"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(job, settings)
+
+    monkeypatch.setattr(rewriter.batch, "run_job", run_job)  # forked workers inherit it
+    jobs, _ = plan([str(tmp_path / "in")], str(tmp_path / "out"))
+    outcomes = list(run(jobs, Settings(url="http://h/"), 2))
+    states = {Path(outcome.shown).name: (outcome.state, outcome.messages) for outcome in outcomes}
+    assert states.pop("c.html") == (
+        "failed",
+        [f"rewriter: {jobs[2].shown}: not rewritten: the worker stopped (killed by SIGKILL)"],
+    )
+    assert {state for state, _ in states.values()} == {"rewritten"}
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [f"{name}.html" for name in "abdef"]
