@@ -33,6 +33,7 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.workers import run_ordered
 
 if TYPE_CHECKING:
-    from rewriter.html import HTMLResult, Link
+    from rewriter.html import HTMLResult, Link, Status
     from rewriter.mime import MessageResult
 
 __all__ = [
@@ -306,12 +307,16 @@ def process(
     return fmt, html_engine(data, url=settings.url, charset=settings.charset, policy=policy)
 
 
-def located_links(result: HTMLResult | MessageResult) -> list[tuple[str, Link]]:
-    """(where, link) for every link of *result*: the part path for a message, "" for a document."""
+def located_links(result: HTMLResult | MessageResult, *statuses: Status) -> list[tuple[str, Link]]:
+    """(where, link) for every link of *result* (with *statuses*: those that have one of
+    them, whose byte spans alone are worked out): the part path for a message, "" for a document."""
     parts = getattr(result, "parts", None)
     if parts is None:
-        return [("", link) for link in result.links]
-    return [(part.path, link) for part in parts for link in part.links]
+        return [("", link) for link in (result.links_with(*statuses) if statuses else result.links)]
+    return [(part.path, link) for part in parts for link in (part.links_with(*statuses) if statuses else part.links)]
+
+
+_RELATIVE: tuple[Status, ...] = ("no-base", "unresolvable")  # links left relative
 
 
 def tally(
@@ -328,20 +333,23 @@ def tally(
     where = "".join(f"{key} {value}: " for key, value in extra.items())
     for problem in result.problems if problems is None else problems:
         outcome.messages.append(f"rewriter: {outcome.shown}: {where}{problem}")
-    for part, link in located_links(result):
-        if link.status == "rewritten":
-            outcome.rewritten += 1
-        elif link.status in ("no-base", "unresolvable"):
-            outcome.relative += 1
-            outcome.ok = False
+    counts: Counter[str] = Counter()
+    for part in result.parts if message else (result,):  # type: ignore[union-attr]
+        counts.update(part.status_counts)
+    outcome.rewritten += counts["rewritten"]
+    relative = sum(counts[status] for status in _RELATIVE)
+    outcome.relative += relative
+    outcome.kept += counts.total() - counts["rewritten"] - relative
+    if relative:
+        outcome.ok = False
+        for part, link in located_links(result, *_RELATIVE):
             label = f"part {part}: " if part else ""
             outcome.messages.append(
                 f"rewriter: {outcome.shown}: {where}{label}<{link.element} {link.attribute}> {link.original!r} at "
                 f"bytes {link.start}-{link.end}: {link.status}: {link.reason}"
             )
-        else:
-            outcome.kept += 1
-        if settings.records:
+    if settings.records:
+        for part, link in located_links(result):
             record: dict[str, object] = {"file": outcome.shown, **extra}
             if message:
                 record["part"] = part

@@ -83,9 +83,10 @@ class Link(NamedTuple):
 class HTMLResult:
     """The rewritten document and what was found in it.
 
-    *links* may be given as a function that builds them: it is called on first use.
-    Their byte spans cost about as much to work out as the rewriting itself, and a
-    caller that only writes the output never needs them.
+    *links* may be given as a function that builds them: it is called on first use,
+    with None for all of them or a set of statuses for those only. Their byte spans
+    cost about as much to work out as the rewriting itself, and a caller that only
+    writes the output never needs them.
     """
 
     __slots__ = ("_links", "_status_counts", "base", "encoding", "layer", "output", "problems")
@@ -93,7 +94,7 @@ class HTMLResult:
     def __init__(
         self,
         output: bytes,
-        links: tuple[Link, ...] | Callable[[], tuple[Link, ...]],
+        links: tuple[Link, ...] | Callable[[frozenset[Status] | None], tuple[Link, ...]],
         encoding: str,
         base: str | None,
         layer: Layer | None,
@@ -112,8 +113,19 @@ class HTMLResult:
     def links(self) -> tuple[Link, ...]:
         """Every link found, in document order, with byte spans into the input."""
         if callable(self._links):
-            self._links = self._links()
+            self._links = self._links(None)
         return self._links
+
+    def links_with(self, *statuses: Status) -> tuple[Link, ...]:
+        """The links that have one of *statuses*, in document order. Only their byte spans
+        are worked out: a batch run names the links left relative, and needs no others.
+
+        >>> [link.original for link in rewrite_html(b'<a href=a><a href=http://h/b>').links_with("no-base")]
+        ['a']
+        """
+        if callable(self._links):
+            return self._links(frozenset(statuses))
+        return tuple(link for link in self._links if link.status in statuses)
 
     @property
     def status_counts(self) -> dict[Status, int]:
@@ -1364,12 +1376,13 @@ def _process(
     byte_map = ByteMap(text, body, codec, errors)
     shift = len(bom)
 
-    def links() -> tuple[Link, ...]:
+    def links(statuses: frozenset[Status] | None) -> tuple[Link, ...]:
         found.found.sort(key=lambda item: item[_START])  # document order (conditional comments come last)
-        positions = sorted({p for item in found.found for p in item[_START:]})
+        chosen = found.found if statuses is None else [item for item in found.found if item[_STATUS] in statuses]
+        positions = sorted({p for item in chosen for p in item[_START:]})
         mapped = dict(zip(positions, byte_map.byte_offsets(positions), strict=True))
         return tuple(
-            [Link(*item[:_START], mapped[item[_START]] + shift, mapped[item[_END]] + shift) for item in found.found]
+            [Link(*item[:_START], mapped[item[_START]] + shift, mapped[item[_END]] + shift) for item in chosen]
         )
 
     edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite else []

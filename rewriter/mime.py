@@ -46,7 +46,7 @@ from email.message import Message
 from email.policy import compat32
 from typing import Literal
 
-from rewriter.html import HTMLResult, Link, rewrite_html
+from rewriter.html import HTMLResult, Link, Status, rewrite_html
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse
 from rewriter.stylesheet import rewrite_css
@@ -133,6 +133,13 @@ class Part:
         links = self._links
         return links.links if isinstance(links, HTMLResult) else links
 
+    def links_with(self, *statuses: Status) -> tuple[Link, ...]:
+        """This part's links that have one of *statuses*; only their byte spans are worked out."""
+        links = self._links
+        if isinstance(links, HTMLResult):
+            return links.links_with(*statuses)
+        return tuple(link for link in links if link.status in statuses)
+
     def count(self, *statuses: str) -> int:
         """How many of this part's links have one of *statuses* (all of them without any).
 
@@ -140,9 +147,14 @@ class Part:
         >>> part.count("rewritten"), part.count()
         (1, 2)
         """
-        links = self._links
-        counts = links.status_counts if isinstance(links, HTMLResult) else Counter(link.status for link in links)
+        counts = self.status_counts
         return sum(counts.values()) if not statuses else sum(counts.get(status, 0) for status in set(statuses))
+
+    @property
+    def status_counts(self) -> dict[Status, int]:
+        """How many of this part's links have each status, without building the links."""
+        links = self._links
+        return links.status_counts if isinstance(links, HTMLResult) else dict(Counter(link.status for link in links))
 
     def _fields(self) -> tuple[object, ...]:
         return tuple(self.links if name == "_links" else getattr(self, name) for name in _PART_SLOTS)

@@ -9,6 +9,7 @@ to the link's resolved URL.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,11 @@ def test_every_page_rewrites_faithfully_and_idempotently(entry: dict[str, Any] |
     data, url = _load(entry)
     result = rewrite_html(data, url=url)
     assert isinstance(result.output, bytes)
+    # Some links, their byte spans alone worked out (before the whole tuple is built), are those of the whole.
+    subsets = [("no-base", "unresolvable"), ("rewritten",), ("same-document", "absolute", "relinked")]
+    chosen = [result.links_with(*statuses) for statuses in subsets]
+    assert chosen == [tuple(link for link in result.links if link.status in statuses) for statuses in subsets]
+    assert result.status_counts == dict(Counter(link.status for link in result.links))
     if entry is not None and entry["file"].startswith("traf--"):
         assert_only_links_changed(data, result)
     again = rewrite_html(result.output, url=url)
