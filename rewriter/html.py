@@ -302,6 +302,9 @@ def _value_of(name: str) -> Callable[[str, int], re.Match[str] | None]:
 
 
 _QUOTE_OF_GROUP = {2: '"', 3: "'", 4: ""}
+# The "quote" of an attribute written without a value (HTML §13.2.5.33): its value is the
+# empty string, at an empty span just after the name; a new value comes with its "=".
+_VALUELESS = "="
 _QUOTE_OF_VALUE_GROUP = {1: '"', 2: "'", 3: ""}
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _LONE_CR = re.compile(r"\r(?!\n)")
@@ -409,10 +412,10 @@ class _Document:
         spans = self.attributes(element, {name})
         return self.value(spans[name]) if name in spans else None
 
-    def value(self, span: tuple[int, int, str] | None) -> str:
-        """The attribute value at *span* (None: no value) as the tokenizer gives it: HTML
-        §13.2.3.5 newlines, §13.2.5.36-38 NUL read as U+FFFD, character references decoded."""
-        raw = "" if span is None else self.text[span[0] : span[1]]
+    def value(self, span: tuple[int, int, str]) -> str:
+        """The attribute value at *span* as the tokenizer gives it: HTML §13.2.3.5
+        newlines, §13.2.5.36-38 NUL read as U+FFFD, character references decoded."""
+        raw = self.text[span[0] : span[1]]
         return decode_attribute(_newlines_normalised(raw).replace("\0", "\ufffd"))[0]
 
     def noscript_ranges(self) -> tuple[list[int], list[int]]:
@@ -451,16 +454,17 @@ class _Document:
                 seen.add(position)
                 yield element
 
-    def attributes(self, element: turbohtml.Element, needed: set[str]) -> dict[str, tuple[int, int, str] | None]:
+    def attributes(self, element: turbohtml.Element, needed: set[str]) -> dict[str, tuple[int, int, str]]:
         """The attributes of *element*'s start tag: the text span of each value and its quote.
 
-        The first of duplicate names wins, as in the tokenizer; None: no value. The scan
-        stops once every name in *needed* has been seen.
+        The first of duplicate names wins, as in the tokenizer. An attribute without a
+        value has the empty span just after its name, and the quote :data:`_VALUELESS`.
+        The scan stops once every name in *needed* has been seen.
         """
         wanted = len(needed)
         text = self.text
         position = _TAG_NAME.match(text, self.offset(element)).end()  # type: ignore[union-attr]
-        spans: dict[str, tuple[int, int, str] | None] = {}
+        spans: dict[str, tuple[int, int, str]] = {}
         match_attribute = _ATTRIBUTE.match
         while True:
             match = match_attribute(text, position)
@@ -475,7 +479,10 @@ class _Document:
             if name in needed:
                 wanted -= 1
             # Group 2, 3 or 4 is the value, double-quoted, single-quoted or unquoted.
-            spans[name] = None if last == 1 else (*match.span(last), _QUOTE_OF_GROUP[last])  # type: ignore[union-attr]
+            if last == 1:
+                spans[name] = (match.end(1), match.end(1), _VALUELESS)  # type: ignore[union-attr]
+            else:
+                spans[name] = (*match.span(last), _QUOTE_OF_GROUP[last])  # type: ignore[union-attr]
             if wanted <= 0:
                 return spans
 
@@ -885,8 +892,9 @@ def _elements_links(
                 result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
                 continue
             last = match.lastindex
-            if last is None:
-                continue  # no value
+            if last is None:  # no value: the empty string (HTML §13.2.5.33), rare
+                _plain_url(document, tag, name, (match.end(), match.end(), _VALUELESS), context, policy, result)
+                continue
             start, end = match.span(last)
             raw = text[start:end]
             quote = _QUOTE_OF_VALUE_GROUP[last]
@@ -941,8 +949,6 @@ def _element_links(
             result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
             continue
         span = spans[name]
-        if span is None:
-            continue
         if name in lazy and not _looks_like_url(document.text[span[0] : span[1]], kind):
             continue
         local = context
@@ -1014,10 +1020,8 @@ def _applies(element: turbohtml.Element, tag: str, name: str) -> bool:
     return True
 
 
-def _codebase(document: _Document, span: tuple[int, int, str] | None, context: _Context) -> _Context:
+def _codebase(document: _Document, span: tuple[int, int, str], context: _Context) -> _Context:
     """The base for classid/data/archive/code: the codebase resolved against the document's base."""
-    if span is None:
-        return context
     value, _ = decode_attribute(document.text[span[0] : span[1]])
     return context.codebase(value)
 
@@ -1152,16 +1156,17 @@ def _splice_attribute(
     replacements: list[tuple[int, int, str, str | None]],
     result: _TextResult,
 ) -> None:
-    if not quote:
+    if not quote or quote == _VALUELESS:
         written = "".join(new if prefix is None else prefix for _, _, new, prefix in replacements)
-        if any(char in _NEEDS_QUOTES for char in written):
+        if quote == _VALUELESS or any(char in _NEEDS_QUOTES for char in written):
             pieces: list[str] = []
             last = 0
             for start, end, new, _ in sorted(replacements):
                 pieces += (value[last:start], new)
                 last = end
             pieces.append(value[last:])
-            result.edits.append((raw_start, raw_end, '"' + _escape_attribute("".join(pieces), '"') + '"'))
+            equals = "=" if quote == _VALUELESS else ""
+            result.edits.append((raw_start, raw_end, f'{equals}"{_escape_attribute("".join(pieces), chr(34))}"'))
             return
     for start, end, new, prefix in replacements:
         raw_at = raw_start + _raw(offsets, start)

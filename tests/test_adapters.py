@@ -184,16 +184,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], tuple[str, Callable[[TreeResult], bool]
         "background there and rewrites it, the bytes engine has no text of its own to edit and reports a problem.",
         lambda result: [link.resolved for link in result.links] == ["http://h/dir/bg.png"] and not result.problems,
     ),
-    ("attribute-without-value", "bs4-html5lib"): (
-        'A tree cannot tell <a href> from <a href="">: both are the empty string (HTML §13.2.5.32), a '
-        "reference to the document itself, rewritten under same_document. The bytes engine skips a "
-        "valueless attribute (see test_bytes_engine_valueless_attribute_is_the_empty_string).",
-        lambda result: [link.resolved for link in result.links] == [URL, URL],
-    ),
-    ("attribute-without-value", "lxml.html"): (
-        "As for bs4-html5lib: libxml2 gives a valueless attribute the empty string too.",
-        lambda result: [link.resolved for link in result.links] == [URL, URL],
-    ),
 }
 
 
@@ -224,12 +214,8 @@ def test_trap_gives_what_the_bytes_engine_gives(trap: str, adapter: str) -> None
         assert sorted(values_of(tree, attribute)) == sorted(by_bytes), attribute
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bytes-engine bug, left for the lead: an attribute with no value is the empty string (HTML "
-    '§13.2.5.32-33), so <a href> is <a href="">, yet it is neither reported nor rewritten under same_document',
-)
 def test_bytes_engine_valueless_attribute_is_the_empty_string() -> None:
+    # HTML §13.2.5.32-33: <a href> is <a href="">, a reference to the document itself.
     policy = Policy(same_document=True)
     empty = rewrite_html(b'<a href="">x</a>', url=URL, policy=policy)
     valueless = rewrite_html(b"<a href>x</a>", url=URL, policy=policy)

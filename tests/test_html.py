@@ -233,6 +233,38 @@ def test_same_document_references() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("page", "absolutized"),
+    [
+        ("<a href>x</a>", '<a href="http://h/dir/page.html">x</a>'),
+        ("<a href >x</a>", '<a href="http://h/dir/page.html" >x</a>'),
+        ("<a href/>", '<a href="http://h/dir/page.html"/>'),
+        ("<a HREF\nclass=c>", '<a HREF="http://h/dir/page.html"\nclass=c>'),
+        ("<img src srcset>", '<img src="http://h/dir/page.html" srcset>'),  # an empty srcset holds no URL
+        ("<a class href>", '<a class href="http://h/dir/page.html">'),  # the general path too
+        ("<a href href=x>", '<a href="http://h/dir/page.html" href=x>'),  # the first of duplicates wins
+    ],
+)
+def test_an_attribute_without_a_value_is_the_empty_string(page: str, absolutized: str) -> None:
+    # HTML §13.2.5.32-33: <a href> is <a href="">, a reference to the document itself, kept by
+    # default; absolutized, the value comes with its "=" and quotes.
+    result = rewrite_html(page.encode(), url=URL)
+    assert result.output == page.encode()
+    assert [(link.original, link.status) for link in result.links][:1] == [("", "same-document")]
+    name_end = page.lower().index(result.links[0].attribute) + len(result.links[0].attribute)
+    assert (result.links[0].start, result.links[0].end) == (name_end, name_end)
+    assert rewrite(page, same_document=True) == absolutized
+    again = rewrite(absolutized, same_document=True)
+    assert again == absolutized
+
+
+def test_a_valueless_attribute_takes_quotes_that_need_escaping() -> None:
+    out = rewrite("<a href>", url='http://h/"q"/page.html', same_document=True)
+    assert out == '<a href="http://h/&quot;q&quot;/page.html">'
+    out = rewrite("<a href>", url="http://h/a&b/page.html", same_document=True)
+    assert out == '<a href="http://h/a&amp;b/page.html">'
+
+
 def test_absolute_references_of_any_scheme_are_never_touched() -> None:
     page = '<a href="HTTP://X/./a"><a href="javascript:go(\'../x\')"><a href="data:,a/../b"><a href="tel:+1">'
     assert rewrite(page) == page
