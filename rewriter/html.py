@@ -796,6 +796,7 @@ _TABLES: dict[tuple[object, str, frozenset[str]], dict[str, Kind]] = {}
 _CONDITIONAL_TAGS = frozenset(tag for tag, _ in CONDITIONAL)
 # Elements whose links need more than their attribute values (the general path).
 _SPECIAL_TAGS = frozenset({"style", "object", "applet"})
+_STYLE = frozenset({"style"})
 
 
 class _Plain(NamedTuple):
@@ -803,13 +804,15 @@ class _Plain(NamedTuple):
     URL and need nothing but their value (the *lazy* among them only when it looks like
     a URL); an element with any *other*, a ``style`` that may hold a URL (when the kind
     has one: *style*), or of a *special* kind (its text or other attributes matter),
-    takes the general path."""
+    takes the general path. *watched* is all of them: an element's attributes are read
+    once, for those."""
 
     fast: frozenset[str]
     lazy: frozenset[str]
     other: frozenset[str]
     style: bool
     special: bool
+    watched: frozenset[str]
 
 
 # Per set of lazy attributes, keyed by tag for HTML elements and by (namespace, tag) for
@@ -821,11 +824,11 @@ _PLAIN_FOREIGN: dict[frozenset[str], dict[tuple[object, str], _Plain]] = {}
 def _plain_of(namespace: object, tag: str, lazy: frozenset[str]) -> _Plain:
     table = attributes_of(_NAMESPACE_NAMES.get(namespace, "html"), tag, lazy)  # type: ignore[arg-type]
     if tag in _SPECIAL_TAGS:
-        return _Plain(frozenset(), frozenset(), frozenset(table), False, True)
+        return _Plain(frozenset(), frozenset(), frozenset(table), False, True, frozenset(table))
     fast = frozenset(name for name, kind in table.items() if kind == "url" and (tag, name) not in CONDITIONAL)
     style = table.get("style") == "css"
     other = frozenset(table) - fast - ({"style"} if style else set())
-    return _Plain(fast, fast & lazy, other, style, False)
+    return _Plain(fast, fast & lazy, other, style, False, frozenset(table))
 
 
 def _elements_links(
@@ -842,7 +845,7 @@ def _elements_links(
     ``<img src>`` with a plain value, so those are done here in one loop; any other
     element goes through :func:`_element_links`.
     """
-    text, line_starts = document.text, document.line_starts
+    text, line_starts, flat = document.text, document.line_starts, document.flat
     lazy = policy.lazy_attributes
     classify_new, classified, found, edits = context._classify, context.classified, result.found, result.edits
     base, layer = context.base, context.layer
@@ -870,18 +873,25 @@ def _elements_links(
             if split is None:
                 split = plain_foreign[(namespace, tag)] = _plain_of(namespace, tag, lazy)
         attrs = element.attrs
-        if split.special or not split.other.isdisjoint(attrs):
+        needed: Collection[str] = split.watched.intersection(attrs)  # the one read of the names
+        if split.special:
             _element_links(document, element, context, policy, result)
             continue
-        if split.style and (style := attrs.get("style")) is not None and _may_hold_urls(style):
-            _element_links(document, element, context, policy, result)
-            continue
-        needed: Collection[str] = split.fast.intersection(attrs)
         if not needed:
             continue
+        if not split.other.isdisjoint(needed):
+            _element_links(document, element, context, policy, result)
+            continue
+        if "style" in needed:
+            if _may_hold_urls(attrs.get("style")):
+                _element_links(document, element, context, policy, result)
+                continue
+            needed = needed - _STYLE
+            if not needed:
+                continue
         if len(needed) > 1:
             needed = [name for name in attrs if name in needed]  # source order, for the problems list
-        offset = line_starts[position[0] - 1] + position[1]
+        offset = position[1] if flat else line_starts[position[0] - 1] + position[1]
         for name in needed:
             # HTML §13.2.5.32-39 over this one start tag, up to the first attribute *name*
             # (the first of duplicates wins): one call.
