@@ -919,9 +919,12 @@ def _elements_links(
             status, resolved, reason = known
             found.append((tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
             if (status == "rewritten" or status == "relinked") and resolved != raw:
-                prefix = _prefix(resolved, raw)  # type: ignore[arg-type]
+                # _prefix and _escape_attribute, written out: this runs for most links.
+                prefix = resolved[: len(resolved) - len(raw)] if raw and resolved.endswith(raw) else None  # type: ignore[union-attr]
                 if prefix is not None and (quote or _NEEDS_QUOTES.isdisjoint(prefix)):
-                    edits.append((start, start, _escape_attribute(prefix, quote)))
+                    if "&" in prefix or (quote and quote in prefix):
+                        prefix = _escape_attribute(prefix, quote)
+                    edits.append((start, start, prefix))
                 else:
                     replacement = [(0, len(raw), resolved, prefix)]
                     _splice_attribute(raw, start, end, quote, raw, None, replacement, result)  # type: ignore[arg-type]
