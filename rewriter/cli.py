@@ -81,11 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also read references from FILE, one per line ('-' for standard input)",
     )
     resolve.add_argument("--rules", choices=RULES, default="rfc3986", help="resolution rules (default: rfc3986)")
-    resolve.add_argument(
-        "--non-strict",
-        action="store_true",
-        help="rfc2396/rfc3986: read a scheme equal to the base's as relative (http:g)",
-    )
+    _switch(resolve, "--non-strict", "rfc2396/rfc3986: read a scheme equal to the base's as relative (http:g)")
     resolve.set_defaults(run=_run_resolve)
 
     rewrite = verbs.add_parser(
@@ -143,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run on Dask: a dask.distributed scheduler address (tcp://host:8786), or 'local' for Dask's local "
         "processes (needs the dask extra; workers read and write the paths, so a cluster needs a shared file system)",
     )
-    rewrite.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no closing summary")
+    _switch(rewrite, "--quiet", "no progress bar and no closing summary", short="-q")
     rewrite.add_argument(
         "--max-size",
         metavar="SIZE",
@@ -168,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     links.add_argument("files", metavar="FILE", nargs=1, help="an HTML document, or '-' for stdin")
-    links.add_argument("--json", action="store_true", help="one JSON object per link (JSON Lines)")
+    _switch(links, "--json", "one JSON object per link (JSON Lines)")
     _document_options(links)
     links.set_defaults(run=_run_links)
 
@@ -240,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     explain.add_argument("files", metavar="FILE", nargs=1, help="a message, MHTML archive or HTML document")
-    explain.add_argument("--json", action="store_true", help="the tree as one JSON object")
+    _switch(explain, "--json", "the tree as one JSON object")
     _document_options(explain)
     explain.set_defaults(run=_run_explain)
     return parser
@@ -256,19 +252,31 @@ def _document_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="the retrieval URL: the base when the page has no <base> (RFC 1808 §3.3)")
     parser.add_argument("--charset", help="the transport charset, if known (HTTP or MIME charset parameter)")
     parser.add_argument("--rules", choices=RULES, default="rfc3986", help="resolution rules (default: rfc3986)")
-    parser.add_argument("--non-strict", action="store_true", help="rfc2396/rfc3986: read http:g as relative")
-    parser.add_argument(
-        "--absolutize-fragments", action="store_true", help="also make #frag and empty references absolute"
+    _switch(parser, "--non-strict", "rfc2396/rfc3986: read http:g as relative")
+    _switch(parser, "--absolutize-fragments", "also make #frag and empty references absolute")
+    _switch(parser, "--remove-base", "drop the <base> element instead of fixing it")
+    _switch(parser, "--no-lazy", "leave lazy-loading data-* attributes alone", opposite="--lazy")
+    _switch(
+        parser,
+        "--no-conditional-comments",
+        "leave links inside <!--[if IE]> comments alone",
+        opposite="--conditional-comments",
     )
-    parser.add_argument("--remove-base", action="store_true", help="drop the <base> element instead of fixing it")
-    parser.add_argument("--no-lazy", action="store_true", help="leave lazy-loading data-* attributes alone")
+    _switch(parser, "--canonical-base", "with no --url, take <link rel=canonical> / og:url as it")
+    _switch(parser, "--require-base", "a page with relative links and no base fails")
+
+
+def _switch(
+    parser: argparse.ArgumentParser, option: str, help: str, *, opposite: str | None = None, short: str | None = None
+) -> None:
+    """An on/off option, off by default, and its opposite (``--no-`` + the name, or *opposite*
+    for one that is itself a ``--no-``), which turns off what a configuration file turned on.
+    The opposite stays out of ``--help``; the README's CONFIGURATION section names the rule."""
+    names = [short, option] if short else [option]
+    action = parser.add_argument(*names, action="store_true", help=help)
     parser.add_argument(
-        "--no-conditional-comments", action="store_true", help="leave links inside <!--[if IE]> comments alone"
+        opposite or "--no-" + option.removeprefix("--"), dest=action.dest, action="store_false", help=argparse.SUPPRESS
     )
-    parser.add_argument(
-        "--canonical-base", action="store_true", help="with no --url, take <link rel=canonical> / og:url as it"
-    )
-    parser.add_argument("--require-base", action="store_true", help="a page with relative links and no base fails")
 
 
 def _policy(args: argparse.Namespace) -> Policy:

@@ -651,6 +651,58 @@ def test_pyproject_tool_table_applies_without_rewriter_toml(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
+    ("setting", "override", "page", "by_the_file", "by_the_command_line"),
+    [
+        # Each on/off option a file turns on, the command line turns off again.
+        ("no-lazy = true", "--lazy", b"<img data-src=i>", b"<img data-src=i>", b"<img data-src=http://h/d/i>"),
+        (
+            "no-conditional-comments = true",
+            "--conditional-comments",
+            b"<!--[if IE]><a href=c><![endif]-->",
+            b"<!--[if IE]><a href=c><![endif]-->",
+            b"<!--[if IE]><a href=http://h/d/c><![endif]-->",
+        ),
+        (
+            "absolutize-fragments = true",
+            "--no-absolutize-fragments",
+            b"<a href=#f>",
+            b"<a href=http://h/d/p#f>",
+            b"<a href=#f>",
+        ),
+        (
+            "remove-base = true",
+            "--no-remove-base",
+            b"<base href=/b/><a href=x>",
+            b"<a href=http://h/b/x>",
+            b"<base href=http://h/b/><a href=http://h/b/x>",
+        ),
+        ("non-strict = true", "--no-non-strict", b"<a href=http:g>", b"<a href=http://h/d/g>", b"<a href=http:g>"),
+    ],
+)
+def test_the_command_line_turns_off_what_a_configuration_file_turned_on(
+    tmp_path: Path, setting: str, override: str, page: bytes, by_the_file: bytes, by_the_command_line: bytes
+) -> None:
+    (tmp_path / "rewriter.toml").write_text(f'url = "http://h/d/p"\n{setting}\n', encoding="utf-8")
+    done = rewriter(tmp_path, "rewrite", "-", stdin=page)
+    assert (done.returncode, done.stdout) == (0, by_the_file)
+    done = rewriter(tmp_path, "rewrite", "-", override, stdin=page)
+    assert (done.returncode, done.stdout) == (0, by_the_command_line)
+
+
+def test_require_base_and_quiet_from_a_file_are_undone_on_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "rewriter.toml").write_text("require-base = true\nquiet = true\n", encoding="utf-8")
+    (tmp_path / "a.html").write_bytes(b"<a href=x>")
+    assert rewriter(tmp_path, "rewrite", "a.html").returncode == 1  # no base: required, so it fails
+    done = rewriter(tmp_path, "rewrite", "a.html", "--no-require-base")
+    assert (done.returncode, done.stdout) == (1, b"<a href=x>")  # kept relative, and named
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "b.html").write_bytes(b"<a href=x>")
+    assert rewriter(tmp_path, "rewrite", "d", "-o", "o1", "--url", URL, "--no-require-base").stderr == b""
+    summary = rewriter(tmp_path, "rewrite", "d", "-o", "o2", "--url", URL, "--no-quiet").stderr
+    assert SUMMARY.fullmatch(summary.decode().strip()) is not None
+
+
+@pytest.mark.parametrize(
     ("file", "text", "key", "reason"),
     [
         ("rewriter.toml", "bogus = 1\n", "'bogus'", "is not an option of rewriter"),
