@@ -178,3 +178,36 @@ def test_an_mbox_message_over_the_limit_streams_through_and_the_others_are_rewri
         "rewriter: a.mbox: message 2: larger than 4,096 bytes (5,068): copied unchanged, not rewritten"
     ]
     assert not outcome.ok and outcome.rewritten == 2
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        b"<base href=../b/><a href=x><a href=#f><a href=http://o/y><img src=' z '><a href='&#47;q'><a href>",
+        b"<a href=x><img srcset='a 1x, b 2x'><p style='background:url(c)'>",  # no base: all left relative
+        b"Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/html\nContent-Base: http://h/m/\n\n"
+        b"<a href=x><a href=http://o/>\n--B\nContent-Type: text/html\n\n<a href=y><a href=#t>\n--B--\n",
+    ],
+)
+@pytest.mark.parametrize("url", [None, "http://h/d/p.html", "mailto:x@y"])  # mailto: leaves x unresolvable
+def test_tally_counts_and_names_what_every_link_says(document: bytes, url: str | None) -> None:
+    # tally counts from the engines' status counts and builds only the links left relative:
+    # the same counts and messages, in the same order, as reading every link.
+    from rewriter.batch import Outcome, located_links, process, tally
+
+    settings = Settings(url=url)
+    _, result = process(document, "doc", settings)
+    outcome = Outcome("doc")
+    tally(outcome, result, settings, {})
+    _, fresh = process(document, "doc", settings)
+    every = located_links(fresh)
+    relative = [(part, link) for part, link in every if link.status in ("no-base", "unresolvable")]
+    assert outcome.rewritten == sum(link.status == "rewritten" for _, link in every)
+    assert outcome.relative == len(relative)
+    assert outcome.kept == len(every) - outcome.rewritten - outcome.relative
+    assert outcome.ok is not relative
+    named = [message for message in outcome.messages if " at bytes " in message]
+    assert len(named) == len(relative)
+    for message, (part, link) in zip(named, relative, strict=True):
+        assert f"{link.original!r} at bytes {link.start}-{link.end}: {link.status}" in message
+        assert (f"part {part}: " in message) is bool(part)
