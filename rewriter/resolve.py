@@ -266,7 +266,7 @@ def _remove_dot_segments_by_rule(path: str) -> str:
                 output.pop()
             output.append("/")
             break
-        elif path[i:] in (".", ".."):  # D
+        elif n - i <= 2 and path[i:] in (".", ".."):  # D (the length first: no copy of a long rest)
             break
         else:  # E: the first segment, with its leading "/" if any
             end = path.find("/", i + 1)
