@@ -12,15 +12,17 @@ Exit codes, for every verb:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from rewriter import __version__
 from rewriter.policy import Policy
@@ -892,4 +894,27 @@ def entry_point() -> None:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="surrogateescape")
-    sys.exit(main())
+    _exit_now(main())
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Exit once standard output and standard error are out, without the interpreter's
+    teardown: freeing every object one by one took 0.13-0.21 s after a batch run of the
+    corpus, 0.08 s after the imports alone. Every file the tool writes is closed by then.
+    Only when nothing else runs: no child process, no other thread (Dask's client has
+    one); otherwise the usual exit, which waits for them."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except (BrokenPipeError, ValueError):  # its reader left, or it was closed: nothing more can reach it
+        pass
+    except OSError as error:  # e.g. the disk is full: what is left unwritten is lost, and said so
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stderr.write(f"rewriter: cannot write to standard output: {error.strerror or error}\n")
+        code = code or EXIT_SOME_FAILED
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.flush()
+    multiprocessing = sys.modules.get("multiprocessing")
+    if threading.active_count() > 1 or (multiprocessing is not None and multiprocessing.active_children()):
+        sys.exit(code)
+    os._exit(code)

@@ -277,3 +277,48 @@ def test_format_can_be_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert code == 0 and "href=http://h/x" in out
     code, out, _ = run(capsys, "rewrite", str(page), "--url", "http://h/", "--format", "message")
     assert code == 0 and "href=x" in out  # as a message it is text/plain: nothing to rewrite
+
+
+# --------------------------------------------------------------------------
+# Leaving: all of standard output is out before the process ends (rewriter.cli._exit_now)
+# --------------------------------------------------------------------------
+
+
+def _tool(*argv: str, **options: object) -> subprocess.CompletedProcess[bytes]:
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **options}
+    return subprocess.run([sys.executable, "-m", "rewriter", *argv], timeout=60, **streams)  # type: ignore[call-overload]
+
+
+def test_every_byte_of_a_large_output_reaches_the_pipe() -> None:
+    page = b"<!doctype html>" + b"".join(b"<a href=p%d.html>%d</a>\n" % (i, i) for i in range(60_000))
+    done = _tool("rewrite", "-", "--url", "http://h/d/", input=page)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout == page.replace(b"<a href=p", b"<a href=http://h/d/p")
+    listed = _tool("links", "-", "--url", "http://h/d/", "--json", input=page)
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 60_000
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_a_full_disk_on_standard_output_is_said_and_fails() -> None:
+    with open("/dev/full", "wb") as full:
+        done = _tool("links", str(FIXTURES / "saved-page.html"), stdout=full)
+    assert done.returncode == 1
+    assert b"rewriter: cannot write to standard output: No space left on device" in done.stderr
+    assert b"Traceback" not in done.stderr
+
+
+def test_a_reader_that_leaves_early_is_no_error() -> None:
+    page = b"".join(b"<a href=p%d>x</a>" % i for i in range(100_000))
+    tool = subprocess.Popen(
+        [sys.executable, "-m", "rewriter", "links", "-", "--url", "http://h/"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert tool.stdin is not None and tool.stdout is not None and tool.stderr is not None
+    tool.stdin.write(page)
+    tool.stdin.close()
+    assert tool.stdout.readline().startswith(b"a\thref\t")
+    tool.stdout.close()  # like `| head -1`
+    assert tool.wait(timeout=60) == 0
+    assert tool.stderr.read() == b""
