@@ -322,3 +322,36 @@ def test_a_reader_that_leaves_early_is_no_error() -> None:
     tool.stdout.close()  # like `| head -1`
     assert tool.wait(timeout=60) == 0
     assert tool.stderr.read() == b""
+
+
+_SNIFF_SAMPLES = """
+import json, sys
+from rewriter.encoding import sniff
+samples = [b"<meta charset=koi8-r>", b"<p>" + b"x" * 2000 + b"<meta charset='iso-8859-2'>",
+           b'<?xml version="1.0" encoding="windows-1251"?><html>', b"<p>\\xe9", "<p>é".encode(),
+           b'<meta http-equiv="Content-Type" content="text/html; charset=shift_jis">']
+print(json.dumps([sniff(sample).label for sample in samples]))
+"""
+
+
+def test_the_command_line_imports_bs4_without_its_extras_and_sniffs_the_same() -> None:
+    # rewriter.cli._light_bs4: no tree builder, soupsieve or statistical detector is imported, they
+    # stay importable afterwards, and encodings are found as with bs4 imported in full.
+    light = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from rewriter.cli import _light_bs4, _BS4_EXTRAS; _light_bs4()\n"
+            "assert 'bs4.dammit' in sys.modules, 'bs4 is imported'\n"
+            "assert not [name for name in _BS4_EXTRAS if sys.modules.get(name)], 'no extra is'\n"
+            "assert not [name for name in _BS4_EXTRAS if name in sys.modules], 'none is left blocked'\n"
+            "import soupsieve, lxml.etree, html5lib\n" + _SNIFF_SAMPLES,
+        ],
+        capture_output=True,
+        timeout=60,
+    )
+    full = subprocess.run([sys.executable, "-c", "import bs4\n" + _SNIFF_SAMPLES], capture_output=True, timeout=60)
+    assert light.returncode == 0, light.stderr.decode()
+    assert light.stderr == b""  # bs4's "soupsieve is not installed" warning is not shown
+    assert json.loads(light.stdout) == json.loads(full.stdout)
+    assert json.loads(light.stdout) == ["koi8-r", "iso-8859-2", "windows-1251", "windows-1252", "UTF-8", "shift_jis"]
