@@ -355,3 +355,25 @@ def test_the_command_line_imports_bs4_without_its_extras_and_sniffs_the_same() -
     assert light.stderr == b""  # bs4's "soupsieve is not installed" warning is not shown
     assert json.loads(light.stdout) == json.loads(full.stdout)
     assert json.loads(light.stdout) == ["koi8-r", "iso-8859-2", "windows-1251", "windows-1252", "UTF-8", "shift_jis"]
+
+
+def test_a_page_is_rewritten_without_loading_what_only_other_inputs_need(tmp_path: Path) -> None:
+    # Start-up is most of a one-page run: WARC support (warcio, fsspec) and bs4's extras are not
+    # imported for a page, and a WARC input still is one.
+    script = (
+        "import sys; from rewriter import cli; cli._light_bs4(); code = cli.main(sys.argv[1:])\n"
+        "print(sorted(name for name in ('warcio', 'fsspec', 'soupsieve', 'html5lib') if name in sys.modules))"
+    )
+    page = tmp_path / "page.html"
+    page.write_bytes(b"<a href=x>")
+    done = subprocess.run(
+        [sys.executable, "-c", script, "rewrite", str(page), "--url", "http://h/", "-o", str(tmp_path / "out.html")],
+        capture_output=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, b"[]"), done.stderr
+    warc = tmp_path / "crawl.warc"
+    warc.write_bytes(b"WARC/1.1\r\nWARC-Type: warcinfo\r\nContent-Length: 0\r\n\r\n\r\n\r\n")
+    command = [sys.executable, "-c", script, "rewrite", str(warc), "-o", str(tmp_path / "site")]
+    done = subprocess.run(command, capture_output=True, timeout=60)
+    assert b"'warcio'" in done.stdout, done.stderr
