@@ -28,6 +28,7 @@ import os
 import re
 import stat
 import tempfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ __all__ = [
     "MboxReport",
     "detect_format",
     "is_maildir",
+    "is_warc",
     "iter_maildir",
     "iter_mbox",
     "rewrite_maildir",
@@ -53,6 +55,7 @@ Format = Literal["mbox", "message", "html", "css", "unknown"]
 
 SNIFF_SIZE = 8192  # how much of a file's head detect_format needs
 CHUNK_SIZE = 1 << 20
+_WARC_PEEK = 1 << 20  # how much compressed data gzip_holds_warc reads at most
 # A message longer than this is copied through an mbox unchanged rather than held whole.
 MAX_MESSAGE = 64 << 20
 
@@ -155,6 +158,44 @@ def _is_heading(lines: list[bytes]) -> bool:
         elif name in _MAIL_FIELDS or name.startswith(b"x-"):
             mail += 1
     return mime > 0 or mail > 1
+
+
+def gzip_holds_warc(stream: BinaryIO, position: int) -> bool:
+    """Whether the gzip member at *position* begins with ``WARC/`` (reads at most 1 MiB)."""
+    stream.seek(position)
+    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out, read = b"", 0
+    try:
+        while len(out) < 5 and not decompressor.eof and read < _WARC_PEEK:
+            data = stream.read(65536)
+            if not data:
+                break
+            read += len(data)
+            out += decompressor.decompress(decompressor.unconsumed_tail + data, 5 - len(out))
+    except zlib.error:
+        return False
+    return out.startswith(b"WARC/")
+
+
+def is_warc(path: str | os.PathLike[str]) -> bool:
+    """Whether *path* is a WARC file: it begins with ``WARC/``, or is gzip whose first
+    member does (WARC 1.1 §4 and Annex D). Reads a few bytes; never raises.
+
+    >>> import gzip, pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = pathlib.Path(folder) / "crawl.warc.gz"
+    ...     _ = path.write_bytes(gzip.compress(b"WARC/1.1\\r\\n"))
+    ...     print(is_warc(path), is_warc(__file__))
+    True False
+    """
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(5)
+            if head.startswith(b"WARC/"):
+                return True
+            return head.startswith(b"\x1f\x8b") and gzip_holds_warc(stream, 0)
+    except (OSError, ValueError):
+        return False
 
 
 def detect_format(head: bytes, name: str | None = None) -> Format:

@@ -60,6 +60,7 @@ from warcio.bufferedreaders import BufferedReader
 from warcio.statusandheaders import StatusAndHeadersParser
 
 from rewriter.html import HTMLResult, rewrite_html
+from rewriter.mailbox import gzip_holds_warc, is_warc
 from rewriter.names import Folder
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import Rules, UnresolvableReference, remove_dot_segments, resolve, url_key
@@ -386,7 +387,7 @@ def _next_start(reader: IO[bytes], after: int, gzipped: bool) -> int | None:
             if gzipped:
                 index = window.find(b"\x1f\x8b\x08")
                 while index >= 0:
-                    if _gzip_holds_warc(reader, position + index):
+                    if gzip_holds_warc(reader, position + index):
                         return position + index
                     index = window.find(b"\x1f\x8b\x08", index + 1)
             else:
@@ -396,44 +397,6 @@ def _next_start(reader: IO[bytes], after: int, gzipped: bool) -> int | None:
             position += len(window)
     except (OSError, EOFError, ValueError, zlib.error):
         return None
-
-
-def _gzip_holds_warc(stream: IO[bytes], position: int) -> bool:
-    """Whether the gzip member at *position* begins with ``WARC/`` (reads at most 1 MiB)."""
-    stream.seek(position)
-    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out, read = b"", 0
-    try:
-        while len(out) < 5 and not decompressor.eof and read < _BLOCK:
-            data = stream.read(65536)
-            if not data:
-                break
-            read += len(data)
-            out += decompressor.decompress(decompressor.unconsumed_tail + data, 5 - len(out))
-    except zlib.error:
-        return False
-    return out.startswith(b"WARC/")
-
-
-def is_warc(path: str | os.PathLike[str]) -> bool:
-    """Whether *path* is a WARC file: it begins with ``WARC/``, or is gzip whose first
-    member does (WARC 1.1 §4 and Annex D). Reads a few bytes; never raises.
-
-    >>> import gzip, pathlib, tempfile
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = pathlib.Path(folder) / "crawl.warc.gz"
-    ...     _ = path.write_bytes(gzip.compress(b"WARC/1.1\\r\\n"))
-    ...     print(is_warc(path), is_warc(__file__))
-    True False
-    """
-    try:
-        with open(path, "rb") as stream:
-            head = stream.read(5)
-            if head.startswith(b"WARC/"):
-                return True
-            return head.startswith(b"\x1f\x8b") and _gzip_holds_warc(stream, 0)
-    except (OSError, ValueError):
-        return False
 
 
 def _read(record: object, offset: int, wanted: Wanted | None) -> tuple[WarcDocument | WarcDamage | None, bool]:
