@@ -340,16 +340,22 @@ def tally(
     relative = sum(counts[status] for status in _RELATIVE)
     outcome.relative += relative
     outcome.kept += counts.total() - counts["rewritten"] - relative
+    every = located_links(result) if settings.records else None  # all their spans, once
     if relative:
         outcome.ok = False
-        for part, link in located_links(result, *_RELATIVE):
+        left = (
+            located_links(result, *_RELATIVE)
+            if every is None
+            else [(part, link) for part, link in every if link.status in _RELATIVE]
+        )
+        for part, link in left:
             label = f"part {part}: " if part else ""
             outcome.messages.append(
                 f"rewriter: {outcome.shown}: {where}{label}<{link.element} {link.attribute}> {link.original!r} at "
                 f"bytes {link.start}-{link.end}: {link.status}: {link.reason}"
             )
-    if settings.records:
-        for part, link in located_links(result):
+    if every is not None:
+        for part, link in every:
             record: dict[str, object] = {"file": outcome.shown, **extra}
             if message:
                 record["part"] = part

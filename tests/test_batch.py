@@ -190,12 +190,13 @@ def test_an_mbox_message_over_the_limit_streams_through_and_the_others_are_rewri
     ],
 )
 @pytest.mark.parametrize("url", [None, "http://h/d/p.html", "mailto:x@y"])  # mailto: leaves x unresolvable
-def test_tally_counts_and_names_what_every_link_says(document: bytes, url: str | None) -> None:
+@pytest.mark.parametrize("records", [False, True])
+def test_tally_counts_and_names_what_every_link_says(document: bytes, url: str | None, records: bool) -> None:
     # tally counts from the engines' status counts and builds only the links left relative:
     # the same counts and messages, in the same order, as reading every link.
     from rewriter.batch import Outcome, located_links, process, tally
 
-    settings = Settings(url=url)
+    settings = Settings(url=url, records=records)
     _, result = process(document, "doc", settings)
     outcome = Outcome("doc")
     tally(outcome, result, settings, {})
@@ -211,3 +212,6 @@ def test_tally_counts_and_names_what_every_link_says(document: bytes, url: str |
     for message, (part, link) in zip(named, relative, strict=True):
         assert f"{link.original!r} at bytes {link.start}-{link.end}: {link.status}" in message
         assert (f"part {part}: " in message) is bool(part)
+    assert [(record["start"], record["status"]) for record in outcome.records] == (
+        [(link.start, link.status) for _, link in every] if records else []
+    )
