@@ -241,6 +241,8 @@ _NAMESPACE_NAMES = {
 
 def _escape_attribute(text: str, quote: str) -> str:
     """*text* for an attribute value between *quote* characters (``""`` for none)."""
+    if "&" not in text and (not quote or quote not in text):
+        return text  # most URLs: nothing to escape
     text = text.replace("&", "&amp;")
     if quote == '"':
         return text.replace('"', "&quot;")
@@ -872,11 +874,11 @@ def _elements_links(
             split = plain_foreign.get((namespace, tag))
             if split is None:
                 split = plain_foreign[(namespace, tag)] = _plain_of(namespace, tag, lazy)
-        attrs = element.attrs
-        needed: Collection[str] = split.watched.intersection(attrs)  # the one read of the names
         if split.special:
             _element_links(document, element, context, policy, result)
             continue
+        attrs = element.attrs
+        needed: Collection[str] = split.watched.intersection(attrs)  # the one read of the names
         if not needed:
             continue
         if not split.other.isdisjoint(needed):
@@ -919,12 +921,9 @@ def _elements_links(
             status, resolved, reason = known
             found.append((tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
             if (status == "rewritten" or status == "relinked") and resolved != raw:
-                # _prefix and _escape_attribute, written out: this runs for most links.
-                prefix = resolved[: len(resolved) - len(raw)] if raw and resolved.endswith(raw) else None  # type: ignore[union-attr]
+                prefix = _prefix(resolved, raw)  # type: ignore[arg-type]
                 if prefix is not None and (quote or _NEEDS_QUOTES.isdisjoint(prefix)):
-                    if "&" in prefix or (quote and quote in prefix):
-                        prefix = _escape_attribute(prefix, quote)
-                    edits.append((start, start, prefix))
+                    edits.append((start, start, _escape_attribute(prefix, quote)))
                 else:
                     replacement = [(0, len(raw), resolved, prefix)]
                     _splice_attribute(raw, start, end, quote, raw, None, replacement, result)  # type: ignore[arg-type]
