@@ -136,6 +136,16 @@ def _unescape(text: bytes) -> bytes:
     return binascii.a2b_qp(text)
 
 
+def _physical_line(content: bytes) -> tuple[bytes, bool]:
+    """One physical line's content (its line break taken off) decoded, and whether it ends
+    in a soft break: RFC 2045 §6.7 rule 3, trailing white space is transport padding; rule
+    5, a final "=" is a soft break (at the very end of the body too)."""
+    content = content.rstrip(b" \t")
+    if content.endswith(b"="):
+        return _unescape(content[:-1]), True
+    return _unescape(content), False
+
+
 def _whole_body_safe(body: bytes) -> bool:
     """Whether binascii reads the whole body as the line parser does: no white space
     before a line break or at the end (rule 3 drops it; binascii keeps it), no "==" and
@@ -176,11 +186,8 @@ def _decode_qp(body: bytes) -> bytes:
             line, brk = line[:-1], _CRLF
         else:
             brk = _LF
-        content = line.rstrip(b" \t")
-        soft = content.endswith(b"=")  # rule 5, also "=" at the very end of the body
-        if soft:
-            content = content[:-1]
-        append(_unescape(content))
+        content, soft = _physical_line(line)
+        append(content)
         if not soft:
             append(brk)
     return b"".join(decoded)
@@ -198,15 +205,14 @@ def _parse_qp(body: bytes) -> list[_Line]:
         else:
             content_end = lf - 1 if lf > pos and body[lf - 1] == 13 else lf
             next_pos = lf + 1
-        # RFC 2045 §6.7 rule 3: trailing white space is transport padding; the body's end counts as a line end.
-        content = body[pos:content_end].rstrip(b" \t")
-        if content.endswith(b"="):  # rule 5: soft line break, also "=" at the very end of the body
-            parts.append(_Part(pos, next_pos, _unescape(content[:-1])))
+        content, soft = _physical_line(body[pos:content_end])
+        if soft:
+            parts.append(_Part(pos, next_pos, content))
             if lf < 0:
                 lines.append(_Line(tuple(parts), b""))
                 return lines
         else:
-            parts.append(_Part(pos, content_end, _unescape(content)))
+            parts.append(_Part(pos, content_end, content))
             lines.append(_Line(tuple(parts), body[content_end:next_pos]))
             if lf < 0:
                 return lines
@@ -284,8 +290,7 @@ def _splice_logical_line(encoded: bytes, new: bytes, eol: bytes) -> bytes:
         content = physical[index]
         if index < count - 1 and content.endswith(b"\r"):
             content = content[:-1]
-        content = content.rstrip(b" \t")
-        return _unescape(content[:-1] if content.endswith(b"=") else content)
+        return _physical_line(content)[0]
 
     first, head, head_end = 0, 0, 0  # physical lines kept at the start, their decoded and encoded length
     while first < count - 1 and new.startswith(piece := decoded(first), head):
