@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -727,3 +729,18 @@ def test_pathological_inputs(css: str) -> None:
 def test_large_ordinary_css() -> None:
     css = 'a.b > c:hover { background: #fff url(img/a.png) no-repeat; font: 12px "A B", sans-serif }\n' * 20_000
     assert len(find_urls(css)) == 20_000
+
+
+def test_name_code_points_are_those_of_css_syntax_4_2() -> None:
+    """§4.2: a name code point is a letter, a digit, "_", "-" or U+0080 and above; NUL and
+    surrogates count too (U+FFFD after §3.3). The pattern spells the set by what it excludes."""
+    from rewriter.css import _NAME_CHAR
+
+    pattern = re.compile(_NAME_CHAR)
+    ascii_names = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-\x00")
+    wrong = [
+        code
+        for code in range(0x110000)
+        if bool(pattern.fullmatch(chr(code))) != (code >= 0x80 or chr(code) in ascii_names)
+    ]
+    assert wrong == []
