@@ -79,5 +79,7 @@ def test_batch_benchmark_runs_and_prints_ratios_on_a_few_pages(tmp_path: Path) -
     assert "command line, interpreter start-up included:" in out and "batch phase in one process:" in out
     assert sum(line.strip().startswith("-j 2 / -j 1 speed-up:") for line in out.splitlines()) == 2
     assert "machine: 2 processes of pure CPU work scale" in out
+    assert sum(line.strip().startswith("per round: speed-up median") for line in out.splitlines()) == 2
+    assert "speed-up / ceiling median" in out
     assert "outputs identical: yes" in out
     assert list(scratch.iterdir()) == []  # the linked pages and every output tree are deleted
