@@ -453,7 +453,7 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _warcs(names: list[str]) -> list[str]:
     """The WARC files among *names* (rewriter.warc, with warcio and fsspec, is imported only
     for those: 0.28 s)."""
-    from rewriter.mailbox import is_warc
+    from rewriter.formats import is_warc
 
     return [name for name in names if name != "-" and Path(name).is_file() and is_warc(name)]
 
@@ -646,7 +646,7 @@ def _run_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _run_unpack(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from rewriter.mailbox import detect_format
+    from rewriter.formats import detect_format
     from rewriter.unpack import UnpackError, unpack_message
 
     path, folder = args.files[0], Path(args.output)

@@ -1,4 +1,5 @@
-"""Mailboxes: tell what a file is, and rewrite every message of an mbox or a Maildir.
+"""Mailboxes: rewrite every message of an mbox or a Maildir (what a file is, mbox or
+not, is told by :mod:`rewriter.formats`, re-exported here).
 
 An mbox is read as a byte stream, one message at a time (memory stays flat in the size
 of the mbox): :func:`iter_mbox` yields each ``From `` separator line as found and the
@@ -28,13 +29,13 @@ import os
 import re
 import stat
 import tempfile
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import BinaryIO
 
+from rewriter.formats import _UTF8_BOM, detect_format, is_warc
 from rewriter.mime import MessageResult, rewrite_message
 from rewriter.policy import DEFAULT_POLICY, Policy
 
@@ -51,227 +52,10 @@ __all__ = [
     "rewrite_mbox_message",
 ]
 
-Format = Literal["mbox", "message", "html", "css", "unknown"]
 
-SNIFF_SIZE = 8192  # how much of a file's head detect_format needs
 CHUNK_SIZE = 1 << 20
-_WARC_PEEK = 1 << 20  # how much compressed data gzip_holds_warc reads at most
 # A message longer than this is copied through an mbox unchanged rather than held whole.
 MAX_MESSAGE = 64 << 20
-
-_UTF8_BOM = b"\xef\xbb\xbf"
-_UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
-
-# ---------------------------------------------------------------------------
-# What a file is
-# ---------------------------------------------------------------------------
-
-# RFC 5322 §3.6.8 field name (printable ASCII but ":"); RFC 5322 §4.5.4 obsolete syntax
-# allows white space before the colon, and real mail has it ("X-Odd : v").
-_FIELD = re.compile(rb"([\x21-\x39\x3b-\x7e]+)[ \t]*:")
-# Fields that only MIME entities have: one of them makes a heading a message's.
-_MIME_FIELDS = frozenset(
-    {
-        b"mime-version",
-        b"content-type",
-        b"content-transfer-encoding",
-        b"content-location",
-        b"content-base",
-        b"content-id",
-        b"content-disposition",
-        b"content-description",
-    }
-)
-# Mail fields (RFC 5322 §3.6, trace fields, common extensions; any X-* field counts too).
-# Each also begins some text files ("Date: 2024-01-01"), so two of them are needed.
-_MAIL_FIELDS = frozenset(
-    {
-        b"from",
-        b"to",
-        b"cc",
-        b"bcc",
-        b"subject",
-        b"date",
-        b"received",
-        b"return-path",
-        b"message-id",
-        b"reply-to",
-        b"sender",
-        b"delivered-to",
-        b"in-reply-to",
-        b"references",
-        b"resent-from",
-        b"resent-to",
-        b"resent-date",
-        b"resent-message-id",
-        b"dkim-signature",
-        b"arc-seal",
-        b"authentication-results",
-        b"list-id",
-        b"list-unsubscribe",
-        b"user-agent",
-        b"snapshot-content-location",
-    }
-)
-# Markup: a tag, a comment, a doctype, a processing instruction or an end tag.
-_MARKUP = re.compile(rb"<[A-Za-z!?/]")
-_CSS_COMMENT = re.compile(rb"/\*.*?\*/", re.S)
-# Only style sheets open with one of these at-rules, or with a rule whose block holds a
-# declaration ("name:"), a comment or nothing.
-_CSS_START = re.compile(
-    rb"@(?:charset|import|namespace|media|font-face|supports|layer|page|keyframes|-webkit-keyframes"
-    rb"|counter-style|property|container|font-feature-values)\b"
-    rb"|[^<{}@;\"']{1,1000}\{\s*(?:-*[A-Za-z][-\w]*\s*:|\}|/\*)",
-    re.I,
-)
-_NAMES: dict[str, Format] = {
-    ".mbox": "mbox",
-    ".mbx": "mbox",
-    ".eml": "message",
-    ".mht": "message",
-    ".mhtml": "message",
-    ".mime": "message",
-    ".mim": "message",
-    ".css": "css",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".shtml": "html",
-}
-
-
-def _is_heading(lines: list[bytes]) -> bool:
-    """Whether *lines* begin with a message heading (see :func:`detect_format`, rule 3)."""
-    mime = mail = 0
-    for line in lines:
-        line = line.rstrip(b"\r")
-        if not line:
-            break  # the blank line that ends the heading
-        if line[:1] in (b" ", b"\t"):
-            continue  # folded; flanker-enclosed-rfc822.eml even opens with such a line
-        field = _FIELD.match(line)
-        if field is None:
-            break  # not a heading (any more): what was read so far decides
-        name = field.group(1).lower()
-        if name in _MIME_FIELDS:
-            mime += 1
-        elif name in _MAIL_FIELDS or name.startswith(b"x-"):
-            mail += 1
-    return mime > 0 or mail > 1
-
-
-def gzip_holds_warc(stream: BinaryIO, position: int) -> bool:
-    """Whether the gzip member at *position* begins with ``WARC/`` (reads at most 1 MiB)."""
-    stream.seek(position)
-    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out, read = b"", 0
-    try:
-        while len(out) < 5 and not decompressor.eof and read < _WARC_PEEK:
-            data = stream.read(65536)
-            if not data:
-                break
-            read += len(data)
-            out += decompressor.decompress(decompressor.unconsumed_tail + data, 5 - len(out))
-    except zlib.error:
-        return False
-    return out.startswith(b"WARC/")
-
-
-def is_warc(path: str | os.PathLike[str]) -> bool:
-    """Whether *path* is a WARC file: it begins with ``WARC/``, or is gzip whose first
-    member does (WARC 1.1 §4 and Annex D). Reads a few bytes; never raises.
-
-    >>> import gzip, pathlib, tempfile
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = pathlib.Path(folder) / "crawl.warc.gz"
-    ...     _ = path.write_bytes(gzip.compress(b"WARC/1.1\\r\\n"))
-    ...     print(is_warc(path), is_warc(__file__))
-    True False
-    """
-    try:
-        with open(path, "rb") as stream:
-            head = stream.read(5)
-            if head.startswith(b"WARC/"):
-                return True
-            return head.startswith(b"\x1f\x8b") and gzip_holds_warc(stream, 0)
-    except (OSError, ValueError):
-        return False
-
-
-def detect_format(head: bytes, name: str | None = None) -> Format:
-    """What a file is, from its first few KB (*head*); its *name* only breaks ties.
-
-    The rules, first match wins:
-
-    1. A UTF-8 byte order mark is skipped (mimekit-unmunged.mbox has one). A UTF-16 one
-       means text that is no mail: rules 2 and 3 are skipped.
-    2. ``mbox``: the first line starts with ``From `` and the next line is a header
-       field (``name:``), as after every mbox separator. A single message saved with its
-       envelope line (flanker-torture.mbox, mime4j-mp-msg-rfc822.eml) is an mbox of one.
-    3. ``message``: the file opens with header fields (folded lines allowed, a first line
-       of white space too), and the fields before the first line that is not one include
-       a MIME field (MIME-Version, Content-*) or two mail fields (From, To, Subject,
-       Date, Received, Return-Path, Message-ID, X-*, ...). One is not enough: text
-       pages open with "Date: ..." or "Note: ..." (never a mail field) too.
-    4. ``html``: the first non-blank byte opens markup: ``<`` then a letter, ``!``,
-       ``?`` or ``/`` (except ``<!--`` in a file named .css, where it is CSS's CDO).
-    5. ``css``: the content is clearly CSS (starts, after comments, with an at-rule such
-       as ``@import`` or with a rule ``selector { name: ...``) and has no markup.
-    6. ``unknown``: binary data, none of these: a NUL byte, or the signature of an image,
-       PDF, archive or compressed file.
-    7. The name: .mbox/.mbx, .eml/.mht/.mhtml/.mime, .css, .html/.htm/.xhtml.
-    8. ``html`` (text with no markup has no links, and comes back unchanged).
-
-    >>> detect_format(b"From: a@example.org\\r\\nSubject: hi\\r\\n\\r\\n<p>hi</p>")
-    'message'
-    >>> detect_format(b"Note: this page moved.\\n\\n<p><a href=new.html>here</a></p>")
-    'html'
-    >>> detect_format(b"body { margin: 0 }"), detect_format(b"", "site.css")
-    ('css', 'css')
-    >>> detect_format(b"\\x89PNG\\r\\n\\x1a\\n\\x00\\x00\\x00\\rIHDR", "logo.html")
-    'unknown'
-    """
-    suffix = os.path.splitext(name)[1].lower() if name else ""
-    head = head[:SNIFF_SIZE]
-    mail_possible = True
-    if head.startswith(_UTF8_BOM):
-        head = head[len(_UTF8_BOM) :]
-    elif head[:2] in _UTF16_BOMS:
-        head = head[2:].decode(_UTF16_BOMS[head[:2]], "replace").encode("utf-8", "replace")
-        mail_possible = False
-    if mail_possible:
-        lines = head.split(b"\n", 64)[:64]
-        if lines[0].startswith(b"From ") and len(lines) > 1 and _FIELD.match(lines[1]):
-            return "mbox"
-        if _is_heading(lines):
-            return "message"
-    text = head.lstrip(b" \t\r\n\f")
-    if _MARKUP.match(text) and not (suffix == ".css" and text.startswith(b"<!--")):
-        return "html"
-    sheet = _CSS_COMMENT.sub(b" ", text).lstrip(b" \t\r\n\f")
-    if _CSS_START.match(sheet) and not _MARKUP.search(sheet):
-        return "css"
-    if b"\0" in head or head.startswith(_BINARY_SIGNATURES):
-        return "unknown"
-    return _NAMES.get(suffix, "html")
-
-
-# Files people keep beside pages and mail: images, PDF, archives, compressed data.
-_BINARY_SIGNATURES = (
-    b"\x89PNG",
-    b"\xff\xd8\xff",
-    b"GIF8",
-    b"%PDF-",
-    b"PK\x03\x04",
-    b"\x1f\x8b",
-    b"BZh",
-    b"\xfd7zXZ",
-    b"7z\xbc\xaf",
-    b"RIFF",
-    b"\x00\x00\x01\x00",
-    b"wOFF",
-    b"wOF2",
-)
 
 
 # ---------------------------------------------------------------------------

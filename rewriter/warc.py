@@ -59,8 +59,8 @@ from warcio.archiveiterator import WARCIterator
 from warcio.bufferedreaders import BufferedReader
 from warcio.statusandheaders import StatusAndHeadersParser
 
+from rewriter.formats import gzip_holds_warc, is_warc
 from rewriter.html import HTMLResult, rewrite_html
-from rewriter.mailbox import gzip_holds_warc, is_warc
 from rewriter.names import Folder
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import Rules, UnresolvableReference, remove_dot_segments, resolve, url_key

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -215,3 +217,37 @@ def test_tally_counts_and_names_what_every_link_says(document: bytes, url: str |
     assert [(record["start"], record["status"]) for record in outcome.records] == (
         [(link.start, link.status) for _, link in every] if records else []
     )
+
+
+def test_a_batch_of_pages_never_imports_the_mime_engine(tmp_path: Path) -> None:
+    """Telling a file's format (rewriter.formats) imports no engine: pages alone never pay
+    for the MIME engine, neither in -j 1 nor before -j 2 forks; a
+    message among them still gets it."""
+    (tmp_path / "page.html").write_bytes(b'<a href="x.html">x</a>')
+    (tmp_path / "mail.eml").write_bytes(b"MIME-Version: 1.0\nContent-Type: text/html\n\n<a href=y>y</a>\n")
+    script = (
+        "import sys\n"
+        "from rewriter.batch import Settings, _warm, plan, run\n"
+        "_warm()\n"
+        "def engines(): return sorted(name for name in ('rewriter.mime', 'rewriter.mailbox') if name in sys.modules)\n"
+        "jobs, _ = plan([sys.argv[1]], sys.argv[2], include=['*.html'])\n"
+        "list(run(jobs, Settings(url='http://example.org/'), 1))\n"
+        "print(engines())\n"
+        "jobs, _ = plan([sys.argv[1]], sys.argv[2])\n"
+        "list(run(jobs, Settings(url='http://example.org/'), 1))\n"
+        "print(engines())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path), str(tmp_path / "out")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "['rewriter.mime']"]
+    assert b'href="http://example.org/x.html"' in (tmp_path / "out" / "page.html").read_bytes()
+
+
+def test_the_mailbox_module_still_offers_format_detection() -> None:
+    import rewriter.formats
+    import rewriter.mailbox
+
+    assert rewriter.mailbox.detect_format is rewriter.formats.detect_format
+    assert rewriter.mailbox.is_warc is rewriter.formats.is_warc
