@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal
 
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.workers import run_ordered
 
 if TYPE_CHECKING:
     from rewriter.html import HTMLResult, Link, Status
@@ -688,6 +687,8 @@ def run(jobs: Sequence[Job], settings: Settings, workers: int = 1) -> Iterator[O
 def _in_workers(jobs: Sequence[Job], settings: Settings, workers: int, order: list[int]) -> Iterator[Outcome]:
     def lost(index: int, reason: str) -> Outcome:  # the job's worker died (killed, out of memory)
         return Outcome(jobs[index].shown).fail(f"not rewritten: {reason}")
+
+    from rewriter.workers import run_ordered  # multiprocessing: imported only when there are workers
 
     yield from run_ordered(functools.partial(run_job, settings=settings), jobs, order, workers, lost)
 
