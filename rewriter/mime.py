@@ -193,6 +193,10 @@ _LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)?")
 _HEADER_LINE = re.compile(rb"From |[\x21-\x39\x3b-\x7e]*:|[\t ]")
 _BLANK = re.compile(rb"(?:\r\n|\r|\n)")
 _SIGNED = frozenset({"multipart/signed", "application/pkcs7-mime", "application/x-pkcs7-mime"})
+# RFC 5322 §2.1.1 and RFC 5321 §4.5.3.1.6: a line holds at most 998 octets before its CRLF. Only bodies
+# sent as they are (7bit, 8bit) can break it; quoted-printable and base64 are re-encoded in short lines.
+_LINE_LIMIT = 998
+_OVERLONG_LINE = re.compile(rb"[^\r\n]{%d}" % (_LINE_LIMIT + 1))
 # A line with its line break, as the email package's FeedParser cuts them (io's newline="").
 _TEXT_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
@@ -573,6 +577,13 @@ def _rewrite_leaf(
     if any(next(_delimiter_lines(new_body, boundary, 0, len(new_body)), None) for boundary in boundaries):
         problems.append("kept as it is: the rewritten body would contain a delimiter line")
         return _part(entity, base, "skipped", problems, result), None
+    if encoding in (None, "7bit", "8bit") and (
+        (line := _OVERLONG_LINE.search(new_body)) and not _OVERLONG_LINE.search(body)
+    ):
+        problems.append(
+            f"a rewritten line (at byte {line.start()} of the body) is longer than the {_LINE_LIMIT} octets"
+            f" RFC 5322 §2.1.1 allows in a {encoding or '7bit'} body: a mail server may break or refuse it"
+        )
     return _part(entity, base, "rewritten", problems, result), new_body
 
 

@@ -503,3 +503,52 @@ def test_rewriting_again_changes_nothing(run: Run) -> None:
 
 def test_every_fixture_is_used() -> None:
     assert {path.name for path in FIXTURES.glob("*.eml")} == {case.fixture for case in CASES}
+
+
+# RFC 5322 §2.1.1: at most 998 octets a line. A rewrite that lengthens a line of a body sent as it is
+# (7bit, 8bit) past that is done and reported; re-encoded bodies (quoted-printable, base64) have short lines.
+_LONG_LINE = " ".join(f'<a href="p{number}.html">x</a>' for number in range(40)).encode()  # 989 octets
+
+
+def _html_message(encoding: str | None, body: bytes) -> bytes:
+    heading = b"MIME-Version: 1.0\r\nContent-Type: text/html\r\nContent-Location: http://example.org/long/path/\r\n"
+    if encoding:
+        heading += b"Content-Transfer-Encoding: " + encoding.encode() + b"\r\n"
+    return heading + b"\r\n" + body + b"\r\n"
+
+
+@pytest.mark.parametrize("encoding", [None, "7bit", "8bit"])
+def test_a_line_grown_past_998_octets_is_reported(encoding: str | None) -> None:
+    assert len(_LONG_LINE) <= 998
+    result = rewrite_message(_html_message(encoding, _LONG_LINE))
+    (part,) = result.parts
+    assert part.action == "rewritten"
+    assert b'href="http://example.org/long/path/p39.html"' in result.output
+    assert max(len(line) for line in result.output.split(b"\r\n")) > 998
+    assert len(part.problems) == 1 and "longer than the 998 octets RFC 5322" in part.problems[0]
+    assert f"in a {encoding or '7bit'} body" in part.problems[0]
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body"),
+    [
+        ("binary", _LONG_LINE),  # no line limit (RFC 3030)
+        ("7bit", _LONG_LINE.replace(b" ", b"\r\n")),  # every line stays short
+        ("7bit", _LONG_LINE + b"<!--" + b"-" * 1000 + b"-->"),  # too long before the rewrite already
+    ],
+    ids=["binary", "short lines", "long already"],
+)
+def test_no_line_length_report_where_the_rewrite_breaks_no_limit(encoding: str, body: bytes) -> None:
+    result = rewrite_message(_html_message(encoding, body))
+    (part,) = result.parts
+    assert part.action == "rewritten"
+    assert not any("998" in problem for problem in part.problems)
+
+
+def test_a_quoted_printable_body_keeps_short_lines() -> None:
+    import quopri
+
+    result = rewrite_message(_html_message("quoted-printable", quopri.encodestring(_LONG_LINE)))
+    (part,) = result.parts
+    assert part.action == "rewritten" and part.problems == ()
+    assert max(len(line) for line in result.output.split(b"\r\n")) <= 76
