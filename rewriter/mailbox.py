@@ -24,6 +24,7 @@ b'From b@example.org Sat Jan  1 00:00:00 2000\\n' b'Subject: two\\n\\nbye\\n'
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 import re
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from rewriter.formats import _UTF8_BOM, detect_format, is_warc
+from rewriter.formats import detect_format, is_warc
 from rewriter.mime import MessageResult, rewrite_message
 from rewriter.policy import DEFAULT_POLICY, Policy
 
@@ -271,10 +272,10 @@ def _split(
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
     splitter = _MboxSplitter(stream, chunk_size, limit, spill)
-    splitter.read_to(len(_UTF8_BOM) + 5)
+    splitter.read_to(len(codecs.BOM_UTF8) + 5)
     if not splitter.data:
         return
-    lead = len(_UTF8_BOM) if splitter.data.startswith(_UTF8_BOM) else 0
+    lead = len(codecs.BOM_UTF8) if splitter.data.startswith(codecs.BOM_UTF8) else 0
     body = splitter.line_end(lead) if splitter.data.startswith(b"From ", lead) else 0
     while True:
         following = splitter.next_separator(body)
