@@ -210,7 +210,7 @@ def corpus_files(folder: str, suffixes: tuple[str, ...]) -> list[Path]:
 
 @pytest.mark.parametrize("path", corpus_files("mail", (".eml", ".mht", ".mhtml", ".mbox")), ids=lambda p: p.name)
 def test_detect_format_on_every_corpus_mail_file(path: Path) -> None:
-    head = shared_path("corpus", "mail", path.name).read_bytes()[: SNIFF_SIZE]
+    head = shared_path("corpus", "mail", path.name).read_bytes()[:SNIFF_SIZE]
     # A message saved with its envelope line is an mbox of one (mime4j-mp-msg-rfc822.eml).
     expected = "mbox" if path.suffix == ".mbox" or head.startswith(b"From ") else "message"
     assert detect_format(head, path.name) == detect_format(head) == expected
@@ -222,7 +222,7 @@ def test_detect_format_on_corpus_html_pages() -> None:
     shared_path("corpus", "html", pages[0].name)
     assert len(pages) > 100
     for page in pages:
-        head = page.read_bytes()[: SNIFF_SIZE]
+        head = page.read_bytes()[:SNIFF_SIZE]
         assert detect_format(head, page.name) == detect_format(head) == "html", page.name
 
 
