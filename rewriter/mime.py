@@ -50,7 +50,7 @@ from rewriter.html import HTMLResult, Link, Status, rewrite_html
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse
 from rewriter.stylesheet import rewrite_css
-from rewriter.transfer import TransferError, decode, encode
+from rewriter.transfer import IDENTITY, TransferError, decode, encode, mechanism
 
 __all__ = ["Entity", "MessageResult", "Part", "entities", "find_message_links", "header_url", "rewrite_message"]
 
@@ -314,7 +314,7 @@ def _parse_entity(
     elif content_type.startswith("message/") and content_type != "message/delivery-status":
         # As the email package reads it: a message/* body is a message (RFC 2046 §5.2).
         encoding = str(heading.get("content-transfer-encoding", "")).strip().lower()
-        if encoding in ("", "7bit", "8bit", "binary"):
+        if not encoding or encoding in IDENTITY:
             entity.children.append(_parse_entity(data, body_start, end, f"{path}.1", depth + 1))
         else:  # RFC 2046 §5.2.1 forbids it; what is inside is kept as it is
             entity.problems.append(f"a {content_type} body in {encoding} is kept as it is")
@@ -577,12 +577,11 @@ def _rewrite_leaf(
     if any(next(_delimiter_lines(new_body, boundary, 0, len(new_body)), None) for boundary in boundaries):
         problems.append("kept as it is: the rewritten body would contain a delimiter line")
         return _part(entity, base, "skipped", problems, result), None
-    if encoding in (None, "7bit", "8bit") and (
-        (line := _OVERLONG_LINE.search(new_body)) and not _OVERLONG_LINE.search(body)
-    ):
+    transfer = mechanism(encoding)  # "7bit" for none; encode() took it, so it is one the module handles
+    if transfer in ("7bit", "8bit") and ((line := _OVERLONG_LINE.search(new_body)) and not _OVERLONG_LINE.search(body)):
         problems.append(
             f"a rewritten line (at byte {line.start()} of the body) is longer than the {_LINE_LIMIT} octets"
-            f" RFC 5322 §2.1.1 allows in a {encoding or '7bit'} body: a mail server may break or refuse it"
+            f" RFC 5322 §2.1.1 allows in a {transfer} body: a mail server may break or refuse it"
         )
     return _part(entity, base, "rewritten", problems, result), new_body
 
