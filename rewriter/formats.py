@@ -11,6 +11,7 @@ command line 17-22 ms of start-up.
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import zlib
@@ -23,7 +24,6 @@ Format = Literal["mbox", "message", "html", "css", "unknown"]
 SNIFF_SIZE = 8192  # how much of a file's head detect_format needs
 _WARC_PEEK = 1 << 20  # how much compressed data gzip_holds_warc reads at most
 
-_UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 
 
@@ -195,8 +195,8 @@ def detect_format(head: bytes, name: str | None = None) -> Format:
     suffix = os.path.splitext(name)[1].lower() if name else ""
     head = head[:SNIFF_SIZE]
     mail_possible = True
-    if head.startswith(_UTF8_BOM):
-        head = head[len(_UTF8_BOM) :]
+    if head.startswith(codecs.BOM_UTF8):
+        head = head[len(codecs.BOM_UTF8) :]
     elif head[:2] in _UTF16_BOMS:
         head = head[2:].decode(_UTF16_BOMS[head[:2]], "replace").encode("utf-8", "replace")
         mail_possible = False

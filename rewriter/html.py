@@ -1178,7 +1178,8 @@ def _splice_attribute(
                 last = end
             pieces.append(value[last:])
             equals = "=" if quote == _VALUELESS else ""
-            result.edits.append((raw_start, raw_end, f'{equals}"{_escape_attribute("".join(pieces), chr(34))}"'))
+            escaped = _escape_attribute("".join(pieces), '"')
+            result.edits.append((raw_start, raw_end, f'{equals}"{escaped}"'))
             return
     for start, end, new, prefix in replacements:
         raw_at = raw_start + _raw(offsets, start)
