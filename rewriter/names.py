@@ -2,8 +2,9 @@
 
 Names in a bundle come from the content: a part's Content-Location, file name or
 Content-ID, a WARC record's URL. Any of them may be hostile (``../../x``, ``/abs``,
-``C:\\x``, ``con.html``, 5,000 characters, the same name twice). :func:`safe_name`
-makes one name that is a single plain path segment on every common file system;
+``C:\\x``, ``con.html``, 5,000 characters, the same name twice, ``evil.html`` on a part
+declared ``image/png``). :func:`safe_name` makes one name that is a single plain path
+segment on every common file system, whose extension is one its declared type allows;
 :class:`Folder` picks a name no other entry of the folder has (case and Unicode
 normalisation ignored) and writes each file by name relative to the folder's
 descriptor, exclusively: an existing file or symbolic link is never followed, replaced
@@ -16,6 +17,7 @@ or written through, and a file appears whole or not at all.
 from __future__ import annotations
 
 import contextlib
+import functools
 import mimetypes
 import os
 import re
@@ -35,10 +37,6 @@ _DEVICES = frozenset(
 # Forbidden in a name on Windows or POSIX, or a path separator anywhere; C0 and DEL.
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*]')
 LIMIT = 120  # bytes of UTF-8: well under the 255 of ext4, APFS and NTFS, room for "-999"
-_EXTENSIONS = {"text/html": ".html", "text/css": ".css", "image/jpeg": ".jpg", "text/javascript": ".js"}
-# Types a browser reading local files takes from the extension alone (it sniffs images).
-_TYPED_BY_EXTENSION = frozenset({"text/html", "application/xhtml+xml", "text/css", "image/svg+xml", "text/javascript"})
-
 
 # One name for each type that goes by several (RFC 9239 §6: JavaScript is text/javascript).
 _ALIASES = {
@@ -46,23 +44,75 @@ _ALIASES = {
     "application/x-javascript": "text/javascript",
     "application/ecmascript": "text/javascript",
     "text/ecmascript": "text/javascript",
+    "image/jpg": "image/jpeg",
+    "image/pjpeg": "image/jpeg",
+    "image/x-png": "image/png",
+    "image/x-icon": "image/vnd.microsoft.icon",
+    "application/x-gzip": "application/gzip",
 }
+# Our own extensions, first for their type: where Python's built-in table has none (that of
+# 3.11 lacks .webp, .woff2 and .xhtml) or does not start with the usual one (.xsl for
+# application/xml). The built-in table's follow, for types it lists.
+_EXTENSIONS: dict[str, tuple[str, ...]] = {
+    "text/html": (".html", ".htm"),
+    "application/xhtml+xml": (".xhtml", ".xht"),
+    "text/css": (".css",),
+    "text/javascript": (".js", ".mjs"),
+    "image/jpeg": (".jpg", ".jpeg"),
+    "image/webp": (".webp",),
+    "image/vnd.microsoft.icon": (".ico",),
+    "font/woff": (".woff",),
+    "font/woff2": (".woff2",),
+    "font/ttf": (".ttf",),
+    "font/otf": (".otf",),
+    "application/xml": (".xml",),
+    "application/gzip": (".gz",),
+    "application/wasm": (".wasm",),
+}
+NEUTRAL = ".bin"  # for application/octet-stream, and a type no table knows
+# Run by Windows when opened, whatever a type's table lists them under (text/plain has .bat).
+_RUN_ON_OPEN = frozenset({".bat", ".cmd", ".com", ".exe", ".dll", ".scr", ".pif", ".msi", ".vbs", ".hta"})
 
 
-def _one_name(content_type: str | None) -> str | None:
-    if content_type is None:
-        return None
-    content_type = content_type.lower()
+def _one_name(content_type: str) -> str:
+    content_type = content_type.strip().lower()
     return _ALIASES.get(content_type, content_type)
 
 
-def _extension_for(content_type: str | None) -> str | None:
-    if not content_type:
-        return None
-    content_type = _one_name(content_type)  # type: ignore[assignment]
-    if content_type == "application/octet-stream":
-        return None
-    return _EXTENSIONS.get(content_type) or mimetypes.guess_extension(content_type, strict=False)
+@functools.cache
+def _builtin_table() -> dict[str, tuple[str, ...]]:
+    """Type -> extensions in Python's own strict table, types under one name each.
+
+    ``mimetypes.MimeTypes(filenames=())`` reads no system file: the module's functions add
+    /etc/mime.types and the like (and the registry on Windows), so names would differ from
+    one machine to the next, and any local file could make ``.html`` an image's.
+    """
+    table: dict[str, list[str]] = {}
+    for kind, extensions in mimetypes.MimeTypes(filenames=()).types_map_inv[True].items():
+        known = table.setdefault(_one_name(kind), [])
+        known.extend(extension.lower() for extension in extensions if extension.lower() not in known)
+    return {kind: tuple(extensions) for kind, extensions in table.items()}
+
+
+@functools.cache
+def allowed_extensions(content_type: str) -> tuple[str, ...]:
+    """The extensions a file of the declared *content_type* may have, the usual one first
+    (lower case, with the dot); empty for a type no table knows.
+
+    Ours (:data:`_EXTENSIONS`), then Python's built-in strict table, without those that
+    Windows runs when opened. ``application/octet-stream`` declares nothing about its
+    content: it allows :data:`NEUTRAL` alone, not the ``.exe``, ``.dll`` or ``.so`` that
+    the table lists for it.
+
+    >>> allowed_extensions("image/jpeg"), allowed_extensions("IMAGE/PNG"), allowed_extensions("x/y")
+    (('.jpg', '.jpeg', '.jpe'), ('.png',), ())
+    """
+    kind = _one_name(content_type)
+    if kind == "application/octet-stream":
+        return (NEUTRAL,)
+    ours = _EXTENSIONS.get(kind, ())
+    builtin = _builtin_table().get(kind, ())
+    return ours + tuple(extension for extension in builtin if extension not in ours and extension not in _RUN_ON_OPEN)
 
 
 def safe_name(raw: str, content_type: str | None = None, *, limit: int = LIMIT) -> str:
@@ -71,13 +121,26 @@ def safe_name(raw: str, content_type: str | None = None, *, limit: int = LIMIT) 
     The last segment after any ``/`` or ``\\`` is kept and percent-decoded; characters
     that Windows or POSIX forbid become ``_``; leading dots and trailing dots and spaces
     go (no hidden files, no ``..``); a Windows device name gets a ``_`` before it; the
-    name is cut to *limit* bytes of UTF-8 and given the extension of *content_type*
-    when its own says something else. Never empty.
+    name is cut to *limit* bytes of UTF-8. Never empty.
+
+    With a declared *content_type*, the extension follows it: a browser or a file manager
+    opening the file goes by the extension alone, so ``evil.html``, ``a.svg``, ``a.exe`` or
+    ``a.js`` declared ``image/png`` would be run as a page, a script or a program. A name
+    whose extension is one of :func:`allowed_extensions` keeps it (``a.jpeg`` for
+    ``image/jpeg``); any other gets the type's usual extension after the whole name
+    (``evil.html.png``), or :data:`NEUTRAL` (``.bin``) for a type no table knows and for
+    ``application/octet-stream``. A name without an extension gets the type's usual one;
+    those two types have none to give, and such a name stays as it is: only an extension
+    makes a claim that has to be undone. Without a type, the name's own extension stays.
 
     >>> safe_name("http://example.org/a/b%20c.png?x=1")
     'b c.png'
     >>> safe_name("style", "text/css"), safe_name("...."), safe_name("x" * 5000)[-4:]
     ('style.css', 'file', 'xxxx')
+    >>> safe_name("evil.html", "image/png"), safe_name("a.JPEG", "image/jpeg"), safe_name("a.png", "x/y")
+    ('evil.html.png', 'a.JPEG', 'a.png.bin')
+    >>> safe_name("setup.exe", "application/octet-stream"), safe_name("data", "application/octet-stream")
+    ('setup.exe.bin', 'data')
     """
     text = raw.replace("\\", "/")
     text = text.split("?", 1)[0].split("#", 1)[0] if "://" in text else text
@@ -86,15 +149,16 @@ def safe_name(raw: str, content_type: str | None = None, *, limit: int = LIMIT) 
     stem, dot, extension = text.rpartition(".")
     if not dot or not stem:
         stem, extension = text, ""
-    wanted = _extension_for(content_type)
-    kind = _one_name(content_type)
-    typed = wanted is not None and kind in _TYPED_BY_EXTENSION
-    if typed and extension and _one_name(mimetypes.guess_type("x." + extension, strict=False)[0]) != kind:
-        # "page.php" holding HTML: a browser reading files takes the type from the extension.
-        stem, extension = text, ""
-    extension = "." + extension if extension else (wanted or "")
-    if len(extension.encode("utf-8")) > 16:
-        stem, extension = stem + extension, wanted or ""
+    extension = "." + extension if extension else ""
+    if not content_type:
+        if len(extension.encode("utf-8")) > 16:
+            stem, extension = stem + extension, ""
+    else:
+        allowed = allowed_extensions(content_type)
+        if extension and extension.lower() not in allowed:  # "page.php" holding HTML, "evil.html" a PNG
+            stem, extension = text, allowed[0] if allowed else NEUTRAL
+        elif not extension and allowed and allowed[0] != NEUTRAL:
+            extension = allowed[0]
     stem = stem or "file"
     if stem.split(".", 1)[0].rstrip(" ").lower() in _DEVICES:
         stem = "_" + stem

@@ -16,8 +16,10 @@ resolver of :mod:`rewriter.mime`). A reference matches a part when
 The root document (the ``start`` part of a multipart/related, else the first
 text/html part) becomes ``index.html``; the other names come from Content-Location,
 the file name or the Content-ID, made safe by :mod:`rewriter.names`: nothing is written
-outside the folder, nothing overwrites anything, and ``manifest.json`` keeps each
-part's original names.
+outside the folder, nothing overwrites anything, each extension is one the part's
+declared Content-Type allows (``evil.html`` declared ``image/png`` is written as
+``evil.html.png``, and the links to it say so), and ``manifest.json`` keeps each part's
+original names.
 
 >>> import tempfile, pathlib
 >>> message = (b"Content-Type: multipart/related; boundary=b\\r\\n\\r\\n"
