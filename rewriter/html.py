@@ -311,6 +311,8 @@ _QUOTE_OF_VALUE_GROUP = {1: '"', 2: "'", 3: ""}
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _LONE_CR = re.compile(r"\r(?!\n)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# A <noscript> start tag may be in the text (HTML tag names are ASCII case-insensitive).
+_NOSCRIPT_TAG = re.compile("<[nN][oO][sS][cC][rR][iI][pP][tT]").search
 
 
 _WHATWG_ALONE = Resolver("", rules="whatwg")  # the WHATWG parser with no base
@@ -387,10 +389,13 @@ class _Document:
     :meth:`as_parsed`. A DOCTYPE identifier with a line break keeps the lines.
     """
 
-    def __init__(self, text: str, readable: bool = False) -> None:
+    def __init__(self, text: str, readable: bool = False, *, noscript_fragment: bool = False) -> None:
         self.text = text
         parser_text = text if readable else _for_parser(text)
-        self.flat = _DOCTYPE_IDENTIFIER_BREAK(text, _BEFORE_DOCTYPE(text).end()) is None  # type: ignore[union-attr]
+        # A fragment has no DOCTYPE that counts (HTML §13.4 "parsing HTML fragments").
+        self.flat = (
+            noscript_fragment or _DOCTYPE_IDENTIFIER_BREAK(text, _BEFORE_DOCTYPE(text).end()) is None  # type: ignore[union-attr]
+        )
         if self.flat:
             parser_text = parser_text.replace("\n", " ")
             if "\r" in parser_text:
@@ -399,8 +404,20 @@ class _Document:
         else:
             # HTML §13.2.3.5: the parser sees CR and CRLF as LF; positions are lines and columns.
             self.line_starts = _line_starts(text)
+        self.parser_text = parser_text
+        self.scripting = not noscript_fragment  # how the tree was built
         self._noscript: tuple[list[int], list[int]] | None = None
-        self.tree = turbohtml.parse(parser_text, scripting=False, allow_declarative_shadow_roots=False)
+        # The page a browser builds (scripting on, its default): <noscript> is raw text
+        # (HTML §13.2.6.4.4 and §13.2.6.4.7), so neither a <base> nor a raw-text element
+        # opened in it reaches past its first "</noscript". What a browser with scripting
+        # off reads there is parsed apart, range by range (noscript_fragment).
+        if noscript_fragment:
+            # The text of one <noscript> as a browser with scripting off reads it: markup,
+            # where a <noscript> inside is an element like others.
+            self._noscript = ([], [])
+            self.tree = turbohtml.parse_fragment(parser_text, "noscript", scripting=False)
+        else:
+            self.tree = turbohtml.parse(parser_text, scripting=True, allow_declarative_shadow_roots=False)
 
     def as_parsed(self, piece: str) -> str:
         """*piece* of the text as the parser saw it, to compare with the tree's strings."""
@@ -421,21 +438,27 @@ class _Document:
         return decode_attribute(_newlines_normalised(raw).replace("\0", "\ufffd"))[0]
 
     def noscript_ranges(self) -> tuple[list[int], list[int]]:
-        """Where the text of each <noscript> runs (from after its start tag to its end
-        tag, as a scripting browser reads it), sorted and not overlapping; computed once."""
+        """Where the raw text of each <noscript> runs (from after its start tag to its end
+        tag, as a scripting browser reads it), sorted and not overlapping; computed once.
+        In the scripting tree every HTML <noscript> is raw text, so none holds another."""
         if self._noscript is None:
             starts: list[int] = []
             ends: list[int] = []
-            for noscript in self.tree.select("noscript"):
-                if noscript.namespace != _HTML or noscript.position is None:
-                    continue
-                start = self.start_tag_end(noscript)
-                if ends and start < ends[-1]:
-                    continue  # inside the previous one's raw text: not a start tag to a browser
-                starts.append(start)
-                ends.append(_end_tag(self.text, "noscript", start))
+            if _NOSCRIPT_TAG(self.text) is not None:
+                for noscript in self.start_tags(self.tree.select("noscript")):
+                    if noscript.namespace != _HTML:
+                        continue
+                    start = self.start_tag_end(noscript)
+                    starts.append(start)
+                    ends.append(_end_tag(self.text, "noscript", start))
             self._noscript = (starts, ends)
         return self._noscript
+
+    def in_noscript(self, offset: int) -> bool:
+        """Whether *offset* lies in the raw text of a <noscript> (scripting on)."""
+        starts, ends = self.noscript_ranges()
+        at = bisect.bisect_right(starts, offset) - 1
+        return at >= 0 and offset < ends[at]
 
     def offset(self, element: turbohtml.Element) -> int:
         """Where *element*'s start tag begins in the text."""
@@ -490,26 +513,13 @@ class _Document:
 
     def start_tag_end(self, element: turbohtml.Element) -> int:
         """The offset just past *element*'s start tag."""
-        position = _TAG_NAME.match(self.text, self.offset(element)).end()  # type: ignore[union-attr]
-        while (match := _ATTRIBUTE.match(self.text, position)) is not None and match.group(1) is not None:
-            position = match.end()
-        close = self.text.find(">", position)
-        return len(self.text) if close < 0 else close + 1
+        return _tag_end(self.text, self.offset(element))
 
 
-def _is_inert(document: _Document, element: turbohtml.Element) -> bool:
-    """In <template> content or in a <noscript>: never the source of the document's base.
-
-    With scripting on (a browser's default) a <noscript> is raw text up to its end tag,
-    so a <base> there is text. The tree here is built with scripting off, where a
-    <base> in a <noscript> in <head> is moved out of it; so the test is on the text.
-    """
-    if any(getattr(ancestor, "tag", None) == "template" for ancestor in element.ancestors):
-        return True
-    starts, ends = document.noscript_ranges()
-    offset = document.offset(element)
-    at = bisect.bisect_right(starts, offset) - 1
-    return at >= 0 and offset < ends[at]
+def _is_inert(element: turbohtml.Element) -> bool:
+    """In <template> content: never the source of the document's base (HTML §4.2.3).
+    (A <base> in a <noscript> is text in the scripting tree, so it is no element at all.)"""
+    return any(getattr(ancestor, "tag", None) == "template" for ancestor in element.ancestors)
 
 
 _ABSOLUTE: tuple[Status, None, None] = ("absolute", None, None)
@@ -524,8 +534,14 @@ _NO_BASE: tuple[Status, None, str] = (
 class _Context:
     """The base of one document and the policy, resolving one reference at a time."""
 
-    def __init__(self, base: str | None, layer: Layer | None, policy: Policy, codec: str = "utf-8") -> None:
+    def __init__(
+        self, base: str | None, layer: Layer | None, policy: Policy, codec: str = "utf-8", in_noscript: bool = False
+    ) -> None:
         self.base = base
+        # The links are in a <noscript>'s raw text (scripting on): a new URL there must never
+        # hold "<", or a base holding "</noscript>" would end the element early and what
+        # follows would be live markup. Browsers percent-encode "<" in every URL part anyway.
+        self.in_noscript = in_noscript
         self.layer: Layer | None = layer
         self.policy = policy
         self.codec = codec
@@ -546,7 +562,11 @@ class _Context:
         self.keep_same_document = not policy.same_document
 
     def with_base(self, base: str, layer: Layer) -> _Context:
-        return _Context(base, layer, self.policy, self.codec)
+        return _Context(base, layer, self.policy, self.codec, self.in_noscript)
+
+    def inside_noscript(self) -> _Context:
+        """This base and policy, for the links of a <noscript>'s text."""
+        return _Context(self.base, self.layer, self.policy, self.codec, in_noscript=True)
 
     def codebase(self, value: str) -> _Context:
         """HTML 4.01 §13.3: the context for classid/data/archive/code, relative to the
@@ -601,7 +621,9 @@ class _Context:
         if relink is not None and found[0] != "unresolvable":
             new = relink(found[1] if found[0] == "rewritten" else reference)  # type: ignore[arg-type]
             if new is not None:
-                return "relinked", new, None
+                found = ("relinked", new, None)
+        if self.in_noscript and found[1] is not None and "<" in found[1]:
+            found = (found[0], found[1].replace("<", "%3C"), found[2])
         return found
 
     def _resolve(self, reference: str) -> tuple[Status, str | None, str | None]:
@@ -663,6 +685,7 @@ def _rewrite_text(
     *,
     base_elements: bool = True,
     context: _Context | None = None,
+    in_noscript: bool = False,
 ) -> _TextResult:
     """Find and resolve every link of one document's text; the edits are text spans.
 
@@ -671,19 +694,20 @@ def _rewrite_text(
     never the base (conditional comments: markup only old IE read). A *context* given
     is the text's base as it is (the enclosing document's, whose references are
     classified once for all its conditional comments): no base is looked for.
+    *in_noscript*: the text is itself inside a ``<noscript>`` (a srcdoc there).
     """
     document = _Document(text, readable)
     result = _TextResult()
     tree = document.tree
     if context is not None:
         result.base, result.layer = context.base, context.layer
-        _elements_links(document, tree.select(selector(policy.lazy_attributes)), None, context, policy, result)
+        _document_links(document, None, context, policy, result)
         _require_base(policy, result)
         return result
 
     # RFC 1808 §3.1 / HTML "document base URL": the first base element with an href,
-    # in tree order, in the HTML namespace, not in template content; not in noscript
-    # either (with scripting on, the default, that is text).
+    # in tree order, in the HTML namespace, not in template content. The tree is the
+    # scripting one, where a <base> in a <noscript> is text.
     base, layer = fallback, fallback_layer
     if base is None and (mark := _saved_from(text)) is not None:
         base, layer = mark, "saved-from-mark"
@@ -691,11 +715,11 @@ def _rewrite_text(
         canonical = _canonical(document)
         if canonical is not None:
             base, layer = canonical, "canonical"
-    fallback_context = _Context(base, layer, policy, codec)
+    fallback_context = _Context(base, layer, policy, codec, in_noscript)
     base_element = None  # the first one that counts, usable or not
     usable_base = False
     for candidate in tree.select("base[href]") if base_elements else ():
-        if candidate.namespace != _HTML or candidate.position is None or _is_inert(document, candidate):
+        if candidate.namespace != _HTML or candidate.position is None or _is_inert(candidate):
             continue
         base_element = candidate
         href = document.attribute_value(candidate, "href") or ""
@@ -721,16 +745,76 @@ def _rewrite_text(
             result.problems.append(f"<base href={href!r}> ignored: {problem}")
         usable_base = problem is None
         break
-    context = _Context(base, layer, policy, codec)
+    context = _Context(base, layer, policy, codec, in_noscript)
     result.base, result.layer = base, layer
 
-    _elements_links(document, tree.select(selector(policy.lazy_attributes)), base_element, context, policy, result)
+    _document_links(document, base_element, context, policy, result)
     if base_element is not None and usable_base:
         _base_element(document, base_element, fallback_context, policy, result)
-    if policy.conditional_comments:
-        _conditional_comments(document, context, policy, result)
     _require_base(policy, result)
     return result
+
+
+def _document_links(
+    document: _Document,
+    base_element: turbohtml.Element | None,
+    context: _Context,
+    policy: Policy,
+    result: _TextResult,
+) -> None:
+    """Every link of *document* but its base element's: the elements of the scripting
+    tree, each <noscript>'s text as markup (:func:`_noscript_links`), and the markup of
+    conditional comments."""
+    _elements_links(
+        document, document.tree.select(selector(policy.lazy_attributes)), base_element, context, policy, result
+    )
+    _noscript_links(document, context, policy, result)
+    if policy.conditional_comments:
+        _conditional_comments(document, context, policy, result)
+
+
+def _noscript_links(document: _Document, context: _Context, policy: Policy, result: _TextResult) -> None:
+    """The links in each <noscript>, as a browser with scripting off reads its text.
+
+    Both readings must hold (HTML §13.2.6.4.7 "noscript", scripting on and off): with
+    scripting off the text is markup, so each new value is escaped for its attribute as
+    anywhere; with scripting on it is raw text that ends at the first ``</noscript``, so
+    no new value holds a "<" (the context percent-encodes it). Each range's edits are
+    checked against that end before they are kept.
+    """
+    starts, ends = document.noscript_ranges()
+    if not starts:
+        return
+    inner_context = context.inside_noscript()
+    text = document.text
+    for start, end in zip(starts, ends, strict=True):
+        if start >= end:
+            continue
+        fragment = _Document(text[start:end], noscript_fragment=True)
+        inner = _TextResult()
+        _document_links(fragment, None, inner_context, policy, inner)
+        if inner.edits:
+            spliced = _spliced(fragment.text, inner.edits)
+            if _end_tag(spliced, "noscript", 0) != len(spliced):
+                # Never reached while no new value holds "<"; kept as the last guard.
+                result.problems.append(f"links in the <noscript> at character {start} were left as they are")
+                inner.edits.clear()
+        result.found.extend(_shifted(found, None, start) for found in inner.found)
+        result.edits.extend((edit_start + start, edit_end + start, new) for edit_start, edit_end, new in inner.edits)
+        result.problems.extend(f"in <noscript>: {problem}" for problem in inner.problems)
+
+
+def _spliced(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """*text* with *edits* (spans of it, never overlapping) applied."""
+    pieces: list[str] = []
+    last = 0
+    for start, end, new in sorted(edits, key=lambda edit: (edit[0], edit[1])):
+        if start < last:
+            continue
+        pieces += (text[last:start], new)
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def _require_base(policy: Policy, result: _TextResult) -> None:
@@ -1107,7 +1191,7 @@ def _attribute_links(
             )
     elif kind == "srcdoc":
         # A srcdoc document is a string: its encoding is UTF-8 (HTML §4.8.5 "about:srcdoc").
-        nested = _rewrite_text(value, context.base, context.layer, policy)
+        nested = _rewrite_text(value, context.base, context.layer, policy, in_noscript=context.in_noscript)
         result.found.extend(_shifted(found, offsets, raw_start) for found in nested.found)
         for edit_start, edit_end, new in nested.edits:
             replacements.append((edit_start, edit_end, new, None))
@@ -1259,27 +1343,41 @@ def _css_links(
             result.edits.append((start, end, new))
 
 
+# HTML elements whose content the tree builder has the tokenizer read as raw text or
+# RCDATA (HTML §13.2.6.4.4, §13.2.6.4.7; <noscript> with scripting on): "<!--" there is text.
+_RAW_TEXT_ELEMENTS = frozenset(
+    {"script", "style", "xmp", "iframe", "noembed", "noframes", "noscript", "textarea", "title", "plaintext"}
+)
+_COMMENT_TOKEN = turbohtml.TokenType.COMMENT
+_START_TAG_TOKEN = turbohtml.TokenType.START_TAG
+_TOKENIZER_CHUNK = 1 << 16  # text given to the tokenizer at a time: a restart wastes at most this
+
+
 def _conditional_comments(document: _Document, context: _Context, policy: Policy, result: _TextResult) -> None:
     """Links inside ``<!--[if IE]>...<![endif]-->``: markup that old IE rendered.
 
     Each is parsed as a document of its own with this document's base (a <base> inside
-    one is never used). Only comments the parser saw as comments are taken: the text is
-    matched against the tree's comment nodes, so a lookalike inside a script is not.
+    one is never used). Only the comment nodes the parser made are rewritten, at their
+    own offsets (:func:`_comment_offsets`): a lookalike in an attribute value, a script,
+    a style sheet or any raw text is never touched, and where the offsets cannot be
+    told for certain the comments are left as they are.
     """
     text = document.text
     if "<!--[" not in text:
         return
-    comments = {node.data for node in document.tree.xpath("//comment()") if node.data[:3].lower() == "[if"}
-    if not comments:
+    offsets = _comment_offsets(document)
+    if not offsets:
         return
     # One policy and context for all of them: a conditional comment has no base of its own.
     nested_policy = policy.clone(conditional_comments=False)
-    nested_context = _Context(context.base, context.layer, nested_policy, context.codec)
-    nested_context.classified = context.classified  # the same base and rules: the same answers
-    for start, inner_start, inner_end, comment_end in _conditional_spans(text):
-        data = text[start + 4 : comment_end - 3]
-        if document.as_parsed(data) not in comments:
-            continue
+    nested_context = _Context(context.base, context.layer, nested_policy, context.codec, context.in_noscript)
+    nested_context.classified = context.classified  # the same base, rules and escaping: the same answers
+    for start, data in offsets:
+        head = _CONDITIONAL_HEAD(text, start)
+        end = _CONDITIONAL_END(text, head.end()) if head is not None else None
+        if head is None or end is None or document.as_parsed(text[start + 4 : end.end() - 3]) != data:
+            continue  # not one conditional comment from "<!--[if" to "<![endif]-->"
+        inner_start, inner_end = head.end(), end.start()
         nested = _rewrite_text(
             text[inner_start:inner_end],
             context.base,
@@ -1290,11 +1388,98 @@ def _conditional_comments(document: _Document, context: _Context, policy: Policy
             context=nested_context,
         )
         result.found.extend(_shifted(found, None, inner_start) for found in nested.found)
-        for start, end, new in nested.edits:
+        for edit_start, edit_end, new in nested.edits:
             # The new text lands inside a comment: a ">" could end it ("-->", "--!>") and
             # turn the rest of the URL into live markup. Browsers percent-encode ">" in a
             # URL's path, query and fragment anyway.
-            result.edits.append((start + inner_start, end + inner_start, new.replace(">", "%3E")))
+            result.edits.append((edit_start + inner_start, edit_end + inner_start, new.replace(">", "%3E")))
+
+
+def _comment_offsets(document: _Document) -> list[tuple[int, str]]:
+    """Where each conditional comment node of the tree starts in the text, with its data.
+
+    The tree holds no offsets for comments, so the tokenizer gives them: its comment
+    tokens are exact for as long as it reads the text as the tree builder has it read
+    (HTML §13.2.5.43-52). Alone, it cannot know what the tree builder switches, so the
+    tree is asked at each tag where that matters:
+
+    - a raw-text tag (``<style>``, ``<title>``, ...) that opened no HTML raw-text
+      element (SVG's ``<title>``, a tag the builder ignored): the builder's tokenizer
+      stayed in the data state, so this one starts again, in that state, after the tag;
+    - ``<![CDATA[`` in a document with SVG or MathML: a CDATA section in foreign
+      content, a bogus comment elsewhere; which one, the tree does not say, so no
+      comment after it is taken.
+
+    The comments taken must also be, data for data, as many as the tree's.
+    """
+    expected: Counter[str] = Counter()
+    element_at: dict[int, turbohtml.Element] = {}
+    foreign = False
+    for node in document.tree.descendants:
+        if type(node) is turbohtml.Element:
+            if node.position is not None:
+                element_at.setdefault(document.offset(node), node)
+            foreign = foreign or node.namespace is not _HTML
+        elif type(node) is turbohtml.Comment and node.data[:3].lower() == "[if":
+            expected[node.data] += 1
+    if not expected:
+        return []
+    raw_text = _RAW_TEXT_ELEMENTS if document.scripting else _RAW_TEXT_ELEMENTS - {"noscript"}
+    text = document.parser_text
+    found: list[tuple[int, str]] = []
+    tokenizer = turbohtml.Tokenizer(capture_attributes=False)
+    origin = 0  # where the tokenizer started reading: its tokens are on one line (a flat document)
+    fed = 0  # how much of the text it has been given
+    closed = False
+    while not closed:
+        if fed < len(text):
+            tokens: Iterable[turbohtml.Token] = tokenizer.feed(text[fed : fed + _TOKENIZER_CHUNK])
+            fed += _TOKENIZER_CHUNK
+        else:
+            tokenizer.close()
+            tokens, closed = tokenizer, True
+        restart = None
+        for token in tokens:
+            kind = token.type
+            if kind is _START_TAG_TOKEN:
+                name = token.tag
+                if name in _RAW_TEXT_ELEMENTS:
+                    offset = _offset_of(document, origin, token)
+                    element = element_at.get(offset)
+                    if name not in raw_text or element is None or element.namespace is not _HTML or element.tag != name:
+                        restart = _tag_end(document.text, offset)
+                        break
+            elif kind is _COMMENT_TOKEN:
+                data = token.data
+                if data[:7] == "[CDATA[" and foreign:
+                    restart = len(text)
+                    break
+                if data[:3].lower() == "[if":
+                    found.append((_offset_of(document, origin, token), data))
+        if restart is not None:
+            if restart >= len(text) or not document.flat:
+                break  # a document that is not one line cannot be read from the middle
+            tokenizer.reset()
+            origin = fed = restart
+            closed = False
+    counted = Counter(data for _, data in found)
+    return [(offset, data) for offset, data in found if counted[data] == expected[data]]
+
+
+def _offset_of(document: _Document, origin: int, token: turbohtml.Token) -> int:
+    """Where *token*, from a tokenizer that started at *origin*, begins in the text."""
+    if document.flat:
+        return origin + token.col
+    return document.line_starts[token.line - 1] + token.col
+
+
+def _tag_end(text: str, offset: int) -> int:
+    """The offset just past the tag that starts at *offset* (HTML §13.2.5.6-40)."""
+    position = _TAG_NAME.match(text, offset).end()  # type: ignore[union-attr]
+    while (match := _ATTRIBUTE.match(text, position)) is not None and match.group(1) is not None:
+        position = match.end()
+    close = text.find(">", position)
+    return len(text) if close < 0 else close + 1
 
 
 # --------------------------------------------------------------------------
@@ -1434,16 +1619,25 @@ def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tup
     newlines normalised, NUL read as U+FFFD), the first of duplicate names winning.
     Start tags the tree builder ignores or merges into an earlier element (a second
     ``<body>``, a ``<tr>`` outside a table) are not included: no element carries them.
+    The tree is a scripting browser's; the text of each ``<noscript>`` is read as a
+    browser with scripting off reads it, and its start tags follow the ``<noscript>``'s.
     This is what tests compare with an independent HTML5 tokenizer.
 
     >>> start_tags('<A HREF="x&amp;y" href=dup>t</A><svg><image xlink:href=i /></svg>')
     [('a', {'href': 'x&y'}), ('svg', {}), ('image', {'xlink:href': 'i'})]
+    >>> start_tags('<noscript><img src=a></noscript>')
+    [('noscript', {}), ('img', {'src': 'a'})]
     """
     text, readable = (
         (document, False) if isinstance(document, str) else decode_checked(document, sniff(document, charset))
     )
-    parsed = _Document(text, readable)
+    return _start_tags(_Document(text, readable))
+
+
+def _start_tags(parsed: _Document) -> list[tuple[str, dict[str, str]]]:
     everything = {"\0"}  # a name no attribute has: scan them all
+    text = parsed.text
+    starts, ends = parsed.noscript_ranges()
     tags: list[tuple[str, dict[str, str]]] = []
     for element in parsed.start_tags(parsed.tree.iter_elements()):
         start = parsed.offset(element)
@@ -1453,4 +1647,9 @@ def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tup
         for attribute, span in parsed.attributes(element, everything).items():
             values[attribute.replace("\0", "\ufffd")] = parsed.value(span)
         tags.append((name, values))
+        if element.tag == "noscript" and element.namespace is _HTML:
+            at = bisect.bisect_left(starts, parsed.start_tag_end(element))
+            if at < len(starts) and starts[at] == parsed.start_tag_end(element):
+                inner = _Document(text[starts[at] : ends[at]], noscript_fragment=True)
+                tags.extend(_start_tags(inner))
     return tags

@@ -140,6 +140,6 @@ def test_one_line_parser_input_builds_the_same_tree(entry: dict[str, Any] | None
     document = _Document(text, readable)
     assert document.flat, "no corpus page has a DOCTYPE identifier with a line break"
     as_is = turbohtml.parse(
-        text if readable else _for_parser(text), scripting=False, allow_declarative_shadow_roots=False
+        text if readable else _for_parser(text), scripting=True, allow_declarative_shadow_roots=False
     )
     assert _elements(document.tree, document.line_starts) == _elements(as_is, _line_starts(text))
