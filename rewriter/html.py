@@ -1348,6 +1348,7 @@ def _css_links(
 _RAW_TEXT_ELEMENTS = frozenset(
     {"script", "style", "xmp", "iframe", "noembed", "noframes", "noscript", "textarea", "title", "plaintext"}
 )
+_RAW_TEXT_SELECTOR = ", ".join(sorted(_RAW_TEXT_ELEMENTS))
 _COMMENT_TOKEN = turbohtml.TokenType.COMMENT
 _START_TAG_TOKEN = turbohtml.TokenType.START_TAG
 _TOKENIZER_CHUNK = 1 << 16  # text given to the tokenizer at a time: a restart wastes at most this
@@ -1412,20 +1413,19 @@ def _comment_offsets(document: _Document) -> list[tuple[int, str]]:
 
     The comments taken must also be, data for data, as many as the tree's.
     """
-    expected: Counter[str] = Counter()
-    element_at: dict[int, turbohtml.Element] = {}
-    foreign = False
-    for node in document.tree.descendants:
-        if type(node) is turbohtml.Element:
-            if node.position is not None:
-                element_at.setdefault(document.offset(node), node)
-            foreign = foreign or node.namespace is not _HTML
-        elif type(node) is turbohtml.Comment and node.data[:3].lower() == "[if":
-            expected[node.data] += 1
+    tree = document.tree
+    expected = Counter(data for node in tree.xpath("//comment()") if (data := node.data)[:3].lower() == "[if")
     if not expected:
         return []
+    # The elements a raw-text tag may have opened, by offset (any namespace: SVG has a <title>).
+    element_at: dict[int, turbohtml.Element] = {}
+    for element in tree.select(_RAW_TEXT_SELECTOR):
+        if element.position is not None:
+            element_at.setdefault(document.offset(element), element)
+    foreign = tree.select_one("svg, math") is not None
     raw_text = _RAW_TEXT_ELEMENTS if document.scripting else _RAW_TEXT_ELEMENTS - {"noscript"}
     text = document.parser_text
+    last = text.rfind("<!--[")  # no conditional comment starts after it
     found: list[tuple[int, str]] = []
     tokenizer = turbohtml.Tokenizer(capture_attributes=False)
     origin = 0  # where the tokenizer started reading: its tokens are on one line (a flat document)
@@ -1445,6 +1445,9 @@ def _comment_offsets(document: _Document) -> list[tuple[int, str]]:
                 name = token.tag
                 if name in _RAW_TEXT_ELEMENTS:
                     offset = _offset_of(document, origin, token)
+                    if offset > last:
+                        restart = len(text)
+                        break
                     element = element_at.get(offset)
                     if name not in raw_text or element is None or element.namespace is not _HTML or element.tag != name:
                         restart = _tag_end(document.text, offset)
@@ -1456,6 +1459,9 @@ def _comment_offsets(document: _Document) -> list[tuple[int, str]]:
                     break
                 if data[:3].lower() == "[if":
                     found.append((_offset_of(document, origin, token), data))
+                    if found[-1][0] >= last:
+                        restart = len(text)
+                        break
         if restart is not None:
             if restart >= len(text) or not document.flat:
                 break  # a document that is not one line cannot be read from the middle
