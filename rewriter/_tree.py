@@ -133,6 +133,9 @@ class _Element(Generic[N]):
     namespace: Namespace | None  # None: a namespace the link table does not know
     tag: str  # lowercase for HTML, as the tree spells it for SVG and MathML
     inert: bool  # in a <template> or a <noscript>: never the document's base (HTML §4.2.3)
+    # Under an HTML <noscript>: raw text to a scripting browser once serialised, so no new
+    # value here may hold "<" (a base holding "</noscript>" would end the element early).
+    in_noscript: bool = False
 
 
 class _Shim(NamedTuple):
@@ -200,7 +203,10 @@ class _Walk(Generic[N]):
         inert = parent is not None and (
             parent.inert or (parent.namespace == "html" and parent.tag in ("template", "noscript"))
         )
-        return _Element(node, namespace, tag, inert)
+        in_noscript = parent is not None and (
+            parent.in_noscript or (parent.namespace == "html" and parent.tag == "noscript")
+        )
+        return _Element(node, namespace, tag, inert, in_noscript)
 
     def context_of(self, node: N) -> _Element[N] | None:
         """The element *node*'s parent as the walk from the document would have seen it."""
@@ -309,11 +315,15 @@ def absolutize(
     fallback_context = _Context(found_base, layer, policy, codec)
     base_node, usable, found_base, layer = _base_element(walk, document, fallback_context, run)
     context = _Context(found_base, layer, policy, codec)
+    noscript_context = context.inside_noscript()
 
     for node, element in walk.nodes(root):
         if element is None:
             if policy.conditional_comments and adapter.kind(node) == "comment":
-                _conditional_comment(node, context, run)
+                parent = walk.context_of(node) if _CONDITIONAL_DATA.match(adapter.comment(node)) else None
+                _conditional_comment(
+                    node, noscript_context if parent is not None and _holds_raw_noscript(parent) else context, run
+                )
             continue
         if base_node is not None and node is base_node:
             if not usable:
@@ -323,7 +333,7 @@ def absolutize(
             else:
                 _element_links(element, fallback_context, run)
             continue
-        _element_links(element, context, run)
+        _element_links(element, noscript_context if element.in_noscript else context, run)
 
     if policy.require_base and any(link.status == "no-base" for link in run.links):
         raise NoBaseError("the document has relative links and no base URL (RFC 1808 §3.4)")
@@ -333,6 +343,11 @@ def absolutize(
         except ValueError as error:  # a value the tree refuses (lxml: no control characters)
             run.problems.append(f"{what} could not be written to the tree, and stays as it was: {error}")
     return TreeResult(tuple(run.links), found_base, layer, tuple(run.problems))
+
+
+def _holds_raw_noscript(element: _Element[N]) -> bool:
+    """Whether *element* is, or is inside, an HTML ``<noscript>``."""
+    return element.in_noscript or (element.namespace == "html" and element.tag == "noscript")
 
 
 def _saved_from_mark(walk: _Walk[N], document: N) -> tuple[str | None, Layer | None]:
@@ -460,7 +475,7 @@ def _attribute(
                 replacements.append((found.start, found.end, css.escape_url(resolved, found.quote)))
     elif kind == "srcdoc":
         # HTML §4.8.5: a srcdoc document is a string; the bytes engine rewrites it as text.
-        nested = _rewrite_text(value, context.base, context.layer, run.policy)
+        nested = _rewrite_text(value, context.base, context.layer, run.policy, in_noscript=context.in_noscript)
         run.nested(nested.found)
         replacements.extend(nested.edits)
         run.problems.extend(f"in srcdoc: {problem}" for problem in nested.problems)
@@ -520,7 +535,13 @@ def _conditional_comment(node: N, context: _Context, run: _Run[N]) -> None:
     inner_start, inner_end = found[1] - 4, found[2] - 4
     policy = run.policy.clone(conditional_comments=False)
     nested = _rewrite_text(
-        data[inner_start:inner_end], context.base, context.layer, policy, run.codec, base_elements=False
+        data[inner_start:inner_end],
+        context.base,
+        context.layer,
+        policy,
+        run.codec,
+        base_elements=False,
+        in_noscript=context.in_noscript,
     )
     run.nested(nested.found)
     if nested.edits:

@@ -454,12 +454,6 @@ class _Document:
             self._noscript = (starts, ends)
         return self._noscript
 
-    def in_noscript(self, offset: int) -> bool:
-        """Whether *offset* lies in the raw text of a <noscript> (scripting on)."""
-        starts, ends = self.noscript_ranges()
-        at = bisect.bisect_right(starts, offset) - 1
-        return at >= 0 and offset < ends[at]
-
     def offset(self, element: turbohtml.Element) -> int:
         """Where *element*'s start tag begins in the text."""
         line, column = element.position

@@ -432,3 +432,31 @@ def test_generated_pages_keep_their_dom_in_chromium(chromium: Any) -> None:
         context.close()
     assert checked == count * 4
     assert not mismatches, "\n".join(mismatches[:10])
+
+
+# --------------------------------------------------------------------------
+# Tree adapters: what a serialiser writes raw must not close <noscript> either
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("builder", ["html.parser", "lxml", "html5lib"])
+def test_tree_adapters_write_no_angle_bracket_under_noscript(builder: str) -> None:
+    import bs4
+
+    from rewriter.bs4 import absolutize
+
+    page = (
+        "<div><noscript><img src=a.png><span style='background:url(b)'></span>"
+        "<iframe srcdoc='<img src=c>'></iframe><!--[if IE]><a href=d>d</a><![endif]--></noscript>"
+        "<img src=e.png></div>"
+    )
+    soup = bs4.BeautifulSoup(page, builder)
+    result = absolutize(soup, url=SCRIPT_BASE)
+    inside = soup.find("noscript")
+    assert inside is not None
+    # formatter=None writes attribute values and comments as they are: the strictest reading.
+    written = inside.decode(formatter=None)
+    assert written.count("http://h/%3C/noscript") == 4, written  # img, style, srcdoc, conditional comment
+    assert "</noscript" not in written.removeprefix("<noscript>").removesuffix("</noscript>").lower()
+    outside = [link for link in result.links if link.original == "e.png"]
+    assert outside[0].resolved == SCRIPT_BASE + "e.png"  # outside <noscript>: escaped by the serialiser alone
