@@ -10,6 +10,13 @@ fsync of the folder): a reader, a crash or a ``kill -9`` sees the old content or
 new, never a mix. A failure in one job is reported in its :class:`Outcome`; the
 others go on.
 
+In place, only regular files are rewritten (a named pipe or a device is refused, never
+replaced), and a file that another process changed, replaced or removed while it was being
+rewritten is left as it is and reported. Under ``-o DIR`` (and in a folder rewritten in
+place), folders are made and opened one level at a time and no symbolic link inside the
+tree is followed. A temporary name holds at most 64 bytes of its file's name, so that a
+file whose name has the file system's largest length (255 bytes) can be rewritten too.
+
 >>> import pathlib, tempfile
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> _ = (folder / "page.html").write_bytes(b"<!-- saved from url=(0019)http://example.org/ --><a href=x>x</a>")
@@ -29,10 +36,10 @@ import fnmatch
 import functools
 import gc
 import os
+import secrets
 import shutil
 import stat
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -75,9 +82,12 @@ DEFAULT_INCLUDE: tuple[str, ...] = (
     "*.mbox",
     "*.mbx",
 )
-# Our temporary files: ".NAME.rewriter-XXXXXXXX.tmp" beside NAME (a kill -9 can leave one).
+# Our temporary files: ".NAME.rewriter-XXXXXXXXXXXXXXXX.tmp" beside NAME (a kill -9 can leave one),
+# with no more than the first _NAME_ROOM bytes of NAME: whatever NAME's length, the temporary's
+# name stays within 95 bytes, far below NAME_MAX (255 bytes on most file systems).
 _TEMPORARY_PREFIX = ".rewriter-"
 _TEMPORARY_SUFFIX = ".tmp"
+_NAME_ROOM = 64
 
 State = Literal["rewritten", "unchanged", "failed"]
 
@@ -114,6 +124,9 @@ class Job:
     shown: str
     maildir: bool = False
     in_place: bool = False  # --in-place: the target is the source, replaced only when it changes
+    # The folder of the tree the target lies in (-o DIR, or the folder rewritten in place): no
+    # symbolic link below it is followed when the target's folders are made and opened.
+    root: str | None = None
 
 
 @dataclass(slots=True)
@@ -166,7 +179,7 @@ def _walk(root: Path, include: Sequence[str], exclude: Sequence[str], skip: Path
         for name in folders:
             path = here / name
             relative = path.relative_to(root).as_posix()
-            if path.is_symlink() or (skip is not None and path.resolve() == skip) or _matches(relative, exclude):
+            if path.is_symlink() or (skip is not None and _resolved(path) == skip) or _matches(relative, exclude):
                 continue
             if _is_maildir(path):
                 yield path, True
@@ -191,6 +204,28 @@ def _same_file(source: str, target: str) -> bool:
         return os.path.samefile(source, target)
     except OSError:
         return False  # the target does not exist yet
+
+
+def _resolved(path: Path) -> Path:
+    """*path* with its links followed; as it is when that cannot be known (a relative path
+    when the working folder is gone: Path.resolve() needs os.getcwd())."""
+    try:
+        return path.resolve()
+    except OSError:
+        return path
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular one is, for messages."""
+    kinds = (
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISLNK, "a symbolic link"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -222,14 +257,15 @@ def plan(
     jobs: list[Job] = []
     folder_output = output is not None and output != "-" and (len(inputs) > 1 or Path(output).is_dir())
     several_trees = len(inputs) > 1
-    skip = Path(output).resolve() if output not in (None, "-") else None
+    skip = _resolved(Path(output)) if output not in (None, "-") else None
+    root = output if output not in (None, "-") else None  # the output tree, when there is one
     for given in inputs:
         if given == "-":
             if in_place:
                 problems.append("rewriter: <stdin>: cannot be rewritten in place")
                 continue
             target = None if output in (None, "-") else (str(Path(output) / "stdin") if folder_output else output)
-            jobs.append(Job("-", target, "<stdin>"))
+            jobs.append(Job("-", target, "<stdin>", root=root if folder_output else None))
             continue
         path = Path(given)
         if not path.exists() and not path.is_symlink():
@@ -239,25 +275,33 @@ def plan(
             if not in_place and output in (None, "-"):
                 problems.append(f"rewriter: {given}: a folder needs -o DIR or --in-place")
                 continue
-            base = Path(output) / path.resolve().name if several_trees and output else Path(output or ".")
+            base = Path(output) / _resolved(path).name if several_trees and output else Path(output or ".")
             if _is_maildir(path):
-                jobs.append(Job(given, given if in_place else str(base), given, maildir=True, in_place=in_place))
+                jobs.append(
+                    Job(given, given if in_place else str(base), given, maildir=True, in_place=in_place, root=root)
+                )
                 continue
+            tree = given if in_place else root
             for found, maildir in _walk(path, include, exclude, skip):
                 if in_place and found.is_symlink():
                     continue  # its target, when in the tree, is rewritten as itself
                 relative = found.relative_to(path)
                 target = str(found) if in_place else str(base / relative)
-                jobs.append(Job(str(found), target, str(found), maildir=maildir, in_place=in_place))
+                jobs.append(Job(str(found), target, str(found), maildir=maildir, in_place=in_place, root=tree))
             continue
         if in_place and path.is_symlink():
             problems.append(f"rewriter: {given}: a symbolic link is not rewritten in place (name its target)")
+        elif in_place and not path.is_file():
+            # Replacing a named pipe or a device with a regular file would break whatever uses it.
+            problems.append(
+                f"rewriter: {given}: {_kind(path.stat().st_mode)}, not a regular file: not rewritten in place"
+            )
         elif in_place:
             jobs.append(Job(given, given, given, in_place=True))
         elif output in (None, "-"):
             jobs.append(Job(given, None, given))
         elif folder_output:
-            jobs.append(Job(given, str(Path(output) / path.name), given))
+            jobs.append(Job(given, str(Path(output) / path.name), given, root=root))
         else:
             jobs.append(Job(given, output, given))
     # -o naming an input would change it without --in-place: refused, file by file.
@@ -369,59 +413,181 @@ def tally(
 # --------------------------------------------------------------------------
 
 
-def _temporary_beside(path: Path) -> tuple[int, Path]:
-    handle, name = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}{_TEMPORARY_PREFIX}", suffix=_TEMPORARY_SUFFIX
-    )
-    return handle, Path(name)
+class _Refused(OSError):
+    """A write that was not done on purpose: its message says why (and names the path)."""
 
 
-def _sync_folder(folder: Path) -> None:
-    """fsync a folder, so that a rename in it survives a crash (where the system allows)."""
-    with contextlib.suppress(OSError):
-        handle = os.open(folder, os.O_RDONLY)
+# Folders are opened and written through their descriptors where the system allows it
+# (POSIX): a folder swapped for a symbolic link after it was checked is not followed.
+_BY_DESCRIPTOR = (
+    {os.open, os.mkdir, os.stat, os.unlink, os.rename, os.link} <= os.supports_dir_fd
+    and hasattr(os, "O_DIRECTORY")
+    and hasattr(os, "O_NOFOLLOW")
+)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC
+
+
+def _temporary_name(name: str) -> str:
+    """A fresh temporary name for the file *name*: ``.NAME.rewriter-RANDOM.tmp`` with at most
+    the first :data:`_NAME_ROOM` bytes of NAME, so that it fits whatever NAME's length."""
+    stem = name
+    while len(os.fsencode(stem)) > _NAME_ROOM:
+        stem = stem[:-1]
+    return f".{stem}{_TEMPORARY_PREFIX}{secrets.token_hex(8)}{_TEMPORARY_SUFFIX}"
+
+
+class _Folder:
+    """The folder a file is written in: its descriptor (None where the system has no
+    ``dir_fd``), and its path for messages and for systems without descriptors."""
+
+    def __init__(self, path: Path, fd: int | None) -> None:
+        self.path, self.fd = path, fd
+
+    @classmethod
+    def open(cls, path: Path, root: Path | None, *, make: bool = True) -> _Folder:
+        """*path*, made if it is missing (with *make*). Under *root* (an output tree, or the
+        tree rewritten in place), it is opened one level at a time, and a symbolic link at
+        any level below *root* is refused."""
+        if root is None:
+            if make:
+                path.mkdir(parents=True, exist_ok=True)
+            return cls(path, os.open(path, _O_FOLDER) if _BY_DESCRIPTOR else None)
+        if make:
+            root.mkdir(parents=True, exist_ok=True)
+        here = root
+        fd = os.open(root, _O_FOLDER) if _BY_DESCRIPTOR else None
         try:
-            os.fsync(handle)
+            for part in path.relative_to(root).parts:
+                here = here / part
+                parent, fd = fd, None
+                fd = cls._level(here, part, parent, make)  # closes parent
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            raise
+        return cls(path, fd)
+
+    @staticmethod
+    def _level(here: Path, part: str, fd: int | None, make: bool) -> int | None:
+        """The folder *here* (named *part* in the folder *fd*), made if missing, never a link."""
+        name = part if fd is not None else str(here)
+        if make:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, dir_fd=fd)
+        try:
+            status = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISLNK(status.st_mode):
+                raise _Refused(f"not written: {here} is a symbolic link; no link inside the folder written is followed")
+            if not stat.S_ISDIR(status.st_mode):
+                raise _Refused(f"not written: {here} is {_kind(status.st_mode)}, not a folder")
+            if fd is None:
+                return None
+            try:
+                return os.open(name, _O_FOLDER | _O_NOFOLLOW, dir_fd=fd)
+            except OSError as error:  # swapped for a link since the check: ELOOP
+                raise _Refused(f"not written: {here}: {error.strerror}; it is not followed") from None
         finally:
-            os.close(handle)
+            if fd is not None:
+                os.close(fd)
+
+    def at(self, name: str) -> str:
+        """*name* as the os functions take it with ``dir_fd=self.fd``."""
+        return name if self.fd is not None else str(self.path / name)
+
+    def status(self, name: str, *, follow: bool = False) -> os.stat_result | None:
+        try:
+            return os.stat(self.at(name), dir_fd=self.fd, follow_symlinks=follow)
+        except FileNotFoundError:
+            return None
+
+    def create(self, name: str) -> tuple[int, str]:
+        """A new temporary file beside *name*: (its descriptor, its name). ``O_EXCL`` and
+        ``O_NOFOLLOW``: never an existing file, never through a link."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_BINARY", 0)
+        for _ in range(100):
+            temporary = _temporary_name(name)
+            try:
+                return os.open(self.at(temporary), flags, 0o600, dir_fd=self.fd), temporary
+            except FileExistsError:
+                continue
+        raise FileExistsError(errno.EEXIST, "no free temporary name", str(self.path))
+
+    def unlink(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.at(name), dir_fd=self.fd)
+
+    def replace(self, source: str, target: str) -> None:
+        os.replace(self.at(source), self.at(target), src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def sync(self) -> None:
+        """fsync the folder, so that a rename in it survives a crash (where the system allows)."""
+        with contextlib.suppress(OSError):
+            if self.fd is not None:
+                os.fsync(self.fd)
+                return
+            handle = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(handle)
+            finally:
+                os.close(handle)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
-def _commit(temporary: Path, path: Path, mode: int | None, backup: str | None) -> None:
-    """Rename *temporary* over *path*, after keeping the old file as *path* + *backup*.
+def _identity(status: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells that a file is still the one read: which file (device, inode), its size
+    and its modification time."""
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
 
-    *mode*: the permissions to give it; by default those of the file it replaces.
-    """
-    if mode is None:
-        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _new_file_mode()
-    if mode is not None:
-        os.chmod(temporary, mode)
-    if backup and path.exists():
-        _backup(path, Path(str(path) + backup))
-    os.replace(temporary, path)
-    _sync_folder(path.parent)
+
+def _check_unchanged(folder: _Folder, name: str, expect: os.stat_result) -> None:
+    """Refuse to replace *name* when it is no longer the file read (*expect*, its status then):
+    another process wrote it, replaced it or removed it meanwhile, and its change would be lost."""
+    now = folder.status(name)
+    if now is None:
+        raise _Refused("removed by another process during the run; not written")
+    if _identity(now) != _identity(expect):
+        raise _Refused("changed by another process during the run; left as it is")
 
 
 def _new_file_mode() -> int:
-    """What open() would give a new file: 0o666 less the umask (mkstemp makes 0o600)."""
+    """What open() would give a new file: 0o666 less the umask (our temporaries are 0o600)."""
     umask = os.umask(0o022)
     os.umask(umask)
     return 0o666 & ~umask
 
 
-def _backup(path: Path, backup: Path) -> None:
-    """*backup* becomes the old *path*, in one rename: a hard link where the system has
+def _mode_for(folder: _Folder, name: str, mode: int | None) -> int:
+    """*mode*, or by default the permissions of the file *name* a new file replaces (for a
+    new name: 0o666 less the umask)."""
+    if mode is not None:
+        return mode
+    current = folder.status(name, follow=True)
+    return stat.S_IMODE(current.st_mode) if current is not None else _new_file_mode()
+
+
+def _backup(folder: _Folder, name: str, backup: str) -> None:
+    """*backup* becomes the old *name*, in one rename: a hard link where the system has
     them, else a copy."""
-    handle, scratch = _temporary_beside(backup)
+    handle, scratch = folder.create(backup)
     os.close(handle)
     try:
         try:
-            scratch.unlink()
-            os.link(path, scratch)
+            folder.unlink(scratch)
+            os.link(folder.at(name), folder.at(scratch), src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
         except OSError:
-            shutil.copy2(path, scratch)
-        os.replace(scratch, backup)
+            shutil.copy2(folder.path / name, folder.path / scratch)
+        folder.replace(scratch, backup)
+    except OSError as error:  # named by the backup's path, not by our scratch name
+        folder.unlink(scratch)
+        raise OSError(error.errno, f"the backup cannot be made: {error.strerror}", str(folder.path / backup)) from None
     except BaseException:
-        scratch.unlink(missing_ok=True)
+        folder.unlink(scratch)
         raise
 
 
@@ -434,33 +600,70 @@ class _Replacement:
 
 
 @contextlib.contextmanager
-def _replacing(path: Path, mode: int | None = None, backup: str | None = None) -> Iterator[_Replacement]:
+def _replacing(
+    path: Path,
+    mode: int | None = None,
+    backup: str | None = None,
+    *,
+    root: Path | None = None,
+    expect: os.stat_result | None = None,
+) -> Iterator[_Replacement]:
     """Write a temporary file beside *path* and rename it over *path* when the block ends
     (fsync first): *path* holds the old content or the new, never a part. On an error, or
-    with ``keep = False``, the temporary file goes and *path* is untouched."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = _temporary_beside(path)
+    with ``keep = False``, the temporary file goes and *path* is untouched.
+
+    *root*: the output tree *path* lies in; no symbolic link below it is followed.
+    *expect*: the status of *path* when it was read (in place); if it is no longer that
+    file, with that size and time, nothing is written and :class:`_Refused` says so.
+    """
+    folder = _Folder.open(path.parent, root, make=expect is None)  # a file read in place: its folder is there
     try:
-        with os.fdopen(handle, "wb") as stream:
-            replacement = _Replacement(stream)
-            yield replacement
-            stream.flush()
-            os.fsync(stream.fileno())
-        if replacement.keep:
-            _commit(temporary, path, mode, backup)
-        else:
-            temporary.unlink()
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+        handle, temporary = folder.create(path.name)
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                replacement = _Replacement(stream)
+                yield replacement
+                stream.flush()
+                if replacement.keep and os.chmod in os.supports_fd:
+                    os.chmod(stream.fileno(), _mode_for(folder, path.name, mode))
+                os.fsync(stream.fileno())
+            if not replacement.keep:
+                folder.unlink(temporary)
+                return
+            if os.chmod not in os.supports_fd:  # no fchmod (Windows): by name
+                os.chmod(folder.at(temporary), _mode_for(folder, path.name, mode), dir_fd=folder.fd)
+            if expect is not None:
+                _check_unchanged(folder, path.name, expect)
+            if backup:
+                if folder.status(path.name) is not None:
+                    _backup(folder, path.name, path.name + backup)
+                if expect is not None:  # the backup took a moment: still the file read?
+                    _check_unchanged(folder, path.name, expect)
+            folder.replace(temporary, path.name)
+            folder.sync()
+        except BaseException:
+            folder.unlink(temporary)
+            raise
+    finally:
+        folder.close()
 
 
-def write_atomically(path: Path, data: bytes, *, mode: int | None = None, backup: str | None = None) -> None:
+def write_atomically(
+    path: Path,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    backup: str | None = None,
+    root: Path | None = None,
+    expect: os.stat_result | None = None,
+) -> None:
     """Write *data* to *path* so that it holds the old content or the new, never a part.
 
-    *mode*: the permissions to give it (default: those of the file it replaces).
+    *mode*: the permissions to give it (default: those of the file it replaces). *root*:
+    the output tree *path* lies in, where no symbolic link is followed. *expect*: the
+    status of *path* when it was read; if it changed since, nothing is written (OSError).
     """
-    with _replacing(path, mode, backup) as replacement:
+    with _replacing(path, mode, backup, root=root, expect=expect) as replacement:
         replacement.stream.write(data)
 
 
@@ -484,6 +687,8 @@ def run_job(job: Job, settings: Settings) -> Outcome:
         if job.maildir:
             return _maildir(job, settings, outcome)
         return _file(job, settings, outcome)
+    except _Refused as error:  # its message says it all
+        return outcome.fail(str(error))
     except OSError as error:
         named = error.filename not in (None, job.source, job.shown)
         return outcome.fail(f"{error.strerror or error}" + (f": {error.filename}" if named else ""))
@@ -509,14 +714,39 @@ class _Replayed:
 
 
 @contextlib.contextmanager
-def _opened(job: Job) -> Iterator[BinaryIO]:
-    if job.source != "-":
-        with open(job.source, "rb") as stream:
-            yield stream
+def _opened(job: Job) -> Iterator[tuple[BinaryIO, os.stat_result | None]]:
+    """The job's input, and in place its status when opened (to tell, before the rename,
+    whether another process changed it meanwhile)."""
+    if job.source == "-":
+        if sys.stdin is None:
+            raise OSError(errno.EBADF, "standard input is closed")
+        yield sys.stdin.buffer, None
         return
-    if sys.stdin is None:
-        raise OSError(errno.EBADF, "standard input is closed")
-    yield sys.stdin.buffer
+    if not job.in_place:  # a named pipe may be read (<(command)); it is never replaced
+        with open(job.source, "rb") as stream:
+            yield stream, None
+        return
+    # In place: only a regular file, never through a link. O_NONBLOCK: opening a named pipe
+    # does not wait for a writer, so that it can be refused.
+    nonblocking = getattr(os, "O_NONBLOCK", 0)
+    try:
+        handle = os.open(job.source, os.O_RDONLY | nonblocking | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_BINARY", 0))
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _Refused("a symbolic link is not rewritten in place (name its target)") from None
+        raise
+    try:
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode):
+            raise _Refused(f"{_kind(status.st_mode)}, not a regular file: not rewritten in place")
+        if nonblocking:
+            os.set_blocking(handle, True)
+        stream = os.fdopen(handle, "rb")
+    except BaseException:
+        os.close(handle)
+        raise
+    with stream:
+        yield stream, status
 
 
 def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
@@ -524,11 +754,11 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     from rewriter.html import NoBaseError
 
     source = None if job.source == "-" else Path(job.source)
-    with _opened(job) as stream:
+    with _opened(job) as (stream, read):
         head = stream.read(65536)
         fmt = settings.format if settings.format != "auto" else detect_format(head, source.name if source else None)
         if fmt == "mbox":  # streamed, message by message
-            return _mbox(job, _Replayed(head, stream), source, settings, outcome)  # type: ignore[arg-type]
+            return _mbox(job, _Replayed(head, stream), source, settings, outcome, read)  # type: ignore[arg-type]
         data = head + stream.read(max(settings.max_size + 1 - len(head), 0))
         if len(data) > settings.max_size:
             return _too_large(job, _Replayed(data, stream), source, settings, outcome)  # type: ignore[arg-type]
@@ -545,10 +775,14 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         outcome.output = output
     elif job.in_place:
         if output != data:  # unchanged: not written at all (its time and any backup stay)
-            write_atomically(Path(job.target), output, backup=settings.backup)
+            write_atomically(Path(job.target), output, backup=settings.backup, root=_root(job), expect=read)
     else:
-        write_atomically(Path(job.target), output, mode=_mode(source))
+        write_atomically(Path(job.target), output, mode=_mode(source), root=_root(job))
     return outcome
+
+
+def _root(job: Job) -> Path | None:
+    return None if job.root is None else Path(job.root)
 
 
 def _too_large(job: Job, stream: BinaryIO, source: Path | None, settings: Settings, outcome: Outcome) -> Outcome:
@@ -561,7 +795,7 @@ def _too_large(job: Job, stream: BinaryIO, source: Path | None, settings: Settin
         shutil.copyfileobj(stream, sink, 1 << 20)  # type: ignore[misc]
         sink.flush()
         return outcome
-    with _replacing(Path(job.target), _mode(source)) as replacement:
+    with _replacing(Path(job.target), _mode(source), root=_root(job)) as replacement:
         shutil.copyfileobj(stream, replacement.stream, 1 << 20)  # type: ignore[misc]
     return outcome
 
@@ -574,8 +808,16 @@ def _mode(source: Path | None) -> int | None:
     return stat.S_IMODE(status.st_mode) if stat.S_ISREG(status.st_mode) else None
 
 
-def _mbox(job: Job, stream: BinaryIO, source: Path | None, settings: Settings, outcome: Outcome) -> Outcome:
-    """Stream an mbox message by message: memory stays flat whatever its size."""
+def _mbox(
+    job: Job,
+    stream: BinaryIO,
+    source: Path | None,
+    settings: Settings,
+    outcome: Outcome,
+    read: os.stat_result | None = None,
+) -> Outcome:
+    """Stream an mbox message by message: memory stays flat whatever its size. *read*: in
+    place, the input's status when it was opened."""
     from rewriter.mailbox import MAX_MESSAGE, rewrite_mbox
 
     def each(sink: BinaryIO) -> bool:
@@ -608,7 +850,7 @@ def _mbox(job: Job, stream: BinaryIO, source: Path | None, settings: Settings, o
         sink.flush()
         return outcome
     backup = settings.backup if job.in_place else None
-    with _replacing(Path(job.target), _mode(source), backup) as replacement:
+    with _replacing(Path(job.target), _mode(source), backup, root=_root(job), expect=read) as replacement:
         # In place, an unchanged mbox is not written at all (its time and any backup stay).
         replacement.keep = each(replacement.stream) or not job.in_place
     return outcome
@@ -622,6 +864,10 @@ def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         # NAME+SUFFIX in cur/ or new/ would be a second copy of the message to every mail reader.
         return outcome.fail("not rewritten: --backup cannot keep copies inside a Maildir (use -o DIR for a copy)")
     target = None if job.in_place else Path(job.target)  # type: ignore[arg-type]
+    if target is not None and job.root is not None:
+        # Its folders are made here, one level at a time, none through a symbolic link.
+        for sub in ("cur", "new", "tmp"):
+            _Folder.open(target / sub, Path(job.root)).close()
     count = failed = 0
     for report in rewrite_maildir(folder, target, url=settings.url, policy=settings.policy, with_links=True):
         count += 1
