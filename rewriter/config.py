@@ -60,6 +60,11 @@ def _read(path: Path) -> dict[str, Any]:
             return tomllib.load(stream)
     except OSError as error:
         raise ConfigError(f"{path}: cannot be read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:  # TOML is UTF-8 (TOML 1.0, "Spec")
+        line = error.object[: error.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}: not UTF-8, as a TOML file must be: byte {error.start} (line {line}): {error.reason}"
+        ) from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
 
