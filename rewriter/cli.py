@@ -7,6 +7,13 @@ Exit codes, for every verb:
   written) could not be done; the others were, and each failure is named on
   standard error;
 - 2: the command itself is wrong (a usage error).
+
+Every message and listing the command writes (standard error; the text of ``links`` and
+``explain``) has the characters that could drive a terminal escaped by :func:`escape_controls`,
+as ``ls`` and git do: what comes from the documents (file names, URLs, headings, part names)
+never reaches the terminal raw. Outputs that are data are written as they are: a rewritten
+document, ``resolve``'s URLs; JSON (``--json``, ``--report``) is valid JSON with those characters
+written as ``\\u`` escapes.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -37,6 +45,65 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
 EXIT_USAGE = 2
+
+
+# What never reaches a terminal raw: the C0 controls (line ends and tabs too) and DEL, the C1
+# controls, the bidirectional formatting characters (they reorder what follows them on screen:
+# U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), the line and paragraph separators, and
+# lone surrogates (a byte of a file name that is not UTF-8, kept by surrogateescape).
+_TERMINAL_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+# The same less the C0 controls, which json.dumps escapes already.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8: shown as that byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    r"""*text* fit for a terminal: each character that could drive one (see above) written
+    as an escape, ``\xNN`` for ASCII controls and bytes that are not UTF-8, ``\uNNNN`` for
+    the others. A backslash is left as it is. Every message of the command line goes through it.
+
+    >>> escape_controls("a\x1b[2Jb\x07\r\u202etxt.exe\udcff\x9b")
+    'a\\x1b[2Jb\\x07\\x0d\\u202etxt.exe\\xff\\u009b'
+    """
+    return _TERMINAL_UNSAFE.sub(_escape, text)
+
+
+def _json(value: object, **options: object) -> str:
+    """*value* as JSON (non-ASCII as it is) with the characters :func:`escape_controls`
+    escapes written as ``\\uNNNN``: still valid JSON, read back as the same value."""
+    text = json.dumps(value, ensure_ascii=False, **options)  # type: ignore[arg-type]
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+class _Escaping:
+    """A text stream for messages: every write goes through :func:`escape_controls`, but
+    for the line end that closes it (a line end inside a write is escaped: one message,
+    one line). With no stream (standard error closed, ``2>&-``), nothing can be said: writes
+    are dropped."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        if self.stream is None:
+            return len(text)
+        body, end = (text[:-1], "\n") if text.endswith("\n") else (text, "")
+        return self.stream.write(escape_controls(body) + end)
+
+    def flush(self) -> None:
+        if self.stream is not None:
+            self.stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(getattr(self.stream, "isatty", lambda: False)())
 
 
 class _Parser(argparse.ArgumentParser):
@@ -512,16 +579,18 @@ class _Silent:
 
 
 class _Bar(_Silent):
-    """tqdm's bar on a terminal; messages are written above it."""
+    """tqdm's bar on a terminal; messages are written above it, escaped (the bar itself
+    is drawn with control characters, so it is given the terminal's own stream)."""
 
     def __init__(self, total: int, err: TextIO) -> None:
         super().__init__(err)
         from tqdm import tqdm
 
-        self.bar = tqdm(total=total, file=err, unit="file", leave=False, dynamic_ncols=True)
+        self.err = getattr(err, "stream", err)
+        self.bar = tqdm(total=total, file=self.err, unit="file", leave=False, dynamic_ncols=True)
 
     def write(self, message: str) -> None:
-        self.bar.write(message, file=self.err)
+        self.bar.write(escape_controls(message), file=self.err)
 
     def update(self, count: int) -> None:
         self.bar.update(count)
@@ -556,9 +625,9 @@ def _write_report(path: Path, records: list[dict[str, object]], err: TextIO) -> 
     from rewriter.batch import write_atomically
 
     if path.suffix.lower() == ".json":
-        text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
+        text = _json(records, indent=1) + "\n"
     else:
-        text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+        text = "".join(_json(record) + "\n" for record in records)
     try:
         write_atomically(path, text.encode("utf-8", "surrogateescape"))
     except OSError as error:
@@ -591,11 +660,17 @@ def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             record = link._asdict()
             if document.format in ("message", "mbox"):
                 record = {"part": where, **record}
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        else:
+            out.write(_json(record) + "\n")
+        else:  # one line a link, tab-separated: each field escaped (its tabs and line ends too)
             resolved = link.resolved if link.resolved is not None else "-"
-            part = f"{where}\t" if document.format in ("message", "mbox") else ""
-            out.write(f"{part}{link.element}\t{link.attribute}\t{link.status}\t{link.original}\t{resolved}\n")
+            fields = ([where] if document.format in ("message", "mbox") else []) + [
+                link.element,
+                link.attribute,
+                link.status,
+                link.original,
+                resolved,
+            ]
+            out.write("\t".join(escape_controls(field) for field in fields) + "\n")
     return EXIT_OK if document.report(err) else EXIT_SOME_FAILED
 
 
@@ -610,19 +685,19 @@ def _run_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     rows = _explain_rows(document)
     if args.json:
         out.write(
-            json.dumps(
+            _json(
                 {
                     "file": document.name,
                     "format": document.format,
                     "parts": rows,
                     "problems": list(document.result.problems),
                 },
-                ensure_ascii=False,
                 indent=2,
             )
             + "\n"
         )
     else:
+        out = _Escaping(out)  # type: ignore[assignment]  # names, types and bases come from the document
         out.write(f"{document.name} ({document.format})\n")
         for row in rows:
             indent = "  " * (row["path"].count(".") + 1) if row["path"] else "  "
@@ -707,6 +782,9 @@ def _run_pack(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         result = pack(page, url=args.url, policy=_policy(args))
     except PackError as error:
         err.write(f"rewriter pack: {error}\n")
+        return EXIT_SOME_FAILED
+    except OSError as error:  # e.g. resolve() of a relative path once the working folder is gone
+        err.write(f"rewriter pack: {page}: {error.strerror or error}\n")
         return EXIT_SOME_FAILED
     for problem in result.problems:
         err.write(f"{page}: {problem}\n")
@@ -877,23 +955,35 @@ def _config_value(path: Path | None, name: str, action: argparse.Action, value: 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
+    err = _Escaping(sys.stderr)
     try:
-        _apply_config(parser, Path.cwd())
+        folder: Path | None = Path.cwd()
+    except OSError as error:  # the shell's folder was deleted (or moved out of reach) under it
+        folder, lost = None, error.strerror or str(error)
+    try:
+        if folder is not None:
+            _apply_config(parser, folder)
     except ValueError as error:
-        sys.stderr.write(f"rewriter: {error}\n")
+        err.write(f"rewriter: {error}\n")
         return EXIT_USAGE
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --help and --version need no working folder
+    if folder is None:
+        err.write(
+            f"rewriter: the working folder cannot be found ({lost}): it was deleted or moved; "
+            "change to an existing folder and run again\n"
+        )
+        return EXIT_USAGE
     if args.verb is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     _lists_from_config(args)
     try:
-        return int(args.run(args, sys.stdout or _ClosedOutput(), sys.stderr))
+        return int(args.run(args, sys.stdout or _ClosedOutput(), err))
     except BrokenPipeError:  # e.g. piped into head: stop quietly
         sys.stderr.close()
         return EXIT_OK
     except OSError as error:  # standard output closed or full: named, never a traceback
-        sys.stderr.write(f"rewriter: cannot write to standard output: {error.strerror or error}\n")
+        err.write(f"rewriter: cannot write to standard output: {error.strerror or error}\n")
         return EXIT_SOME_FAILED
     except KeyboardInterrupt:
         return 130
