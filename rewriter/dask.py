@@ -252,7 +252,7 @@ def _glob_jobs(pattern: str, out_dir: Path, exclude: Sequence[str]) -> list[Job]
         relative = path.relative_to(root) if path.is_relative_to(root) else Path(name)
         if _matches(relative.as_posix(), exclude):
             continue
-        jobs.append(Job(found, str(out_dir / relative), found))
+        jobs.append(Job(found, str(out_dir / relative), found, root=str(out_dir)))  # no link below out_dir followed
     return jobs
 
 

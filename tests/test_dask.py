@@ -246,3 +246,18 @@ def test_the_command_line_runs_on_dask_and_writes_what_it_writes_without(tmp_pat
     }
     dask = {p.relative_to(tmp_path / "dask"): p.read_bytes() for p in (tmp_path / "dask").rglob("*") if p.is_file()}
     assert dask == serial
+
+
+def test_a_link_to_a_folder_inside_the_output_is_not_followed(tmp_path: Path) -> None:
+    """Glob patterns and folders alike: the output tree's own links are never written through."""
+    (tmp_path / "in" / "sub").mkdir(parents=True)
+    (tmp_path / "in" / "sub" / "page.html").write_bytes(b'<a href="x">x</a>')
+    (tmp_path / "elsewhere").mkdir()
+    for name, inputs in (("globbed", [str(tmp_path / "in" / "**" / "*.html")]), ("walked", [str(tmp_path / "in")])):
+        out = tmp_path / name
+        out.mkdir()
+        (out / "sub").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+        records = rdask.rewrite_files(inputs, out, settings=Settings(url="http://h/"), scheduler="synchronous")
+        assert [record["state"] for record in records] == ["failed"], records
+        assert "is a symbolic link" in " ".join(map(str, records[0]["messages"]))  # type: ignore[arg-type]
+        assert list((tmp_path / "elsewhere").iterdir()) == []
