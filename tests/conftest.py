@@ -191,6 +191,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     NETWORK_GUARD.uninstall()
 
 
+# Suites a user may leave out (`-m "not browser and not corpus"`); CI runs everything.
+# The whole-corpus modules go over every page or message of ../shared.
+_CORPUS_MODULES = frozenset({"test_html_corpus.py", "test_mime_corpus.py", "test_html_differential.py"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+        if item.path.name in _CORPUS_MODULES:
+            item.add_marker(pytest.mark.corpus)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def network_guard() -> Iterator[NetworkGuard]:
     """The session's guard, installed for every test (here in case pytest_configure did not run)."""
