@@ -311,8 +311,6 @@ _QUOTE_OF_VALUE_GROUP = {1: '"', 2: "'", 3: ""}
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _LONE_CR = re.compile(r"\r(?!\n)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# A <noscript> start tag may be in the text (HTML tag names are ASCII case-insensitive).
-_NOSCRIPT_TAG = re.compile("<[nN][oO][sS][cC][rR][iI][pP][tT]").search
 
 
 _WHATWG_ALONE = Resolver("", rules="whatwg")  # the WHATWG parser with no base
@@ -444,13 +442,12 @@ class _Document:
         if self._noscript is None:
             starts: list[int] = []
             ends: list[int] = []
-            if _NOSCRIPT_TAG(self.text) is not None:
-                for noscript in self.start_tags(self.tree.select("noscript")):
-                    if noscript.namespace != _HTML:
-                        continue
-                    start = self.start_tag_end(noscript)
-                    starts.append(start)
-                    ends.append(_end_tag(self.text, "noscript", start))
+            for noscript in self.start_tags(self.tree.select("noscript")):
+                if noscript.namespace != _HTML:
+                    continue
+                start = self.start_tag_end(noscript)
+                starts.append(start)
+                ends.append(_end_tag(self.text, "noscript", start))
             self._noscript = (starts, ends)
         return self._noscript
 
@@ -1343,6 +1340,8 @@ _RAW_TEXT_ELEMENTS = frozenset(
     {"script", "style", "xmp", "iframe", "noembed", "noframes", "noscript", "textarea", "title", "plaintext"}
 )
 _RAW_TEXT_SELECTOR = ", ".join(sorted(_RAW_TEXT_ELEMENTS))
+# The data of a conditional comment: "[if ...]>" markup "<![endif]".
+_CONDITIONAL_DATA = re.compile(r"\[(?i:if)[^\]]*\]>.*<!\[(?i:endif)\]\s*\Z", re.DOTALL).match
 _COMMENT_TOKEN = turbohtml.TokenType.COMMENT
 _START_TAG_TOKEN = turbohtml.TokenType.START_TAG
 _TOKENIZER_CHUNK = 1 << 16  # text given to the tokenizer at a time: a restart wastes at most this
@@ -1367,10 +1366,12 @@ def _conditional_comments(document: _Document, context: _Context, policy: Policy
     nested_policy = policy.clone(conditional_comments=False)
     nested_context = _Context(context.base, context.layer, nested_policy, context.codec, context.in_noscript)
     nested_context.classified = context.classified  # the same base, rules and escaping: the same answers
+    parsed = document.parser_text  # as text, offset for offset, with what the parser read for each character
     for start, data in offsets:
         head = _CONDITIONAL_HEAD(text, start)
-        end = _CONDITIONAL_END(text, head.end()) if head is not None else None
-        if head is None or end is None or document.as_parsed(text[start + 4 : end.end() - 3]) != data:
+        # Within the comment (its data, twice for CR LF read as one, and its end): linear.
+        end = _CONDITIONAL_END(text, head.end(), start + 2 * len(data) + 12) if head is not None else None
+        if head is None or end is None or _comment_data(document, parsed[start + 4 : end.end() - 3]) != data:
             continue  # not one conditional comment from "<!--[if" to "<![endif]-->"
         inner_start, inner_end = head.end(), end.start()
         nested = _rewrite_text(
@@ -1411,6 +1412,13 @@ def _comment_offsets(document: _Document) -> list[tuple[int, str]]:
     expected = Counter(data for node in tree.xpath("//comment()") if (data := node.data)[:3].lower() == "[if")
     if not expected:
         return []
+    # Most pages: every "<!--[if" of the text, read as a comment from there, is one of the
+    # tree's. Each real comment is one of them with its own data, so when the two agree,
+    # data for data, there is no lookalike among them (nor one that could be rewritten).
+    in_text = _text_comments(document)
+    shaped = Counter(data for data in expected.elements() if _CONDITIONAL_DATA(data) is not None)
+    if Counter(data for _, data in in_text if _CONDITIONAL_DATA(data) is not None) == shaped:
+        return in_text
     # The elements a raw-text tag may have opened, by offset (any namespace: SVG has a <title>).
     element_at: dict[int, turbohtml.Element] = {}
     for element in tree.select(_RAW_TEXT_SELECTOR):
@@ -1464,6 +1472,34 @@ def _comment_offsets(document: _Document) -> list[tuple[int, str]]:
             closed = False
     counted = Counter(data for _, data in found)
     return [(offset, data) for offset, data in found if counted[data] == expected[data]]
+
+
+def _text_comments(document: _Document) -> list[tuple[int, str]]:
+    """Each ``<!--[if`` of the text with the data a comment starting there has: up to the
+    first ``-->`` or ``--!>``, or the end (HTML §13.2.5.43-52), as the tree holds it.
+    Linear: the end found for one start serves every start before it."""
+    text = document.parser_text
+    found: list[tuple[int, str]] = []
+    ends = {"-->": -1, "--!>": -1}  # the next of each at or after the last start; -2: none left
+    position = text.find("<!--[")
+    while position >= 0:
+        if _CONDITIONAL_HEAD(text, position) is not None:
+            start = position + 4
+            for marker, at in ends.items():
+                if at != -2 and at < start:
+                    found_at = text.find(marker, start)
+                    ends[marker] = found_at if found_at >= 0 else -2
+            stops = [at for at in ends.values() if at >= 0]
+            end = min(stops) if stops else len(text)
+            found.append((position, _comment_data(document, text[start:end])))
+        position = text.find("<!--[", position + 5)
+    return found
+
+
+def _comment_data(document: _Document, piece: str) -> str:
+    """A comment's source text as its node holds it: NUL read as U+FFFD (§13.2.5.45-50),
+    line breaks as the parser saw them."""
+    return document.as_parsed(piece.replace("\0", "\ufffd"))
 
 
 def _offset_of(document: _Document, origin: int, token: turbohtml.Token) -> int:
