@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import email.errors
-import email.header
-import email.utils
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -46,6 +44,7 @@ from email.message import Message
 from email.policy import compat32
 from typing import Literal
 
+from rewriter.heading import collapse_rfc2231_value, decode_header, decode_text, get_param
 from rewriter.html import HTMLResult, Link, Status, rewrite_html
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse
@@ -282,13 +281,14 @@ def _boundary(heading: Message) -> str | None:
     """The boundary parameter, quotes removed but nothing else.
 
     ``Message.get_boundary`` also strips one pair of angle brackets, so a boundary such
-    as ``<<001-3e1d>>`` would never be found (bpo-28945).
+    as ``<<001-3e1d>>`` would never be found (bpo-28945). Read as ``get_param`` reads it,
+    in linear time (:mod:`rewriter.heading`).
     """
-    value = heading.get_param("boundary", unquote=False)
+    value = get_param(heading, "boundary", unquote=False)
     if value is None or value is True:  # absent, or a bare "boundary" without "="
         return None
     if isinstance(value, tuple):  # RFC 2231 continuations or charset
-        value = email.utils.collapse_rfc2231_value(value)
+        value = collapse_rfc2231_value(value)
     value = str(value).strip()
     if len(value) >= 2 and value[0] == value[-1] == '"':
         value = re.sub(r"\\(.)", r"\1", value[1:-1])
@@ -425,12 +425,16 @@ def header_url(heading: Message, name: str) -> str | None:
         return None
     text = re.sub(r"\s+", "", str(value).encode("ascii", "surrogateescape").decode("utf-8", "replace"))
     if "=?" in text:
-        with contextlib.suppress(ValueError, LookupError, UnicodeError):  # not RFC 2047: the text as it is
+        # Not RFC 2047 (a base64 word that cannot be decoded, an unknown charset): the text as it is.
+        with contextlib.suppress(ValueError, LookupError, UnicodeError, email.errors.HeaderParseError):
             # Joined as they are: make_header would put a space between encoded and plain
-            # pieces ("<URL:" "http://a/" ">"), and a URL has none there.
+            # pieces ("<URL:" "http://a/" ">"), and a URL has none there. Decoded as
+            # email.header.decode_header decodes, in linear time (rewriter.heading).
             text = "".join(
-                piece.decode(charset or "raw-unicode-escape", "replace") if isinstance(piece, bytes) else piece
-                for piece, charset in email.header.decode_header(text)
+                (decode_text(piece, charset) if charset else piece.decode("raw-unicode-escape", "replace"))
+                if isinstance(piece, bytes)
+                else piece
+                for piece, charset in decode_header(text)
             )
     return text.strip('"')
 
@@ -510,9 +514,9 @@ def _top_base(entity: _Entity, url: str | None) -> _Base | None:
 
 
 def _charset(heading: Message) -> str | None:
-    charset = heading.get_param("charset")
+    charset = get_param(heading, "charset")
     if isinstance(charset, tuple):
-        charset = email.utils.collapse_rfc2231_value(charset)
+        charset = collapse_rfc2231_value(charset)
     return str(charset).strip() if charset else None
 
 

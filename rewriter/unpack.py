@@ -45,6 +45,7 @@ from typing import Literal
 from urllib.parse import quote, unquote
 
 from rewriter.encoding import sniff
+from rewriter.heading import get_filename, get_param
 from rewriter.html import rewrite_html
 from rewriter.mime import Entity, entities, header_url
 from rewriter.names import Folder
@@ -108,7 +109,7 @@ def _content_id(heading: Message) -> str | None:
 
 
 def _filename(heading: Message) -> str | None:
-    for getter in (lambda: heading.get_filename(), lambda: heading.get_param("name")):
+    for getter in (lambda: get_filename(heading), lambda: get_param(heading, "name")):
         try:
             value = getter()
         except (ValueError, LookupError, TypeError):
@@ -138,7 +139,7 @@ def _root(found: list[Entity], leaves: list[_Leaf]) -> _Leaf | None:
     for entity in found:
         if entity.content_type != "multipart/related" or not entity.children:
             continue
-        start = entity.heading.get_param("start")
+        start = get_param(entity.heading, "start")
         start = str(start).strip().strip("<>") if isinstance(start, str) else None
         chosen = next((by_path[p] for p in entity.children if p in by_path and by_path[p].content_id == start), None)
         chosen = chosen if start and chosen else by_path.get(entity.children[0])
@@ -275,7 +276,7 @@ def _write(out: Folder, leaf: _Leaf, data: bytes, policy: Policy) -> UnpackedPar
         content = body
         problems.append(f"written as it is, still encoded: {error.reason}")
     if entity.content_type in ("text/html", "text/css") and not problems:
-        charset = entity.heading.get_param("charset")
+        charset = get_param(entity.heading, "charset")
         charset = str(charset).strip() if isinstance(charset, str) else None
         engine = rewrite_css if entity.content_type == "text/css" else rewrite_html
         try:
