@@ -423,7 +423,10 @@ def header_url(heading: Message, name: str) -> str | None:
     value = next((value for field, value in heading.raw_items() if field.lower() == name), None)
     if value is None:
         return None
-    text = re.sub(r"\s+", "", str(value).encode("ascii", "surrogateescape").decode("utf-8", "replace"))
+    text = str(value)
+    if not text.isascii():  # raw 8-bit bytes; an ASCII value is kept, not copied (it may be megabytes)
+        text = text.encode("ascii", "surrogateescape").decode("utf-8", "replace")
+    text = re.sub(r"\s+", "", text)
     if "=?" in text:
         # Not RFC 2047 (a base64 word that cannot be decoded, an unknown charset): the text as it is.
         with contextlib.suppress(ValueError, LookupError, UnicodeError, email.errors.HeaderParseError):

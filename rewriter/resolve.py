@@ -29,11 +29,14 @@ for byte what the RFC algorithm gives, spaces and non-ASCII included.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Literal
+from functools import update_wrapper
+from typing import Any, Generic, Literal, TypeVar
 
 import ada_url
 
@@ -380,6 +383,7 @@ def _rfc3986(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
     if not shortcuts or problem is not None:
         return resolve_3986
     return _with_shortcuts(
+        base,
         resolve_3986,
         scheme_prefix=_SCHEME_3986,
         same_scheme=None if strict else b_scheme_folded,
@@ -429,6 +433,7 @@ def _rfc2396(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
     prefix = _recompose(b_scheme, b_authority, "", None, None)
     plain_directory = not _has_dot_segment(directory)
     return _with_shortcuts(
+        base,
         resolve_2396,
         scheme_prefix=_SCHEME_3986,
         same_scheme=None if strict else b_scheme_folded,
@@ -482,6 +487,7 @@ def _rfc1808(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
         return resolve_1808
     prefix = _recompose_1808(b_scheme, b_net_loc, "", None, None, None)
     return _with_shortcuts(
+        base,
         resolve_1808,
         scheme_prefix=_SCHEME_1808,
         same_scheme=None,
@@ -560,7 +566,76 @@ def is_hierarchical(url: str) -> bool:
     return scheme is not None and url[len(scheme) + 1 :].startswith("/")
 
 
-@lru_cache(maxsize=1 << 16)
+_T = TypeVar("_T")
+
+
+class _SizedCache(Generic[_T]):
+    """A least-recently-used cache of *function*'s results, bounded by the characters of
+    the arguments it keeps (*budget*) as well as by their count (*entries*).
+
+    ``functools.lru_cache`` bounds the count only, and what it keeps grows with its
+    arguments: a resolver holds four or five copies of its base, so 512 resolvers of
+    4 MB bases (an mbox whose messages each have a Content-Location of that size) held
+    2 GB. Room for a new entry is made before it is computed, and the newest entry is
+    kept whatever its size, so that a long base read many times in a row (a page's
+    nested documents) is still parsed once; it goes as soon as another entry comes. As
+    with ``lru_cache``, an exception is not cached.
+    """
+
+    def __init__(self, function: Callable[..., _T], *, budget: int, entries: int) -> None:
+        self._function = function
+        self._budget = budget
+        self._entries = entries
+        self._cache: OrderedDict[tuple[Hashable, ...], tuple[_T, int]] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+        if hasattr(os, "register_at_fork"):  # a lock held by another thread at a fork stays held in the child
+            os.register_at_fork(after_in_child=self._after_fork)
+        update_wrapper(self, function)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()
+
+    def __call__(self, *key: Any) -> _T:
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                return found[0]
+        cost = sum(len(part) for part in key if isinstance(part, str)) + 100
+        with self._lock:  # room is made first: the old entries need not outlive the new one's making
+            while self._cache and (self._size + cost > self._budget or len(self._cache) >= self._entries):
+                self._size -= self._cache.popitem(last=False)[1][1]
+        value = self._function(*key)
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = (value, cost)
+                self._size += cost
+        return value
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+            self._size = 0
+
+    def cache_size(self) -> tuple[int, int]:
+        """(entries, characters of their arguments) kept now."""
+        with self._lock:
+            return len(self._cache), self._size
+
+
+def _url_key_of(url: str) -> str:
+    bare = url.partition("#")[0]
+    try:
+        return resolve("", bare, rules="whatwg").partition("#")[0]
+    except UnresolvableReference:
+        return bare
+
+
+# One URL of a page or an archive may be a megabyte: the count alone bounds nothing.
+_url_keys = _SizedCache(_url_key_of, budget=1 << 22, entries=1 << 16)
+
+
 def url_key(url: str) -> str:
     """What two URLs that mean one resource share: the URL Standard's serialisation, fragment aside
     (``HTTP://H:80/a b#x`` and ``http://h/a%20b`` are one), else the URL as written.
@@ -568,11 +643,7 @@ def url_key(url: str) -> str:
     >>> url_key("HTTP://Example.org:80/a/../b c#top")
     'http://example.org/b%20c'
     """
-    bare = url.partition("#")[0]
-    try:
-        return resolve("", bare, rules="whatwg").partition("#")[0]
-    except UnresolvableReference:
-        return bare
+    return _url_keys(url)
 
 
 def scheme_prefix(rules: Rules = "rfc3986") -> Callable[[str], re.Match[str] | None]:
@@ -596,6 +667,7 @@ def scheme_of(reference: str, *, rules: Rules = "rfc3986") -> str | None:
 
 
 def _with_shortcuts(
+    base: str,
     full: ResolveOne,
     *,
     scheme_prefix: Callable[[str], re.Match[str] | None],
@@ -619,6 +691,18 @@ def _with_shortcuts(
     (RFC 3986); RFC 1808 and 2396 remove them from merged relative paths only.
     tests/test_resolve.py checks that both routes agree.
     """
+    # Equal heads are kept once, and a head equal to the base is the base (a base path
+    # that ends in "/" and no query make three heads the base): a resolver of a megabyte
+    # base then holds three copies of it fewer.
+    kept = {base: base}
+    network_head = kept.setdefault(network_head, network_head)
+    path_head = kept.setdefault(path_head, path_head)
+    fragment_head = kept.setdefault(fragment_head, fragment_head)
+    if relative_head is not None:
+        relative_head = kept.setdefault(relative_head, relative_head)
+    if query_head is not None:
+        query_head = kept.setdefault(query_head, query_head)
+    del kept
 
     def resolve_common(reference: str) -> str:
         first = reference[:1]
@@ -663,10 +747,14 @@ def _check_rules(rules: str) -> None:
         raise ValueError(f"unknown rules {rules!r}: choose one of {', '.join(RULES)}")
 
 
-@lru_cache(maxsize=512)
-def _resolver_for(base: str, rules: str, strict: bool) -> ResolveOne:
+def _new_resolver(base: str, rules: str, strict: bool) -> ResolveOne:
     _check_rules(rules)
     return _RULE_SETS[rules](base, strict)
+
+
+# A resolver keeps four or five copies of its base: 1 M characters of bases is 4-5 MB
+# (20 MB for bases outside Latin-1), plus the newest one whatever its size.
+_resolver_for = _SizedCache(_new_resolver, budget=1 << 20, entries=512)
 
 
 # --------------------------------------------------------------------------

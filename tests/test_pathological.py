@@ -905,3 +905,128 @@ def test_mbox_many_messages_stream_in_flat_memory() -> None:
     assert outcome["reports"] == outcome["changed"] == outcome["rewritten_links"] == expected, outcome
     assert outcome["digest_ok"], outcome
     assert outcome["problems"] == [], outcome
+
+
+# --------------------------------------------------------------------------
+# mbox: 100 messages with distinct 4 MB Content-Locations
+# --------------------------------------------------------------------------
+
+BASES_BUDGET = 150 * MB  # the issue's bound on the peak resident size, the interpreter included
+
+# Run with ``python -c``: only the rewriter is imported (not pytest), so that the peak
+# resident size is the interpreter's and the mbox run's. The mbox is made as it is read,
+# one message at a time; the sink keeps a digest.
+_DISTINCT_BASES_CHILD = """
+import hashlib, json, resource, sys
+sys.path.insert(0, {root!r})
+from rewriter.mailbox import rewrite_mbox
+from rewriter.resolve import _resolver_for
+
+COUNT, SIZE = {count}, {size}
+FROM = b"From someone@example.org Sat Jan  1 00:00:00 2000\\n"
+
+def message(number, rewritten=False):
+    location = b"http://example.org/%d/" % number + b"a/" * (SIZE // 2)
+    link = location + b"x.html" if rewritten else b"x.html"
+    return FROM + b"Content-Type: text/html\\nContent-Location: " + location + b"\\n\\n<a href=" + link + b">x</a>\\n"
+
+class Source:
+    def __init__(self):
+        self.number, self.data, self.position = 0, b"", 0
+    def readable(self):
+        return True
+    def seekable(self):
+        return False
+    def read(self, n=-1):
+        if self.position >= len(self.data):
+            if self.number >= COUNT:
+                return b""
+            self.data, self.position = message(self.number), 0
+            self.number += 1
+        n = len(self.data) - self.position if n is None or n < 0 else n
+        piece = self.data[self.position : self.position + n]
+        self.position += len(piece)
+        return piece
+
+class Sink:
+    def __init__(self):
+        self.digest = hashlib.sha256()
+    def writable(self):
+        return True
+    def write(self, data):
+        self.digest.update(data)
+        return len(data)
+
+sink = Sink()
+reports = [(report.rewritten_links, report.changed) for report in rewrite_mbox(Source(), sink)]
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+expected = hashlib.sha256()
+for number in range(COUNT):
+    expected.update(message(number, rewritten=True))
+print(json.dumps({{
+    "peak": peak,
+    "messages": len(reports),
+    "rewritten_links": sum(links for links, _ in reports),
+    "changed": sum(1 for _, changed in reports if changed),
+    "digest_ok": sink.digest.digest() == expected.digest(),
+    "cached": _resolver_for.cache_size(),
+}}))
+"""
+
+
+def _distinct_bases(count: int, size: int) -> dict[str, Any]:
+    pytest.importorskip("resource")
+    root = str(Path(rewriter.__file__).resolve().parents[1])
+    code = _DISTINCT_BASES_CHILD.format(root=root, count=count, size=size)
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{count} messages with {size / MB:.0f} MB bases did not finish within 300 s") from None
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    outcome["case"] = f"{count} messages, distinct {size / MB:.0f} MB Content-Locations"
+    return outcome
+
+
+def test_mbox_of_distinct_megabyte_bases_stays_flat() -> None:
+    """Issue 18, point 5: an mbox of 100 messages, each with a distinct 4 MB
+    Content-Location, rewritten under 150 MB of peak resident size (the resolvers of
+    512 bases were cached, four or five copies of each: 2 GB). Each link is made
+    absolute against its message's base."""
+    outcome = _distinct_bases(100, 4 * MB)
+    _report({**outcome, "peak_mb": round(outcome["peak"] / MB, 1)})
+    assert outcome["messages"] == outcome["changed"] == outcome["rewritten_links"] == 100, outcome
+    assert outcome["digest_ok"], outcome
+    assert outcome["cached"][0] <= 1, outcome  # a 4 MB base is over the budget: only the newest is kept
+    assert outcome["peak"] < BASES_BUDGET, (
+        f"peak resident size {outcome['peak'] / MB:.0f} MB (at most {BASES_BUDGET / MB:.0f} MB); {outcome}"
+    )
+
+
+def test_resolver_cache_is_bounded_by_the_size_of_its_bases() -> None:
+    """Many distinct bases of 100 KB: the resolver cache keeps about a megabyte of them,
+    however many came; many short ones: at most 512, as before; the newest is kept
+    whatever its size, so a long base used over and over is parsed once."""
+    from rewriter.resolve import Resolver, _resolver_for
+
+    _resolver_for.cache_clear()
+    for number in range(200):
+        assert Resolver(f"http://example.org/{number}/" + "a/" * 50_000).resolve("x").endswith("/a/x")
+    entries, size = _resolver_for.cache_size()
+    assert entries <= 11 and size <= 1 << 20, (entries, size)
+    for number in range(2000):
+        Resolver(f"http://example.org/{number}/")
+    assert _resolver_for.cache_size()[0] == 512
+    long_base = "http://example.org/" + "b/" * (1 << 20)
+    first = Resolver(long_base)
+    assert _resolver_for.cache_size()[0] == 1
+    assert Resolver(long_base)._resolve is first._resolve  # parsed once
+
+
+def test_url_key_cache_is_bounded_by_the_size_of_its_urls() -> None:
+    """unpack and WARC keep url_key's answers: 65,536 of them, whatever their length, were kept."""
+    from rewriter.resolve import _url_keys, url_key
+
+    for number in range(100):
+        assert url_key(f"HTTP://Example.org/{number}/" + "a" * 100_000).startswith(f"http://example.org/{number}/a")
+    assert _url_keys.cache_size()[1] <= 1 << 22, _url_keys.cache_size()
