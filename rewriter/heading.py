@@ -4,20 +4,22 @@ The email package reads parameters and encoded words in quadratic time: ``_parse
 copies the rest of the field at every ``;`` and counts the quotes from the start of a
 parameter again at every ``;`` inside it, and ``decode_header`` pops its words from the
 front of a list, joins them by repeated concatenation and searches for an encoded word
-that has no end once from every ``=?`` (1.6 MB of ``; a=b`` took 24.6 s to read). The
+that has no end once from every ``=?`` (a message with 1.6 MB of ``; a=b`` took 8.9 s,
+400 KB of ``;`` in one quoted string 74 s, 800 KB of ``=?utf-8?q?a`` 198 s). The
 functions here give the same results as the email package's functions they are named
 after, which tests/test_heading_linear.py checks on generated headings and the corpus,
-with three differences on broken input, where the email package raises:
+with three differences on input no mail holds:
 
 - a parameter given both as ``name*`` and as ``name*0`` is read with ``name*`` first
   (the email package raises TypeError comparing None with 0);
 - a continuation number of more than 4300 digits is compared as a number (``int()``
   raises ValueError);
-- a charset that Python has no codec for, or whose decoder is not linear (punycode and
-  idna, quadratic in their input), is an unknown charset (LookupError), and it is
-  looked up only when Python's own codecs know its name: a codec lookup keeps every
-  name it did not find, for good (``encodings._cache``), so an mbox whose messages name
-  distinct megabyte charsets would grow without end.
+- a charset whose decoder is not linear (punycode and idna, quadratic in their input),
+  or whose name is not one of Python's own codecs, not ASCII or longer than 64
+  characters, is an unknown charset (LookupError). A name is looked up only when it is
+  one of Python's codecs: a codec lookup keeps every name it did not find, for good
+  (``encodings._cache``), so an mbox whose messages named distinct megabyte charsets
+  grew without end.
 """
 
 from __future__ import annotations

@@ -571,15 +571,16 @@ _T = TypeVar("_T")
 
 class _SizedCache(Generic[_T]):
     """A least-recently-used cache of *function*'s results, bounded by the characters of
-    the arguments it keeps (*budget*) as well as by their count (*entries*).
+    the arguments (and string results) it keeps (*budget*) as well as by their count
+    (*entries*).
 
     ``functools.lru_cache`` bounds the count only, and what it keeps grows with its
-    arguments: a resolver holds four or five copies of its base, so 512 resolvers of
-    4 MB bases (an mbox whose messages each have a Content-Location of that size) held
-    2 GB. Room for a new entry is made before it is computed, and the newest entry is
-    kept whatever its size, so that a long base read many times in a row (a page's
-    nested documents) is still parsed once; it goes as soon as another entry comes. As
-    with ``lru_cache``, an exception is not cached.
+    arguments: a resolver holds copies of its base (four or five, before equal heads
+    were shared), so 512 resolvers of 4 MB bases (an mbox whose messages each have a
+    Content-Location of that size) held 2 GB. Room for a new entry is made before it is
+    computed, and the newest entry is kept whatever its size, so that a long base read
+    many times in a row (a page's nested documents) is still parsed once; it goes as
+    soon as another entry comes. As with ``lru_cache``, an exception is not cached.
     """
 
     def __init__(self, function: Callable[..., _T], *, budget: int, entries: int) -> None:
@@ -597,11 +598,14 @@ class _SizedCache(Generic[_T]):
         self._lock = threading.Lock()
 
     def __call__(self, *key: Any) -> _T:
-        with self._lock:
-            found = self._cache.get(key)
-            if found is not None:
+        # A hit takes no lock: each OrderedDict call is atomic (the keys are strings and flags).
+        found = self._cache.get(key)
+        if found is not None:
+            try:
                 self._cache.move_to_end(key)
+            except KeyError:  # another thread made room meanwhile
                 return found[0]
+            return found[0]
         cost = sum(len(part) for part in key if isinstance(part, str)) + 100
         with self._lock:  # room is made first: the old entries need not outlive the new one's making
             while self._cache and (self._size + cost > self._budget or len(self._cache) >= self._entries):
@@ -609,8 +613,11 @@ class _SizedCache(Generic[_T]):
         value = self._function(*key)
         with self._lock:
             if key not in self._cache:
+                cost += len(value) if isinstance(value, str) else 0  # url_key's answers
                 self._cache[key] = (value, cost)
                 self._size += cost
+                while len(self._cache) > 1 and (self._size > self._budget or len(self._cache) > self._entries):
+                    self._size -= self._cache.popitem(last=False)[1][1]
         return value
 
     def cache_clear(self) -> None:
@@ -619,7 +626,7 @@ class _SizedCache(Generic[_T]):
             self._size = 0
 
     def cache_size(self) -> tuple[int, int]:
-        """(entries, characters of their arguments) kept now."""
+        """(entries, characters of their arguments and string results) kept now."""
         with self._lock:
             return len(self._cache), self._size
 

@@ -21,9 +21,9 @@ The MIME heading cases (parameters, RFC 2231 sections, RFC 2047 words) time four
 1x, 2x, 4x and 8x, and report each doubling; the growth asserted is from 1x to 8x.
 
 The mbox streaming cases run in a fresh interpreter, so that its peak resident size
-measures the stream alone. ``REWRITER_SLOW_TESTS=1`` adds the full 2 GB stream. So does
-the mbox of 100 messages with distinct 4 MB bases, whose whole peak resident size
-(the interpreter's included) must stay under 150 MB.
+measures the stream alone. ``REWRITER_SLOW_TESTS=1`` adds the full 2 GB stream. The mbox
+of 100 messages with distinct 4 MB bases runs in a fresh interpreter too, which imports
+the rewriter only: its whole peak resident size must stay under 150 MB.
 """
 
 from __future__ import annotations
@@ -799,9 +799,10 @@ _HEADING_CASES = {
 
 @pytest.mark.parametrize("case", list(_HEADING_CASES))
 def test_mime_megabyte_heading(case: str) -> None:
-    """A heading of a megabyte or more read in linear time (issue 18, point 4): 1.6 MB of
-    ``; a=b`` took 24.6 s; its parameters, RFC 2231 sections and RFC 2047 words each at
-    1x, 2x, 4x and 8x. The part is rewritten against the base its heading gives."""
+    """A heading of a megabyte or more read in linear time (issue 18, point 4): a message
+    with 1.6 MB of ``; a=b`` took 8.9 s (77x the time of its 1x, 45x a flat multipart);
+    parameters, RFC 2231 sections and RFC 2047 words each at 1x, 2x, 4x and 8x. The part
+    is rewritten against the base its heading gives."""
     make, n = _HEADING_CASES[case]
 
     def check() -> dict[str, Any]:
