@@ -29,13 +29,13 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 import turbohtml
 
 from rewriter import css
 from rewriter.encoding import ByteMap, Sniffed, decode_checked, encode_url_text, errors_for, sniff, split
-from rewriter.links import CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of, selector
+from rewriter.links import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of, selector
 from rewriter.microsyntax import (
     ASCII_WHITESPACE,
     decode_attribute,
@@ -869,7 +869,23 @@ def _base_element(
 
 
 # The link table per (namespace, tag, lazy attributes): a dict lookup per element.
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 _TABLES: dict[tuple[object, str, frozenset[str]], dict[str, Kind]] = {}
+# The per-element caches keep short names only, and are emptied when full: element names
+# come from the documents, and a page of many or long made-up names must not grow memory.
+_CACHE_ENTRIES = 4096
+
+
+def _kept(cache: dict[_K, _V], key: _K, name: str, value: _V) -> _V:
+    """*value*, stored in *cache* under *key* when *name* is short (see :data:`_CACHE_ENTRIES`)."""
+    if len(name) <= CACHED_NAME_LENGTH:
+        if len(cache) >= _CACHE_ENTRIES:
+            cache.clear()
+        cache[key] = value
+    return value
+
+
 _CONDITIONAL_TAGS = frozenset(tag for tag, _ in CONDITIONAL)
 # Elements whose links need more than their attribute values (the general path).
 _SPECIAL_TAGS = frozenset({"style", "object", "applet"})
@@ -944,11 +960,11 @@ def _elements_links(
         if namespace is _HTML:
             split = plain_html.get(tag)
             if split is None:
-                split = plain_html[tag] = _plain_of(namespace, tag, lazy)
+                split = _kept(plain_html, tag, tag, _plain_of(namespace, tag, lazy))
         else:
             split = plain_foreign.get((namespace, tag))
             if split is None:
-                split = plain_foreign[(namespace, tag)] = _plain_of(namespace, tag, lazy)
+                split = _kept(plain_foreign, (namespace, tag), tag, _plain_of(namespace, tag, lazy))
         if split.special:
             _element_links(document, element, context, policy, result)
             continue
@@ -1018,7 +1034,7 @@ def _element_links(
     table = _TABLES.get((element.namespace, tag, lazy))
     if table is None:
         namespace = _NAMESPACE_NAMES.get(element.namespace, "html")
-        table = _TABLES[(element.namespace, tag, lazy)] = attributes_of(namespace, tag, lazy)
+        table = _kept(_TABLES, (element.namespace, tag, lazy), tag, attributes_of(namespace, tag, lazy))
     kinds = {name: table[name] for name in element.attrs if name in table}
     if not kinds:
         return

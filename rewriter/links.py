@@ -103,15 +103,28 @@ def kind_of(namespace: str, element: str, attribute: str, lazy: frozenset[str] =
     return kind
 
 
-@lru_cache(maxsize=4096)
+# Element names longer than this are no element of any table: their answer is not kept, so
+# that a page of megabyte-long names cannot fill the cache with them.
+CACHED_NAME_LENGTH = 64
+
+
 def attributes_of(namespace: str, element: str, lazy: frozenset[str] = frozenset()) -> dict[str, Kind]:
     """Every URL attribute of *element* in *namespace*, with its kind (the table, per element).
 
     >>> attributes_of("html", "object")["archive"]
     'urls'
     """
+    if len(element) > CACHED_NAME_LENGTH:
+        return _attributes_of(namespace, element, lazy)
+    return _cached_attributes_of(namespace, element, lazy)
+
+
+def _attributes_of(namespace: str, element: str, lazy: frozenset[str]) -> dict[str, Kind]:
     names = ATTRIBUTE_NAMES | lazy
     return {name: kind for name in names if (kind := kind_of(namespace, element, name, lazy)) is not None}
+
+
+_cached_attributes_of = lru_cache(maxsize=4096)(_attributes_of)
 
 
 # What an element must have for an entry that holds only under a condition: the

@@ -1219,3 +1219,30 @@ def test_url_key_cache_is_bounded_by_the_size_of_its_urls() -> None:
     for number in range(100):
         assert url_key(f"HTTP://Example.org/{number}/" + "a" * 100_000).startswith(f"http://example.org/{number}/a")
     assert _url_keys.cache_size()[1] <= 1 << 22, _url_keys.cache_size()
+
+
+def test_element_name_caches_keep_no_long_or_endless_names() -> None:
+    """The link tables are cached per element name, and element names come from the
+    documents: 200 pages of distinct 100 KB names, and 10,000 distinct short ones with a
+    link each, leave the caches holding no long name and at most a few thousand short ones;
+    every link is still found."""
+    from rewriter import html
+    from rewriter.links import _cached_attributes_of
+
+    _cached_attributes_of.cache_clear()
+    for number in range(200):
+        name = f"x{number}-" + "y" * 100_000
+        page = f'<{name} style="background:url(a.png)" href=b></{name}>'.encode()
+        result = rewrite_html(page, url="http://h/")
+        assert sorted(link.resolved for link in result.links) == ["http://h/a.png", "http://h/b"]
+    assert _cached_attributes_of.cache_info().currsize <= 2  # none of the long names
+
+    def names() -> list[str]:
+        caches = [*html._PLAIN.values(), *html._PLAIN_FOREIGN.values(), html._TABLES]
+        return [key if isinstance(key, str) else key[1] for cache in caches for key in cache]
+
+    assert max(map(len, names()), default=0) <= 64
+    page = "".join(f'<e{number} style="background:url(a)">' for number in range(10_000)).encode()
+    assert len(rewrite_html(page, url="http://h/").links) == 10_000
+    assert len(names()) <= 3 * 4096 and max(map(len, names())) <= 64
+    assert _cached_attributes_of.cache_info().currsize <= 4096
