@@ -461,7 +461,7 @@ def rewrite_mbox(
         parts, rewritten_parts, links, rewritten_links = counts
         target.write(separator)
         target.write(output)
-        yield MboxReport(
+        report = MboxReport(
             index,
             offset,
             len(message),
@@ -477,6 +477,10 @@ def rewrite_mbox(
             result if with_links else None,
         )
         offset += len(separator) + len(message)
+        # Forgotten now, not when the next message has been read and rewritten: two
+        # messages, their outputs and results would be alive at once.
+        del message, output, result
+        yield report
 
 
 # ---------------------------------------------------------------------------
