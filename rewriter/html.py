@@ -409,6 +409,7 @@ class _Document:
         # (HTML §13.2.6.4.4 and §13.2.6.4.7), so neither a <base> nor a raw-text element
         # opened in it reaches past its first "</noscript". What a browser with scripting
         # off reads there is parsed apart, range by range (noscript_fragment).
+        self.tree: turbohtml.Document | turbohtml.Element
         if noscript_fragment:
             # The text of one <noscript> as a browser with scripting off reads it: markup,
             # where a <noscript> inside is an element like others.
@@ -1425,7 +1426,11 @@ def _comment_offsets(document: _Document) -> list[tuple[int, str]]:
     The comments taken must also be, data for data, as many as the tree's.
     """
     tree = document.tree
-    expected = Counter(data for node in tree.xpath("//comment()") if (data := node.data)[:3].lower() == "[if")
+    expected = Counter(
+        data
+        for node in tree.xpath("//comment()")
+        if isinstance(node, turbohtml.Comment) and (data := node.data)[:3].lower() == "[if"
+    )
     if not expected:
         return []
     # Most pages: every "<!--[if" of the text, read as a comment from there, is one of the
@@ -1466,12 +1471,12 @@ def _comment_offsets(document: _Document) -> list[tuple[int, str]]:
                     if offset > last:
                         restart = len(text)
                         break
-                    element = element_at.get(offset)
-                    if name not in raw_text or element is None or element.namespace is not _HTML or element.tag != name:
+                    opened = element_at.get(offset)
+                    if name not in raw_text or opened is None or opened.namespace is not _HTML or opened.tag != name:
                         restart = _tag_end(document.text, offset)
                         break
             elif kind is _COMMENT_TOKEN:
-                data = token.data
+                data = token.data or ""
                 if data[:7] == "[CDATA[" and foreign:
                     restart = len(text)
                     break
