@@ -197,7 +197,9 @@ class _TextResult:
 _SAVED_FROM = re.compile(r"<!--\s*saved from url=\((\d{4})\)")
 # <!--[if IE]>...<![endif]-->: the head, then the first end after it. Two patterns: one
 # with a lazy ".*?" between them steps through the text one character at a time.
-_CONDITIONAL_HEAD = re.compile(r"<!--\[(?i:if)[^\]]*\]>").match
+# A condition is short ("[if lt IE 9]", "[if (gte mso 9)|(IE)]"): bounded, so that a
+# page of heads with no "]" is not read to its end once per head.
+_CONDITIONAL_HEAD = re.compile(r"<!--\[(?i:if)[^\]]{0,256}\]>").match
 _CONDITIONAL_END = re.compile(r"<!\[(?i:endif)\]\s*-->").search
 
 
@@ -1358,7 +1360,7 @@ _RAW_TEXT_ELEMENTS = frozenset(
 )
 _RAW_TEXT_SELECTOR = ", ".join(sorted(_RAW_TEXT_ELEMENTS))
 # The data of a conditional comment: "[if ...]>" markup "<![endif]".
-_CONDITIONAL_DATA = re.compile(r"\[(?i:if)[^\]]*\]>.*<!\[(?i:endif)\]\s*\Z", re.DOTALL).match
+_CONDITIONAL_DATA = re.compile(r"\[(?i:if)[^\]]{0,256}\]>.*<!\[(?i:endif)\]\s*\Z", re.DOTALL).match
 _COMMENT_TOKEN = turbohtml.TokenType.COMMENT
 _START_TAG_TOKEN = turbohtml.TokenType.START_TAG
 _TOKENIZER_CHUNK = 1 << 16  # text given to the tokenizer at a time: a restart wastes at most this
@@ -1434,8 +1436,10 @@ def _comment_offsets(document: _Document) -> list[tuple[int, str]]:
     if not expected:
         return []
     # Most pages: every "<!--[if" of the text, read as a comment from there, is one of the
-    # tree's. Each real comment is one of them with its own data, so when the two agree,
-    # data for data, there is no lookalike among them (nor one that could be rewritten).
+    # tree's. When the two agree, data for data, there is no lookalike among them: a real
+    # comment missing from the text's could only lie inside a lookalike found before it,
+    # which ends where it ends and so has longer data; the longest such lookalike would
+    # need a real comment with its data, missing too, inside a yet longer one.
     in_text = _text_comments(document)
     shaped = Counter(data for data in expected.elements() if _CONDITIONAL_DATA(data) is not None)
     if Counter(data for _, data in in_text if _CONDITIONAL_DATA(data) is not None) == shaped:
@@ -1496,24 +1500,27 @@ def _comment_offsets(document: _Document) -> list[tuple[int, str]]:
 
 
 def _text_comments(document: _Document) -> list[tuple[int, str]]:
-    """Each ``<!--[if`` of the text with the data a comment starting there has: up to the
-    first ``-->`` or ``--!>``, or the end (HTML §13.2.5.43-52), as the tree holds it.
-    Linear: the end found for one start serves every start before it."""
+    """Each ``<!--[if`` of the text that lies in no comment found before it, with the data
+    a comment starting there has: up to the first ``-->`` or ``--!>``, or the end (HTML
+    §13.2.5.43-52), as the tree holds it. The comments found never overlap, so the text
+    is read once and no character is copied twice."""
     text = document.parser_text
     found: list[tuple[int, str]] = []
     ends = {"-->": -1, "--!>": -1}  # the next of each at or after the last start; -2: none left
     position = text.find("<!--[")
     while position >= 0:
-        if _CONDITIONAL_HEAD(text, position) is not None:
-            start = position + 4
-            for marker, at in ends.items():
-                if at != -2 and at < start:
-                    found_at = text.find(marker, start)
-                    ends[marker] = found_at if found_at >= 0 else -2
-            stops = [at for at in ends.values() if at >= 0]
-            end = min(stops) if stops else len(text)
-            found.append((position, _comment_data(document, text[start:end])))
-        position = text.find("<!--[", position + 5)
+        if _CONDITIONAL_HEAD(text, position) is None:
+            position = text.find("<!--[", position + 5)
+            continue
+        start = position + 4
+        for marker, at in ends.items():
+            if at != -2 and at < start:
+                found_at = text.find(marker, start)
+                ends[marker] = found_at if found_at >= 0 else -2
+        stops = [at for at in ends.values() if at >= 0]
+        end = min(stops) if stops else len(text)
+        found.append((position, _comment_data(document, text[start:end])))
+        position = text.find("<!--[", end)
     return found
 
 
