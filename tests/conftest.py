@@ -33,6 +33,18 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+def css_skeleton(text: str) -> str:
+    """CSS with each URL's source text (as rewriter.css finds it) replaced by a marker: what a
+    rewrite must leave as it was."""
+    from rewriter.css import find_urls
+
+    pieces, last = [], 0
+    for url in find_urls(text):
+        pieces += [text[last : url.start], "\0URL\0"]
+        last = url.end
+    return "".join([*pieces, text[last:]])
+
+
 def load_shared_json(*parts: str) -> Any:
     return json.loads(shared_path(*parts).read_text(encoding="utf-8"))
 

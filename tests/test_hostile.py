@@ -36,7 +36,7 @@ from pathlib import Path
 import ada_url
 import html5lib
 import pytest
-from conftest import NetworkAccessError, NetworkGuard
+from conftest import NetworkAccessError, NetworkGuard, css_skeleton
 
 from rewriter.css import find_urls
 from rewriter.html import find_links, rewrite_html
@@ -367,15 +367,6 @@ def _css_values(text: str) -> list[str]:
     return [url.value for url in find_urls(text)]
 
 
-def _css_skeleton(text: str) -> str:
-    """*text* with each URL's source text replaced by a marker: what must not change."""
-    pieces, last = [], 0
-    for url in find_urls(text):
-        pieces += [text[last : url.start], "\0URL\0"]
-        last = url.end
-    return "".join([*pieces, text[last:]])
-
-
 def _attribute(tag: str, name: str) -> Callable[[list[Node]], list[str]]:
     return lambda nodes: [attributes[name] for node, attributes, _ in nodes if node == tag and name in attributes]
 
@@ -539,7 +530,7 @@ def test_hostile_resolved_url_is_escaped_for_where_it_lands(rules: str, name: st
     urls = read_back(after)
     assert urls and urls == [form(intended)] * len(read_back(before))
     if css_texts is not None:
-        assert [_css_skeleton(text) for text in css_texts(after)] == [_css_skeleton(text) for text in css_texts(before)]
+        assert [css_skeleton(text) for text in css_texts(after)] == [css_skeleton(text) for text in css_texts(before)]
 
 
 # A hostile reference: (document, the references as the document means them, reader, form).

@@ -27,10 +27,10 @@ from typing import Any
 
 import html5lib
 import pytest
+from conftest import css_skeleton
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rewriter.css import find_urls
 from rewriter.html import rewrite_html
 from rewriter.mime import rewrite_message
 from rewriter.policy import Policy
@@ -78,15 +78,6 @@ URL_ATTRIBUTES = frozenset(
 _PARSER = html5lib.HTMLParser(tree=html5lib.getTreeBuilder("etree", fullTree=True), namespaceHTMLElements=False)
 
 
-def _css_skeleton(text: str) -> str:
-    """CSS with each URL's source text replaced by a marker: what must not change."""
-    pieces, last = [], 0
-    for url in find_urls(text):
-        pieces += [text[last : url.start], "\0URL\0"]
-        last = url.end
-    return "".join([*pieces, text[last:]])
-
-
 def skeleton(markup: str, scripting: bool) -> list[object]:
     """Every node html5lib builds from *markup*, with URL values left out: elements and their
     attribute names (and values, but for URL attributes), text (style text as CSS outside its
@@ -108,7 +99,7 @@ def skeleton(markup: str, scripting: bool) -> list[object]:
             for name, value in sorted(node.attrib.items()):
                 name = name.rpartition("}")[2]
                 if name == "style":
-                    attributes[name] = _css_skeleton(value)
+                    attributes[name] = css_skeleton(value)
                 elif name == "srcdoc":
                     attributes[name] = [skeleton(value, False), skeleton(value, True)]
                 elif name in URL_ATTRIBUTES:
@@ -117,7 +108,7 @@ def skeleton(markup: str, scripting: bool) -> list[object]:
                     attributes[name] = value
             text: object = node.text or ""
             if tag == "style":
-                text = _css_skeleton(node.text or "")
+                text = css_skeleton(node.text or "")
             elif tag == "noscript" and scripting:
                 text = skeleton(node.text or "", False)  # raw text: what a non-scripting reader sees
             nodes.append((tag, attributes, text))

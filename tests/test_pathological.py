@@ -155,6 +155,12 @@ def _scaling(
         "vs_baseline": round(t_large / max(t_benign, 1e-6), 3),
         "seconds": [round(t_small, 4), round(t_large, 4), round(t_benign, 4)],
     }
+    return _assert_linear(label, step, figures)
+
+
+def _assert_linear(label: str, step: float, figures: dict[str, Any]) -> dict[str, Any]:
+    """*figures*, once their growth for *step* times the input is below the geometric mean
+    of linear and quadratic, and their cost at most K times the benign input's."""
     assert figures["growth"] <= step**1.5, (
         f"{label}: {step:.1f}x the input took {figures['growth']}x the time "
         f"(linear: {step:.1f}x, quadratic: {step**2:.0f}x); {figures}"
@@ -722,14 +728,7 @@ def _scaling_steps(
         "vs_baseline": round(times[-1] / max(t_benign, 1e-6), 3),
         "seconds": [round(t, 4) for t in times] + [round(t_benign, 4)],
     }
-    assert figures["growth"] <= step**1.5, (
-        f"{label}: {step:.1f}x the input took {figures['growth']}x the time "
-        f"(linear: {step:.1f}x, quadratic: {step**2:.0f}x); {figures}"
-    )
-    assert figures["vs_baseline"] <= K, (
-        f"{label}: {figures['vs_baseline']}x the time of a benign input of the same size (at most {K}x); {figures}"
-    )
-    return figures
+    return _assert_linear(label, step, figures)
 
 
 _HTML_BODY = b'\r\n\r\n<a href="x.html">x</a>'
