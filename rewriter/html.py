@@ -405,6 +405,8 @@ class _Document:
             # HTML §13.2.3.5: the parser sees CR and CRLF as LF; positions are lines and columns.
             self.line_starts = _line_starts(text)
         self.parser_text = parser_text
+        # Where the scripting-on and scripting-off readings part (see _noscript_links).
+        self.diverges_at: int | None = None
         self.scripting = not noscript_fragment  # how the tree was built
         self._noscript: tuple[list[int], list[int]] | None = None
         # The page a browser builds (scripting on, its default): <noscript> is raw text
@@ -696,6 +698,7 @@ def _rewrite_text(
     if context is not None:
         result.base, result.layer = context.base, context.layer
         _document_links(document, None, context, policy, result)
+        _left_where_readings_differ(document, result)
         _require_base(policy, result)
         return result
 
@@ -745,6 +748,7 @@ def _rewrite_text(
     _document_links(document, base_element, context, policy, result)
     if base_element is not None and usable_base:
         _base_element(document, base_element, fallback_context, policy, result)
+    _left_where_readings_differ(document, result)
     _require_base(policy, result)
     return result
 
@@ -796,6 +800,60 @@ def _noscript_links(document: _Document, context: _Context, policy: Policy, resu
         result.found.extend(_shifted(found, None, start) for found in inner.found)
         result.edits.extend((edit_start + start, edit_end + start, new) for edit_start, edit_end, new in inner.edits)
         result.problems.extend(f"in <noscript>: {problem}" for problem in inner.problems)
+        if document.diverges_at is None and not _reads_on_alike(fragment):
+            document.diverges_at = end
+
+
+# Start tags that leave a scripting-off reader where a later <style> or <title> would not
+# open raw text (in <select>, a frameset), or a CDATA section that may run on.
+_DIVERGING = re.compile(r"<(?:[sS][eE][lL][eE][cC][tT]|[fF][rR][aA][mM][eE][sS][eE][tT])[\t\n\f\r />]|<!\[CDATA\[")
+_SENTINEL = "<rewriter-sentinel>"
+
+
+def _reads_on_alike(fragment: _Document) -> bool:
+    """Whether, after this <noscript>'s text, a browser with scripting off reads on as one
+    with scripting on does: from the data state, not inside a tag, a comment or raw text
+    the text opened (``<noscript><style></noscript>``). Told by tokenizing the text with a
+    start tag after it, which must come out as that tag, just where it was put."""
+    text = fragment.parser_text
+    if _DIVERGING.search(text) is not None:
+        return False
+    tokens = list(turbohtml.tokenize(text + _SENTINEL, capture_attributes=False))
+    last = tokens[-1] if tokens else None
+    return last is not None and last.type is _START_TAG_TOKEN and last.tag == _SENTINEL[1:-1] and last.col == len(text)
+
+
+def _left_where_readings_differ(document: _Document, result: _TextResult) -> None:
+    """After a <noscript> that a browser with scripting off reads on from elsewhere than one
+    with scripting on (it opened a tag, a comment or raw text that runs past its end), the
+    two readings of the page differ: what is a link to one is text to the other. Nothing
+    there is rewritten (a new value would change the other reading's text, or end it);
+    each such link is reported, with the reason."""
+    at = document.diverges_at
+    if at is None:
+        return
+    reason = (
+        f"left as it is: after the <noscript> that ends at character {at}, a browser with scripting off "
+        "reads the page differently from one with scripting on"
+    )
+    result.edits = [edit for edit in result.edits if edit[0] < at]
+    for index, found in enumerate(result.found):
+        element, attribute, kind, reference, _, status, _, base, layer, start, end = found
+        if start >= at and status in ("rewritten", "relinked"):
+            result.found[index] = (
+                element,
+                attribute,
+                kind,
+                reference,
+                None,
+                "unresolvable",
+                reason,
+                base,
+                layer,
+                start,
+                end,
+            )
+    result.problems.append(reason.replace("left as it is", "links were left as they are"))
 
 
 def _spliced(text: str, edits: list[tuple[int, int, str]]) -> str:

@@ -190,14 +190,44 @@ def test_content_location_that_closes_noscript_stays_inside_it() -> None:
 
 
 def test_a_raw_text_element_opened_in_noscript_does_not_swallow_the_page() -> None:
-    # With scripting off, <style> runs to </style>; a browser ends the <noscript> first.
+    # With scripting off, <style> runs to </style>; a browser ends the <noscript> first. The
+    # base and the links after it are a scripting browser's; the links are found and named,
+    # and left as they are, since with scripting off they are style text.
     page = '<noscript><style></noscript><a href="a.html">a</a><base href="http://other/"></style></noscript>'
     result = rewrite_html(page.encode(), url="http://h/d/")
     assert result.base == "http://other/" and result.layer == "base-element"
-    assert next((link.original, link.resolved) for link in result.links if link.attribute == "href") == (
-        "a.html",
-        "http://other/a.html",
-    )
+    link = next(link for link in result.links if link.original == "a.html")
+    assert link.base == "http://other/" and link.status == "unresolvable" and "scripting off" in (link.reason or "")
+    assert result.output == page.encode()
+
+
+READINGS_PART = {
+    "raw-text": "<noscript><style></noscript><a href=x>a</a><p style='background:url(y)'></style><a href=z>z</a>",
+    "attribute": '<noscript><p title="</noscript><a href=x>a</a><img src=y>"><a href=z>z</a>',
+    "comment": "<noscript><!-- </noscript><a href=x>a</a> --><img src=z>",
+    "end-tag-open": "<noscript>a</</noscript><a href=x>a</a><img src=z>",
+    "select": "<noscript><select></noscript><style>p{background:url(x)}</style><a href=z>z</a>",
+}
+
+
+@pytest.mark.parametrize("rules", BOTH_RULES)
+@pytest.mark.parametrize("name", READINGS_PART)
+def test_where_the_two_readings_part_nothing_is_rewritten_and_each_link_is_named(name: str, rules: str) -> None:
+    # A <noscript> whose text opens what runs past its end: after it, what is a link with
+    # scripting on is text (or another tag's attribute) with scripting off.
+    page = READINGS_PART[name]
+    result = rewrite_html(page.encode(), url="http://h/</style><img src=q>/", policy=Policy(rules=rules))  # type: ignore[arg-type]
+    assert result.output == page.encode()
+    assert_same_document(page, result.output.decode())
+    after = [link for link in result.links if link.start > page.index("</noscript")]
+    assert after and all(link.status == "unresolvable" and "scripting off" in (link.reason or "") for link in after)
+    assert any("scripting off reads the page differently" in problem for problem in result.problems)
+
+
+def test_a_noscript_that_ends_as_it_began_changes_nothing_after_it() -> None:
+    page = "<noscript><style>p{}</style><p title='a'>x</p><!-- c --></noscript><a href=x>a</a>"
+    result = rewrite_html(page.encode(), url="http://h/d/")
+    assert [link.status for link in result.links] == ["rewritten"] and not result.problems
 
 
 @pytest.mark.parametrize(
@@ -288,6 +318,8 @@ PIECES = [
     "<!-- a plain comment with <a href=x> -->",
     "<noscript><img src=x><a href='y'>n</a><style>p{b:url(z)}</style></noscript>",
     "<noscript><p style=background:url(x)></noscript>",
+    "<noscript><style></noscript><a href=x>x</a></style>",
+    "<noscript><p title='</noscript><img src=x>'>",
     f'<p title="{LOOKALIKE}">t</p>',
     f"<script>var s = '{LOOKALIKE}';</script>",
     f"<textarea>{LOOKALIKE}</textarea>",
