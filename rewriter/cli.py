@@ -952,6 +952,18 @@ def _config_value(path: Path | None, name: str, action: argparse.Action, value: 
     return value
 
 
+def _usable_as_base(url: str) -> bool:
+    """Whether the retrieval URL given can be a base (RFC 1808 §3.3): absolute and
+    hierarchical, as read by the resolver (``mailto:x``, ``page.html`` and ``//host/x`` cannot).
+
+    >>> [_usable_as_base(url) for url in ("http://h/p", "file:///x", "page.html", "mailto:a@b", "//h/x")]
+    [True, True, False, False, False]
+    """
+    from rewriter.resolve import is_hierarchical
+
+    return is_hierarchical(url)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
@@ -977,6 +989,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     _lists_from_config(args)
+    url = getattr(args, "url", None)
+    if url is not None and not _usable_as_base(url):
+        err.write(
+            f"rewriter {args.verb}: --url {url!r} is not an absolute URL that can be a base "
+            "(a scheme, then a path from '/': http://example.org/page.html, file:///home/me/page.html)\n"
+        )
+        return EXIT_USAGE
     try:
         return int(args.run(args, sys.stdout or _ClosedOutput(), err))
     except BrokenPipeError:  # e.g. piped into head: stop quietly

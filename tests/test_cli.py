@@ -377,3 +377,29 @@ def test_a_page_is_rewritten_without_loading_what_only_other_inputs_need(tmp_pat
     command = [sys.executable, "-c", script, "rewrite", str(warc), "-o", str(tmp_path / "site")]
     done = subprocess.run(command, capture_output=True, timeout=60)
     assert b"'warcio'" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("verb", ["rewrite", "links", "explain", "unpack"])
+@pytest.mark.parametrize("url", ["page.html", "//example.org/x", "mailto:someone@example.org", "about:blank", ""])
+def test_a_url_that_cannot_be_a_base_is_a_usage_error(tmp_path: Path, verb: str, url: str) -> None:
+    """--url names the retrieval URL, the base of RFC 1808 §3.3: a relative or opaque value
+    would leave every relative link as it is, or worse; the value is named, exit 2."""
+    page = tmp_path / "page.html"
+    page.write_bytes(b'<a href="x">x</a>')
+    extra = ["-o", str(tmp_path / "out")] if verb == "unpack" else []
+    done = _tool(verb, str(page), "--url", url, *extra)
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        f"rewriter {verb}: --url {url!r} is not an absolute URL that can be a base "
+        "(a scheme, then a path from '/': http://example.org/page.html, file:///home/me/page.html)\n"
+    )
+    assert done.stdout == b"" and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("url", ["http://example.org/dir/", "file:///home/me/page.html", "s3://bucket/key/"])
+def test_a_hierarchical_url_of_any_scheme_is_a_base(tmp_path: Path, url: str) -> None:
+    page = tmp_path / "page.html"
+    page.write_bytes(b'<a href="x">x</a>')
+    done = _tool("rewrite", str(page), "--url", url)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b'<a href="' + url.rsplit("/", 1)[0].encode() + b'/x">x</a>'
