@@ -157,9 +157,32 @@ class Outcome:
 
 
 def _matches(relative: str, patterns: Sequence[str]) -> bool:
-    """A glob matches the path under the walked folder, or the file name alone."""
+    """A glob matches the path under the walked folder, or the file name alone; the
+    extension (after the last "." of the last segment) without regard to case, on either
+    side, so that ``*.htm`` takes ``INDEX.HTM`` (folder and file names keep their case).
+
+    >>> [_matches(name, ["*.htm", "Drafts/*.CSS"]) for name in ("INDEX.HTM", "a/b.Htm", "Drafts/x.css", "drafts/x.css")]
+    [True, True, True, False]
+    """
     name = relative.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+    folded_relative, folded_name = _extension_folded(relative), _extension_folded(name)
+    for pattern in patterns:
+        folded = _extension_folded(pattern)
+        if (
+            fnmatch.fnmatchcase(relative, pattern)
+            or fnmatch.fnmatchcase(name, pattern)
+            or fnmatch.fnmatchcase(folded_relative, folded)
+            or fnmatch.fnmatchcase(folded_name, folded)
+        ):
+            return True
+    return False
+
+
+def _extension_folded(path: str) -> str:
+    """*path* with the extension of its last segment in lower case."""
+    segment_start = path.rfind("/") + 1
+    dot = path.rfind(".")
+    return path if dot < segment_start else path[:dot] + path[dot:].lower()
 
 
 def _is_maildir(path: Path) -> bool:

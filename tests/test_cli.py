@@ -403,3 +403,19 @@ def test_a_hierarchical_url_of_any_scheme_is_a_base(tmp_path: Path, url: str) ->
     done = _tool("rewrite", str(page), "--url", url)
     assert done.returncode == 0, done.stderr
     assert done.stdout == b'<a href="' + url.rsplit("/", 1)[0].encode() + b'/x">x</a>'
+
+
+def test_include_and_exclude_globs_take_extensions_in_any_case(tmp_path: Path) -> None:
+    """The default globs (*.html, *.htm, *.css, ...) take INDEX.HTM and Style.CSS as a file
+    manager would; an --exclude glob too; folder names keep their case."""
+    tree = tmp_path / "site"
+    (tree / "Docs").mkdir(parents=True)
+    for name in ("INDEX.HTM", "Page.Html", "Docs/Guide.XHTML", "notes.TXT", "skip.HTML"):
+        (tree / name).write_bytes(b'<a href="x">x</a>')
+    (tree / "Style.CSS").write_bytes(b"p { background: url(x) }")
+    done = _tool("rewrite", str(tree), "-o", str(tmp_path / "out"), "--url", "http://h/", "--exclude", "*.html", "-q")
+    assert done.returncode == 0, done.stderr
+    written = sorted(path.relative_to(tmp_path / "out").as_posix() for path in (tmp_path / "out").rglob("*.*"))
+    assert written == ["Docs/Guide.XHTML", "INDEX.HTM", "Style.CSS"]
+    assert (tmp_path / "out" / "INDEX.HTM").read_bytes() == b'<a href="http://h/x">x</a>'
+    assert (tmp_path / "out" / "Style.CSS").read_bytes() == b"p { background: url(http://h/x) }"
