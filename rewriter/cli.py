@@ -964,6 +964,13 @@ def _usable_as_base(url: str) -> bool:
     return is_hierarchical(url)
 
 
+def _encoding_named(label: str) -> object | None:
+    """The Encoding Standard's encoding for *label* (what the engines read a charset as), or None."""
+    from rewriter.encoding import lookup
+
+    return lookup(label)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
@@ -994,6 +1001,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.write(
             f"rewriter {args.verb}: --url {url!r} is not an absolute URL that can be a base "
             "(a scheme, then a path from '/': http://example.org/page.html, file:///home/me/page.html)\n"
+        )
+        return EXIT_USAGE
+    charset = getattr(args, "charset", None)
+    if charset is not None and _encoding_named(charset) is None:
+        err.write(
+            f"rewriter {args.verb}: --charset {charset!r} is no encoding label of the Encoding Standard "
+            "(utf-8, windows-1252, shift_jis, gb18030, ...)\n"
         )
         return EXIT_USAGE
     try:

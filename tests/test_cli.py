@@ -419,3 +419,23 @@ def test_include_and_exclude_globs_take_extensions_in_any_case(tmp_path: Path) -
     assert written == ["Docs/Guide.XHTML", "INDEX.HTM", "Style.CSS"]
     assert (tmp_path / "out" / "INDEX.HTM").read_bytes() == b'<a href="http://h/x">x</a>'
     assert (tmp_path / "out" / "Style.CSS").read_bytes() == b"p { background: url(http://h/x) }"
+
+
+@pytest.mark.parametrize("label", ["nonsense", "utf-9", "", "x-mac-klingon"])
+def test_a_charset_no_encoding_has_is_a_usage_error(tmp_path: Path, label: str) -> None:
+    page = tmp_path / "page.html"
+    page.write_bytes(b'<a href="x">x</a>')
+    done = _tool("rewrite", str(page), "--charset", label, "--url", "http://h/")
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode() == (
+        f"rewriter rewrite: --charset {label!r} is no encoding label of the Encoding Standard "
+        "(utf-8, windows-1252, shift_jis, gb18030, ...)\n"
+    )
+
+
+@pytest.mark.parametrize("label", ["Shift_JIS", " latin1 ", "UTF-8", "x-user-defined"])
+def test_every_label_of_the_encoding_standard_is_a_charset(tmp_path: Path, label: str) -> None:
+    page = tmp_path / "page.html"
+    page.write_bytes(b'<a href="x">x</a>')
+    done = _tool("rewrite", str(page), "--charset", label, "--url", "http://h/")
+    assert (done.returncode, done.stdout) == (0, b'<a href="http://h/x">x</a>'), done.stderr
