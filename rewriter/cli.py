@@ -983,8 +983,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if folder is not None:
             _apply_config(parser, folder)
     except ValueError as error:
-        err.write(f"rewriter: {error}\n")
-        return EXIT_USAGE
+        arguments = sys.argv[1:] if argv is None else list(argv)
+        if not any(argument in ("-h", "--help", "--version") for argument in arguments):
+            err.write(f"rewriter: {error}\n")
+            return EXIT_USAGE
+        parser = build_parser()  # help and the version never depend on the configuration
     args = parser.parse_args(argv)  # --help and --version need no working folder
     if folder is None:
         err.write(

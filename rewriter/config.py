@@ -1,7 +1,9 @@
 """Defaults for the command line from a file: ``rewriter.toml`` or ``[tool.rewriter]``.
 
-The working folder's ``rewriter.toml`` (its top-level keys) is read, or else the
-``[tool.rewriter]`` table of its ``pyproject.toml``. Keys are the long option names,
+The nearest ``rewriter.toml`` (its top-level keys), or ``pyproject.toml`` with a
+``[tool.rewriter]`` table, is read: in the working folder, or else in the closest folder
+above it that has one, as ruff and black find theirs (a ``pyproject.toml`` without the table
+is passed over). Keys are the long option names,
 with dashes or underscores: ``rules = "whatwg"``, ``jobs = 2``, ``exclude = ["*.min.css"]``.
 Options given on the command line win. Options that choose what is written where
 (``output``, ``in-place``) are refused: a file left in a folder must never make a
@@ -39,18 +41,20 @@ class ConfigError(ValueError):
 
 def load(folder: Path) -> tuple[Path | None, dict[str, Any]]:
     """(the file read, its settings with option names as argparse keeps them); (None, {})
-    when the folder has neither file."""
-    own = folder / "rewriter.toml"
-    project = folder / "pyproject.toml"
-    if own.is_file():
-        return own, _normalised(own, _read(own))
-    if project.is_file():
-        table = _read(project).get("tool", {}).get("rewriter")
-        if table is None:
-            return None, {}
-        if not isinstance(table, dict):
-            raise ConfigError(f"{project}: [tool.rewriter] must be a table")
-        return project, _normalised(project, table)
+    when neither *folder* nor a folder above it has one."""
+    for here in (folder, *folder.parents):
+        own = here / "rewriter.toml"
+        project = here / "pyproject.toml"
+        if own.is_file():
+            return own, _normalised(own, _read(own))
+        if project.is_file():
+            tool = _read(project).get("tool", {})
+            table = tool.get("rewriter") if isinstance(tool, dict) else None
+            if table is None:
+                continue  # a project of its own, configured for other tools
+            if not isinstance(table, dict):
+                raise ConfigError(f"{project}: [tool.rewriter] must be a table")
+            return project, _normalised(project, table)
     return None, {}
 
 

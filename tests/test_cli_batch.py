@@ -650,6 +650,33 @@ def test_pyproject_tool_table_applies_without_rewriter_toml(tmp_path: Path) -> N
     assert (done.returncode, done.stdout, done.stderr) == (0, b'<a href="http://p.example/../g">', b"")
 
 
+def test_the_nearest_configuration_above_the_working_folder_is_read(tmp_path: Path) -> None:
+    """As ruff and black find theirs: the working folder's, else the closest folder's above
+    it; a pyproject.toml without [tool.rewriter] on the way is passed over."""
+    (tmp_path / "rewriter.toml").write_text('url = "http://far.example/b/c/d;p?q"\n', encoding="utf-8")
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "pyproject.toml").write_text(
+        '[tool.rewriter]\nurl = "http://near.example/b/c/d;p?q"\n', encoding="utf-8"
+    )
+    (tmp_path / "project" / "docs" / "deep").mkdir(parents=True)
+    (tmp_path / "project" / "docs" / "pyproject.toml").write_text("[tool.ruff]\nline-length = 99\n", encoding="utf-8")
+    done = rewriter(tmp_path / "project" / "docs" / "deep", "rewrite", "-", stdin=CONFIG_PAGE)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b'<a href="http://near.example/g">', b"")
+    (tmp_path / "other").mkdir()
+    done = rewriter(tmp_path / "other", "rewrite", "-", stdin=CONFIG_PAGE)
+    assert (done.returncode, done.stdout) == (0, b'<a href="http://far.example/g">')
+
+
+@pytest.mark.parametrize("broken", ["rules = [\n", "no-such-option = 1\n", "rules = 7\n"])
+def test_a_broken_configuration_never_breaks_help_or_version(tmp_path: Path, broken: str) -> None:
+    (tmp_path / "rewriter.toml").write_text(broken, encoding="utf-8")
+    for argv in (["--help"], ["--version"], ["rewrite", "--help"], ["-h"]):
+        done = rewriter(tmp_path, *argv)
+        assert done.returncode == 0 and done.stdout, (argv, done.stderr)
+    done = rewriter(tmp_path, "rewrite", "-", stdin=CONFIG_PAGE)
+    assert done.returncode == 2 and str(tmp_path / "rewriter.toml") in done.stderr.decode()
+
+
 @pytest.mark.parametrize(
     ("setting", "override", "page", "by_the_file", "by_the_command_line"),
     [
