@@ -278,7 +278,12 @@ def plan(
     include = tuple(include) or DEFAULT_INCLUDE
     problems: list[str] = []
     jobs: list[Job] = []
-    folder_output = output is not None and output != "-" and (len(inputs) > 1 or Path(output).is_dir())
+    # -o names a folder when it ends in "/", is one already, or takes several inputs.
+    folder_output = (
+        output is not None
+        and output != "-"
+        and (len(inputs) > 1 or output.endswith(("/", os.sep)) or Path(output).is_dir())
+    )
     several_trees = len(inputs) > 1
     skip = _resolved(Path(output)) if output not in (None, "-") else None
     root = output if output not in (None, "-") else None  # the output tree, when there is one

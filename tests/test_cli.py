@@ -439,3 +439,19 @@ def test_every_label_of_the_encoding_standard_is_a_charset(tmp_path: Path, label
     page.write_bytes(b'<a href="x">x</a>')
     done = _tool("rewrite", str(page), "--charset", label, "--url", "http://h/")
     assert (done.returncode, done.stdout) == (0, b'<a href="http://h/x">x</a>'), done.stderr
+
+
+def test_an_output_ending_in_a_slash_is_a_folder(tmp_path: Path) -> None:
+    """-o is a folder when it ends in "/", exists as one, or takes several inputs; else a file."""
+    page = tmp_path / "page.html"
+    page.write_bytes(b'<a href="x">x</a>')
+    done = _tool("rewrite", str(page), "-o", f"{tmp_path / 'new'}/", "--url", "http://h/")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "new" / "page.html").read_bytes() == b'<a href="http://h/x">x</a>'
+    done = _tool("rewrite", str(page), "-o", str(tmp_path / "file.html"), "--url", "http://h/")
+    assert (tmp_path / "file.html").read_bytes() == b'<a href="http://h/x">x</a>'
+    (tmp_path / "existing").mkdir()
+    done = _tool("rewrite", str(page), "-o", str(tmp_path / "existing"), "--url", "http://h/")
+    assert (tmp_path / "existing" / "page.html").is_file()
+    done = _tool("rewrite", str(page), str(page), "-o", str(tmp_path / "file.html"), "--url", "http://h/")
+    assert done.returncode == 2 and b"is a file" in done.stderr
