@@ -1006,6 +1006,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(a scheme, then a path from '/': http://example.org/page.html, file:///home/me/page.html)\n"
         )
         return EXIT_USAGE
+    if getattr(args, "non_strict", False) and getattr(args, "rules", None) in ("whatwg", "rfc1808"):
+        err.write(
+            f"rewriter {args.verb}: --non-strict does nothing under --rules {args.rules} "
+            "(it is RFC 2396 and RFC 3986's reading of http:g; rfc1808 and whatwg have their own)\n"
+        )
+        return EXIT_USAGE
     charset = getattr(args, "charset", None)
     if charset is not None and _encoding_named(charset) is None:
         err.write(

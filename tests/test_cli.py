@@ -455,3 +455,16 @@ def test_an_output_ending_in_a_slash_is_a_folder(tmp_path: Path) -> None:
     assert (tmp_path / "existing" / "page.html").is_file()
     done = _tool("rewrite", str(page), str(page), "-o", str(tmp_path / "file.html"), "--url", "http://h/")
     assert done.returncode == 2 and b"is a file" in done.stderr
+
+
+@pytest.mark.parametrize("verb", ["rewrite", "resolve"])
+@pytest.mark.parametrize("rules", ["whatwg", "rfc1808"])
+def test_non_strict_under_rules_it_does_not_change_is_a_usage_error(tmp_path: Path, verb: str, rules: str) -> None:
+    page = tmp_path / "page.html"
+    page.write_bytes(b'<a href="http:g">x</a>')
+    argv = [str(page), "--url", "http://h/d/"] if verb == "rewrite" else ["http://h/d/", "http:g"]
+    done = _tool(verb, *argv, "--rules", rules, "--non-strict")
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode().startswith(f"rewriter {verb}: --non-strict does nothing under --rules {rules} ")
+    done = _tool(verb, *argv, "--rules", "rfc2396", "--non-strict")
+    assert done.returncode == 0, done.stderr
