@@ -46,6 +46,7 @@ from rewriter.html import (
     _looks_like_url,
     _rewrite_text,
     _saved_from,
+    _spliced,
     _unusable_base,
     _url_spans,
 )
@@ -488,18 +489,6 @@ def _attribute(
         new = _spliced(value, replacements)
         adapter, node = run.adapter, element.node
         run.writes.append((f"<{tag} {name}>", lambda: adapter.set_attribute(node, key, new)))
-
-
-def _spliced(text: str, replacements: list[tuple[int, int, str]]) -> str:
-    pieces: list[str] = []
-    last = 0
-    for start, end, new in sorted(replacements, key=lambda item: (item[0], item[1])):
-        if start < last:
-            continue  # never overlapping; should two, the first stands
-        pieces += (text[last:start], new)
-        last = end
-    pieces.append(text[last:])
-    return "".join(pieces)
 
 
 def _style_text(element: _Element[N], context: _Context, run: _Run[N]) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import gc
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -818,8 +818,8 @@ def _reads_on_alike(fragment: _Document) -> bool:
     text = fragment.parser_text
     if _DIVERGING.search(text) is not None:
         return False
-    tokens = list(turbohtml.tokenize(text + _SENTINEL, capture_attributes=False))
-    last = tokens[-1] if tokens else None
+    tokens = deque(turbohtml.tokenize(text + _SENTINEL, capture_attributes=False), maxlen=1)  # the last only
+    last = tokens[0] if tokens else None
     return last is not None and last.type is _START_TAG_TOKEN and last.tag == _SENTINEL[1:-1] and last.col == len(text)
 
 
@@ -857,12 +857,12 @@ def _left_where_readings_differ(document: _Document, result: _TextResult) -> Non
 
 
 def _spliced(text: str, edits: list[tuple[int, int, str]]) -> str:
-    """*text* with *edits* (spans of it, never overlapping) applied."""
+    """*text* with *edits* (spans of it) applied; the tree adapters splice values with it too."""
     pieces: list[str] = []
     last = 0
     for start, end, new in sorted(edits, key=lambda edit: (edit[0], edit[1])):
         if start < last:
-            continue
+            continue  # never overlapping; should two, the first stands
         pieces += (text[last:start], new)
         last = end
     pieces.append(text[last:])
@@ -1770,8 +1770,9 @@ def _start_tags(parsed: _Document) -> list[tuple[str, dict[str, str]]]:
             values[attribute.replace("\0", "\ufffd")] = parsed.value(span)
         tags.append((name, values))
         if element.tag == "noscript" and element.namespace is _HTML:
-            at = bisect.bisect_left(starts, parsed.start_tag_end(element))
-            if at < len(starts) and starts[at] == parsed.start_tag_end(element):
+            after = parsed.start_tag_end(element)
+            at = bisect.bisect_left(starts, after)
+            if at < len(starts) and starts[at] == after:
                 inner = _Document(text[starts[at] : ends[at]], noscript_fragment=True)
                 tags.extend(_start_tags(inner))
     return tags
