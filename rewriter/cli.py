@@ -964,11 +964,30 @@ def _usable_as_base(url: str) -> bool:
     return is_hierarchical(url)
 
 
-def _encoding_named(label: str) -> object | None:
-    """The Encoding Standard's encoding for *label* (what the engines read a charset as), or None."""
-    from rewriter.encoding import lookup
+def _option_problem(args: argparse.Namespace) -> str | None:
+    """Why the options, from the command line and the configuration, are a usage error
+    (a value no engine could use, or one that changes nothing); None when they are not."""
+    url = getattr(args, "url", None)
+    if url is not None and not _usable_as_base(url):
+        return (
+            f"--url {url!r} is not an absolute URL that can be a base "
+            "(a scheme, then a path from '/': http://example.org/page.html, file:///home/me/page.html)"
+        )
+    if getattr(args, "non_strict", False) and getattr(args, "rules", None) in ("whatwg", "rfc1808"):
+        return (
+            f"--non-strict does nothing under --rules {args.rules} "
+            "(it is RFC 2396 and RFC 3986's reading of http:g; rfc1808 and whatwg have their own)"
+        )
+    charset = getattr(args, "charset", None)
+    if charset is not None:
+        from rewriter.encoding import lookup  # here: a run without --charset need not load it
 
-    return lookup(label)
+        if lookup(charset) is None:
+            return (
+                f"--charset {charset!r} is no encoding label of the Encoding Standard "
+                "(utf-8, windows-1252, shift_jis, gb18030, ...)"
+            )
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -999,25 +1018,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     _lists_from_config(args)
-    url = getattr(args, "url", None)
-    if url is not None and not _usable_as_base(url):
-        err.write(
-            f"rewriter {args.verb}: --url {url!r} is not an absolute URL that can be a base "
-            "(a scheme, then a path from '/': http://example.org/page.html, file:///home/me/page.html)\n"
-        )
-        return EXIT_USAGE
-    if getattr(args, "non_strict", False) and getattr(args, "rules", None) in ("whatwg", "rfc1808"):
-        err.write(
-            f"rewriter {args.verb}: --non-strict does nothing under --rules {args.rules} "
-            "(it is RFC 2396 and RFC 3986's reading of http:g; rfc1808 and whatwg have their own)\n"
-        )
-        return EXIT_USAGE
-    charset = getattr(args, "charset", None)
-    if charset is not None and _encoding_named(charset) is None:
-        err.write(
-            f"rewriter {args.verb}: --charset {charset!r} is no encoding label of the Encoding Standard "
-            "(utf-8, windows-1252, shift_jis, gb18030, ...)\n"
-        )
+    problem = _option_problem(args)
+    if problem is not None:
+        err.write(f"rewriter {args.verb}: {problem}\n")
         return EXIT_USAGE
     try:
         return int(args.run(args, sys.stdout or _ClosedOutput(), err))
