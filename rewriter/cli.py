@@ -827,7 +827,7 @@ def _explain_rows(document: _Document) -> list[dict[str, object]]:
                 "origin": origin,
                 "links": len(links),
                 "rewritten": sum(1 for link in links if link.status == "rewritten"),
-                "kept": sum(1 for link in links if link.status in ("absolute", "same-document")),
+                "kept": sum(1 for link in links if link.status in ("absolute", "same-document", "local", "part")),
                 "relative": sum(1 for link in links if link.status in ("no-base", "unresolvable")),
             }
         )

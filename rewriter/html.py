@@ -5,8 +5,9 @@ One primitive, :func:`_rewrite_text`, finds every link site once (like lxml's
 ``iterlinks``) and the edits for it; :func:`rewrite_html` and :func:`find_links` are
 thin layers on it.
 
-The document is parsed by turbohtml (WHATWG tree construction, scripting off, so
-``<noscript>`` content is markup, as a browser with scripting off sees it). The tree
+The document is parsed by turbohtml (WHATWG tree construction, scripting on, as browsers
+run: ``<noscript>`` is raw text; its text is read again as a browser with scripting off
+reads it, see :func:`_noscript_links`). The tree
 says what each tag is (its namespace, whether it is in ``<template>`` content) and
 where its start tag begins; a tokenizer-exact scan of that one tag gives the byte
 span of each attribute value. Nothing is re-serialised.
@@ -49,8 +50,10 @@ from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, p
 
 __all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html", "start_tags"]
 
-# "relinked": the policy's relink gave what to write (a bundle's local file).
-Status = Literal["rewritten", "relinked", "absolute", "same-document", "no-base", "unresolvable"]
+# "relinked": the policy's relink gave what to write (a bundle's local file). "local" and
+# "part": the policy's keep kept a relative reference as written (a local copy; a part of
+# the message).
+Status = Literal["rewritten", "relinked", "absolute", "same-document", "local", "part", "no-base", "unresolvable"]
 Layer = Literal["base-element", "enclosing", "retrieval-url", "saved-from-mark", "canonical", "codebase"]
 
 
@@ -613,6 +616,11 @@ class _Context:
         if self.keep_same_document and (not reference or reference[0] == "#"):
             return _SAME_DOCUMENT
         found = self._resolve(reference)
+        keep = self.policy.keep
+        if keep is not None and found[0] in ("rewritten", "no-base", "unresolvable"):
+            kept = keep(reference, found[1] if found[0] == "rewritten" else None)
+            if kept is not None:
+                return kept[0], None, kept[1]
         relink = self.policy.relink
         if relink is not None and found[0] != "unresolvable":
             new = relink(found[1] if found[0] == "rewritten" else reference)  # type: ignore[arg-type]

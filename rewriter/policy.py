@@ -12,10 +12,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from rewriter.resolve import RULES, Rules
 
-__all__ = ["DEFAULT_POLICY", "LAZY_ATTRIBUTES", "Policy"]
+__all__ = ["DEFAULT_POLICY", "LAZY_ATTRIBUTES", "Kept", "Policy"]
+
+# A relative reference kept as written on purpose: its status and why. "local": it names a
+# file the document was saved or mirrored with; "part": it names a part of its own message
+# (RFC 2557 §8, a part's relative Content-Location).
+Kept = tuple[Literal["local", "part"], str]
 
 # Attributes lazy-loading scripts copy into src/srcset; they hold URLs (or srcsets).
 LAZY_ATTRIBUTES: frozenset[str] = frozenset(
@@ -52,6 +58,11 @@ class Policy:
     - ``relink``: for bundles. Given each link's absolute URL (a reference with no base:
       the reference itself), return what to write instead (a local file's path, a
       ``data:`` URL), or None to treat the link as usual. ``#fragment`` is passed with it.
+    - ``keep``: given a relative reference (as written, surrounding whitespace left out) and
+      what it resolves to (None with no base, or when it cannot be resolved), return
+      (status, reason) to keep it as written, or None to treat it as usual. Asked before
+      ``relink``. The command line keeps a saved page's local copies with it (``local``);
+      the MIME engine, references to parts of the message (``part``).
     """
 
     rules: Rules = "rfc3986"
@@ -64,6 +75,7 @@ class Policy:
     require_base: bool = False
     rewrite_signed: bool = False
     relink: Callable[[str], str | None] | None = None
+    keep: Callable[[str, str | None], Kept | None] | None = None
 
     def __post_init__(self) -> None:
         if self.rules not in RULES:
