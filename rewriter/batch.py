@@ -41,14 +41,15 @@ import shutil
 import stat
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal
 
-from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.policy import DEFAULT_POLICY, Kept, Policy
 
 if TYPE_CHECKING:
+    from rewriter.collection import LocalCopies, Locations
     from rewriter.html import HTMLResult, Link, Status
     from rewriter.mime import MessageResult
 
@@ -58,6 +59,7 @@ __all__ = [
     "Outcome",
     "Settings",
     "Unrecognised",
+    "job_settings",
     "located_links",
     "plan",
     "process",
@@ -89,7 +91,7 @@ _TEMPORARY_PREFIX = ".rewriter-"
 _TEMPORARY_SUFFIX = ".tmp"
 _NAME_ROOM = 64
 
-State = Literal["rewritten", "unchanged", "failed"]
+State = Literal["rewritten", "unchanged", "failed", "copied"]
 
 
 class Unrecognised(ValueError):
@@ -109,6 +111,15 @@ class Settings:
     # A document larger than this is not held in memory: it is copied unchanged and reported
     # (an mbox is streamed whatever its size; each of its messages has this limit too).
     max_size: int = 1 << 30
+    # Each file's own retrieval URL (--url-root, --url-map), asked before *url*.
+    locations: Locations | None = None
+    # Keep a page's relative references to files of its input folder as written (status
+    # "local"); False: --absolutize-local.
+    local_copies: bool = True
+    # One document's local copies (set per job by job_settings, for HTML and CSS).
+    local: LocalCopies | None = None
+    # Gather each document's or part's base and counts (rows of ``rewriter explain``).
+    explain: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +138,14 @@ class Job:
     # The folder of the tree the target lies in (-o DIR, or the folder rewritten in place): no
     # symbolic link below it is followed when the target's folders are made and opened.
     root: str | None = None
+    # The input folder the source was found in (a file named alone: its own folder): the
+    # collection its retrieval URL and its local copies are told from. None for stdin.
+    tree: str | None = None
+    # Nothing is written: each document is read and its links found (``links``, ``explain``),
+    # through the same steps as a rewrite. A WARC's pages are read too.
+    dry: bool = False
+    # A file of a folder that is not rewritten, copied unchanged into the output folder.
+    copy: bool = False
 
 
 @dataclass(slots=True)
@@ -136,19 +155,46 @@ class Outcome:
     shown: str
     state: State = "unchanged"
     ok: bool = True  # False: something failed, or links stayed relative
-    messages: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # what went wrong: always said
+    warnings: list[str] = field(default_factory=list)  # what the engines left as it was, and why: not with -q
     rewritten: int = 0  # links made absolute
-    kept: int = 0  # links left as they were on purpose (absolute, same-document)
+    kept: int = 0  # links left as they were on purpose (absolute, same-document, local, part)
+    local: int = 0  # of those kept: local copies (status "local")
     relative: int = 0  # links left relative: no base, or unresolvable
+    no_base: int = 0  # of those: for want of a base
     bytes_in: int = 0
     bytes_out: int = 0
     records: list[dict[str, object]] = field(default_factory=list)
     output: bytes | None = None  # the output, for a job whose target is standard output
+    details: list[str] = field(default_factory=list)  # each link left relative, for -v
+    format: str | None = None  # what the input was: html, css, message, mbox, maildir, warc
+    rows: list[dict[str, object]] = field(default_factory=list)  # explain: each document or part
 
     def fail(self, message: str) -> Outcome:
         self.state, self.ok = "failed", False
         self.messages.append(f"rewriter: {self.shown}: {message}")
         return self
+
+    def left_relative(self) -> str | None:
+        """The one line that says how many links of this file stayed relative, and why
+        (None when none did); each of them is in :attr:`details`.
+
+        >>> print(Outcome("page.html", relative=3, no_base=2).left_relative())  # doctest: +NORMALIZE_WHITESPACE
+        rewriter: page.html: 3 links left relative: 2 with no base (give --url, --url-root or --canonical-base),
+        1 unresolvable (see -v or --report)
+        """
+        if not self.relative:
+            return None
+        unresolvable = self.relative - self.no_base
+        why = []
+        if self.no_base:
+            count = f"{self.no_base:,} with " if unresolvable else ""
+            why.append(f"{count}no base (give --url, --url-root or --canonical-base)")
+        if unresolvable:
+            count = f"{unresolvable:,} " if self.no_base else ""
+            why.append(f"{count}unresolvable (see -v or --report)")
+        plural = "" if self.relative == 1 else "s"
+        return f"rewriter: {self.shown}: {self.relative:,} link{plural} left relative: {', '.join(why)}"
 
 
 # --------------------------------------------------------------------------
@@ -189,11 +235,17 @@ def _is_maildir(path: Path) -> bool:
     return all((path / name).is_dir() for name in ("cur", "new", "tmp"))
 
 
-def _walk(root: Path, include: Sequence[str], exclude: Sequence[str], skip: Path | None) -> Iterator[tuple[Path, bool]]:
-    """(path, is a Maildir) for each input under *root*, sorted, symbolic links not followed.
+Found = Literal["input", "maildir", "other"]
+
+
+def _walk(
+    root: Path, include: Sequence[str], exclude: Sequence[str], skip: Path | None, *, others: bool = False
+) -> Iterator[tuple[Path, Found]]:
+    """(path, what it is) for each input under *root*, sorted, symbolic links not followed.
 
     A Maildir found on the way is one input (its message files have no suffix to match).
-    *skip* is the output folder, when it lies inside *root*.
+    *skip* is the output folder, when it lies inside *root*. With *others*, the regular
+    files that --include does not take come too (to be copied); what --exclude names never.
     """
     for folder, folders, files in os.walk(root):
         here = Path(folder)
@@ -205,7 +257,7 @@ def _walk(root: Path, include: Sequence[str], exclude: Sequence[str], skip: Path
             if path.is_symlink() or (skip is not None and _resolved(path) == skip) or _matches(relative, exclude):
                 continue
             if _is_maildir(path):
-                yield path, True
+                yield path, "maildir"
                 continue
             kept.append(name)
         folders[:] = kept
@@ -218,8 +270,12 @@ def _walk(root: Path, include: Sequence[str], exclude: Sequence[str], skip: Path
                 continue  # never reach out of the tree through a link
             if not path.is_file():
                 continue  # a named pipe or a device: reading one could block or never end
-            if _matches(relative, include) and not _matches(relative, exclude):
-                yield path, False
+            if _matches(relative, exclude):
+                continue
+            if _matches(relative, include):
+                yield path, "input"
+            elif others:
+                yield path, "other"
 
 
 def _same_file(source: str, target: str) -> bool:
@@ -266,6 +322,7 @@ def plan(
     in_place: bool = False,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    copy_others: bool = False,
 ) -> tuple[list[Job], list[str]]:
     """The jobs for *inputs* (files, folders, Maildirs, ``-``), and the inputs that cannot be.
 
@@ -273,7 +330,9 @@ def plan(
     or a folder input, or an existing folder), where each input keeps its path under
     the folder it came from; or, with neither, standard output (one file only). A folder
     is walked for *include* globs (default :data:`DEFAULT_INCLUDE`) less *exclude*
-    globs; a glob matches the path under the folder or the file name.
+    globs; a glob matches the path under the folder or the file name. With
+    *copy_others*, a folder's other files (but those *exclude* names) are copied to the
+    output folder unchanged, so that it is a complete mirror.
     """
     include = tuple(include) or DEFAULT_INCLUDE
     problems: list[str] = []
@@ -306,17 +365,38 @@ def plan(
             base = Path(output) / _resolved(path).name if several_trees and output else Path(output or ".")
             if _is_maildir(path):
                 jobs.append(
-                    Job(given, given if in_place else str(base), given, maildir=True, in_place=in_place, root=root)
+                    Job(
+                        given,
+                        given if in_place else str(base),
+                        given,
+                        maildir=True,
+                        in_place=in_place,
+                        root=root,
+                        tree=given,
+                    )
                 )
                 continue
             tree = given if in_place else root
-            for found, maildir in _walk(path, include, exclude, skip):
+            for found, kind in _walk(path, include, exclude, skip, others=copy_others and not in_place):
                 if in_place and found.is_symlink():
                     continue  # its target, when in the tree, is rewritten as itself
                 relative = found.relative_to(path)
                 target = str(found) if in_place else str(base / relative)
-                jobs.append(Job(str(found), target, str(found), maildir=maildir, in_place=in_place, root=tree))
+                maildir, copy = kind == "maildir", kind == "other"
+                jobs.append(
+                    Job(
+                        str(found),
+                        target,
+                        str(found),
+                        maildir=maildir,
+                        in_place=in_place,
+                        root=tree,
+                        tree=given,
+                        copy=copy,
+                    )
+                )
             continue
+        alone = os.path.dirname(given) or "."  # a file named alone: its folder is its collection
         if in_place and path.is_symlink():
             problems.append(f"rewriter: {given}: a symbolic link is not rewritten in place (name its target)")
         elif in_place and not path.is_file():
@@ -325,13 +405,13 @@ def plan(
                 f"rewriter: {given}: {_kind(path.stat().st_mode)}, not a regular file: not rewritten in place"
             )
         elif in_place:
-            jobs.append(Job(given, given, given, in_place=True))
+            jobs.append(Job(given, given, given, in_place=True, tree=alone))
         elif output in (None, "-"):
-            jobs.append(Job(given, None, given))
+            jobs.append(Job(given, None, given, tree=alone))
         elif folder_output:
-            jobs.append(Job(given, str(Path(output) / path.name), given, root=root))
+            jobs.append(Job(given, str(Path(output) / path.name), given, root=root, tree=alone))
         else:
-            jobs.append(Job(given, output, given))
+            jobs.append(Job(given, output, given, tree=alone))
     # -o naming an input would change it without --in-place: refused, file by file.
     kept_jobs = []
     for job in jobs:
@@ -364,6 +444,8 @@ def process(
     if fmt == "unknown":
         raise Unrecognised("neither HTML, CSS, a MIME message nor an mbox (it looks like binary data)")
     policy = settings.policy
+    if settings.local is not None and fmt in ("html", "css"):  # a page's copies on disk; never a message's
+        policy = policy.clone(keep=_kept_by(policy.keep, settings.local))
     if fmt in ("message", "mbox"):
         from rewriter.mime import find_message_links, rewrite_message  # imported for mail alone
 
@@ -378,6 +460,33 @@ def process(
 
     html_engine = rewrite_html if rewrite else find_links
     return fmt, html_engine(data, url=settings.url, charset=settings.charset, policy=policy)
+
+
+def _kept_by(
+    first: Callable[[str, str | None], Kept | None] | None, then: Callable[[str, str | None], Kept | None]
+) -> Callable[[str, str | None], Kept | None]:
+    """A keep asking *first* (the caller's policy's own), then *then*."""
+    if first is None:
+        return then
+
+    def keep(reference: str, resolved: str | None) -> Kept | None:
+        return first(reference, resolved) or then(reference, resolved)
+
+    return keep
+
+
+def job_settings(job: Job, settings: Settings) -> Settings:
+    """*settings* for one job: its own retrieval URL (from the collection's locations, else
+    the run's --url) and, for a file in a folder, its local copies."""
+    if job.source == "-" or job.tree is None:
+        return settings
+    from rewriter.collection import LocalCopies
+
+    url = settings.url
+    if settings.locations is not None:
+        url = settings.locations.url_of(job.source, job.tree) or url
+    local = LocalCopies(job.source, job.tree, settings.locations) if settings.local_copies else None
+    return replace(settings, url=url, local=local)
 
 
 def located_links(result: HTMLResult | MessageResult, *statuses: Status) -> list[tuple[str, Link]]:
@@ -398,21 +507,28 @@ def tally(
     settings: Settings,
     extra: dict[str, object],
     problems: Sequence[str] | None = None,
+    *,
+    fmt: str = "html",
 ) -> None:
     """Count *result*'s links into *outcome*, name each problem (*problems*, else the
-    result's) and each link left relative, and keep every link as a record when the
-    settings ask for them."""
+    result's) and each link left relative, and keep every link as a record (and each
+    document's or part's row, for explain) when the settings ask for them. *fmt*: what
+    the document is (html, css, message)."""
     message = hasattr(result, "parts")
+    if settings.explain:
+        outcome.rows.extend(_rows(result, fmt, extra))
     where = "".join(f"{key} {value}: " for key, value in extra.items())
     for problem in result.problems if problems is None else problems:
-        outcome.messages.append(f"rewriter: {outcome.shown}: {where}{problem}")
+        outcome.warnings.append(f"rewriter: {outcome.shown}: {where}{problem}")
     counts: Counter[str] = Counter()
     for part in result.parts if message else (result,):  # type: ignore[union-attr]
         counts.update(part.status_counts)
     outcome.rewritten += counts["rewritten"]
     relative = sum(counts[status] for status in _RELATIVE)
     outcome.relative += relative
+    outcome.no_base += counts["no-base"]
     outcome.kept += counts.total() - counts["rewritten"] - relative
+    outcome.local += counts["local"]
     every = located_links(result) if settings.records else None  # all their spans, once
     if relative:
         outcome.ok = False
@@ -423,7 +539,7 @@ def tally(
         )
         for part, link in left:
             label = f"part {part}: " if part else ""
-            outcome.messages.append(
+            outcome.details.append(
                 f"rewriter: {outcome.shown}: {where}{label}<{link.element} {link.attribute}> {link.original!r} at "
                 f"bytes {link.start}-{link.end}: {link.status}: {link.reason}"
             )
@@ -434,6 +550,37 @@ def tally(
                 record["part"] = part
             record.update(link._asdict())
             outcome.records.append(record)
+
+
+def _rows(result: HTMLResult | MessageResult, fmt: str, extra: dict[str, object]) -> list[dict[str, object]]:
+    """``explain``'s rows: for each MIME part (or the one document) its type, what was done,
+    its base, the layer that gave it (and the part whose heading did), and its link counts."""
+    parts = getattr(result, "parts", None)
+    if parts is None:
+        kind = "text/css" if fmt == "css" else "text/html"
+        entries = [("", kind, result.base, result.layer, None, result.links, "document")]
+    else:
+        entries = [(p.path, p.content_type, p.base, p.layer, p.origin, p.links, p.action) for p in parts]
+    rows: list[dict[str, object]] = []
+    for path, kind, base, layer, origin, links, action in entries:
+        counts = Counter(link.status for link in links)
+        relative = sum(counts[status] for status in _RELATIVE)
+        rows.append(
+            {
+                **extra,
+                "path": path,
+                "type": kind,
+                "action": action,
+                "base": base,
+                "layer": layer,
+                "origin": origin,
+                "links": len(links),
+                "rewritten": counts["rewritten"] + counts["relinked"],
+                "kept": len(links) - counts["rewritten"] - counts["relinked"] - relative,
+                "relative": relative,
+            }
+        )
+    return rows
 
 
 # --------------------------------------------------------------------------
@@ -711,9 +858,14 @@ def _standard_output() -> BinaryIO:
 def run_job(job: Job, settings: Settings) -> Outcome:
     """Do one job; every failure is in the outcome, never raised."""
     outcome = Outcome(job.shown)
+    settings = job_settings(job, settings)
     try:
+        if job.copy:
+            return _copy(job, outcome)
         if job.maildir:
             return _maildir(job, settings, outcome)
+        if job.dry and job.source != "-" and _is_warc(job.source):
+            return _warc_pages(job, settings, outcome)
         return _file(job, settings, outcome)
     except _Refused as error:  # its message says it all
         return outcome.fail(str(error))
@@ -786,19 +938,23 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         head = stream.read(65536)
         fmt = settings.format if settings.format != "auto" else detect_format(head, source.name if source else None)
         if fmt == "mbox":  # streamed, message by message
+            outcome.format = fmt
             return _mbox(job, _Replayed(head, stream), source, settings, outcome, read)  # type: ignore[arg-type]
         data = head + stream.read(max(settings.max_size + 1 - len(head), 0))
         if len(data) > settings.max_size:
             return _too_large(job, _Replayed(data, stream), source, settings, outcome)  # type: ignore[arg-type]
     outcome.bytes_in = len(data)
     try:
-        _, result = process(data, job.shown, settings)
+        fmt, result = process(data, job.shown, settings, rewrite=not job.dry)
     except (Unrecognised, NoBaseError) as error:
         return outcome.fail(str(error))
-    tally(outcome, result, settings, {})
+    outcome.format = fmt
+    tally(outcome, result, settings, {}, fmt=fmt)
     output = result.output
     outcome.bytes_out = len(output)
     outcome.state = "rewritten" if output != data else "unchanged"
+    if job.dry:
+        return outcome
     if job.target is None:
         outcome.output = output
     elif job.in_place:
@@ -809,12 +965,26 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     return outcome
 
 
+def _copy(job: Job, outcome: Outcome) -> Outcome:
+    """A file that is not rewritten, copied unchanged (atomically, its permissions kept) so
+    that the output folder is a complete mirror of the input folder."""
+    assert job.target is not None
+    source = Path(job.source)
+    with open(source, "rb") as stream, _replacing(Path(job.target), _mode(source), root=_root(job)) as replacement:
+        shutil.copyfileobj(stream, replacement.stream, 1 << 20)
+        outcome.bytes_in = stream.tell()
+    outcome.state = "copied"
+    return outcome
+
+
 def _root(job: Job) -> Path | None:
     return None if job.root is None else Path(job.root)
 
 
 def _too_large(job: Job, stream: BinaryIO, source: Path | None, settings: Settings, outcome: Outcome) -> Outcome:
     """A document over the size limit: copied unchanged, chunk by chunk, and reported."""
+    if job.dry:
+        return outcome.fail(f"larger than {settings.max_size:,} bytes: not read (see --max-size)")
     outcome.fail(f"larger than {settings.max_size:,} bytes: copied unchanged, not rewritten (see --max-size)")
     if job.in_place:
         return outcome  # unchanged: nothing to write
@@ -868,10 +1038,13 @@ def _mbox(
                 )
                 continue
             # The report's problems: the message's, and the mbox's own (quoted From lines).
-            tally(outcome, report.result, settings, {"message": report.index + 1}, report.problems)
+            tally(outcome, report.result, settings, {"message": report.index + 1}, report.problems, fmt="message")
         outcome.state = "rewritten" if changed else "unchanged"
         return changed
 
+    if job.dry:
+        each(_Discarded())
+        return outcome
     if job.target is None:
         sink = _standard_output()
         each(sink)
@@ -888,24 +1061,29 @@ def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     from rewriter.mailbox import rewrite_maildir
 
     folder = Path(job.source)
+    outcome.format = "maildir"
     if job.in_place and settings.backup:
         # NAME+SUFFIX in cur/ or new/ would be a second copy of the message to every mail reader.
         return outcome.fail("not rewritten: --backup cannot keep copies inside a Maildir (use -o DIR for a copy)")
-    target = None if job.in_place else Path(job.target)  # type: ignore[arg-type]
+    target = None if job.in_place or job.dry else Path(job.target)  # type: ignore[arg-type]
     if target is not None and job.root is not None:
         # Its folders are made here, one level at a time, none through a symbolic link.
         for sub in ("cur", "new", "tmp"):
             _Folder.open(target / sub, Path(job.root)).close()
     count = failed = 0
-    for report in rewrite_maildir(folder, target, url=settings.url, policy=settings.policy, with_links=True):
+    reports = rewrite_maildir(
+        folder, target, url=settings.url, policy=settings.policy, with_links=True, write=not job.dry
+    )
+    for report in reports:
         count += 1
         outcome.bytes_in += report.path.stat().st_size if report.path.exists() else 0
         if report.result is not None:
-            tally(outcome, report.result, settings, {"message": str(report.path.relative_to(folder))})
+            extra = {"message": str(report.path.relative_to(folder))}
+            tally(outcome, report.result, settings, extra, fmt="message")
         for problem in report.problems:
             outcome.messages.append(f"rewriter: {outcome.shown}: {problem}")
         # Nothing written is a failure, but for a message left alone in place on purpose.
-        unwritten = report.target is None and not (job.in_place and not report.changed)
+        unwritten = not job.dry and report.target is None and not (job.in_place and not report.changed)
         if report.result is None or unwritten:
             failed += 1
             outcome.ok = False
@@ -913,6 +1091,48 @@ def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             outcome.state = "rewritten"
     if failed and failed == count:
         outcome.state = "failed"
+    return outcome
+
+
+class _Discarded:
+    """A sink that keeps nothing: a dry run's output."""
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def _is_warc(source: str) -> bool:
+    from rewriter.formats import is_warc
+
+    return os.path.isfile(source) and is_warc(source)
+
+
+def _warc_pages(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
+    """A dry run over a WARC: each page and style sheet (a whole 2xx response, or a resource
+    record) read against its own URL, as ``rewriter rewrite`` mirrors them; nothing written."""
+    from rewriter.warc import CSS_TYPES, HTML_TYPES, WarcDamage, iter_documents
+
+    outcome.format = "warc"
+    for item in iter_documents(job.source):
+        if isinstance(item, WarcDamage):
+            outcome.messages.append(f"rewriter: {outcome.shown}: offset {item.offset}: {item.problem}")
+            outcome.ok = False
+            continue
+        whole = item.status is None or (200 <= item.status < 300 and item.status != 206)
+        if not whole or item.content_type not in HTML_TYPES | CSS_TYPES:
+            continue
+        if item.body is None:
+            outcome.messages.extend(f"rewriter: {outcome.shown}: {problem}" for problem in item.problems)
+            outcome.ok = False
+            continue
+        fmt = "css" if item.content_type in CSS_TYPES else "html"
+        page = replace(settings, url=item.uri, charset=item.charset, format=fmt, local=None)
+        outcome.bytes_in += len(item.body)
+        _, result = process(item.body, item.uri, page, rewrite=False)
+        tally(outcome, result, page, {"record": item.uri}, fmt=fmt)
     return outcome
 
 
@@ -969,14 +1189,19 @@ def _in_workers(jobs: Sequence[Job], settings: Settings, workers: int, order: li
 
 def totals(outcomes: Iterable[Outcome]) -> dict[str, int]:
     """The closing summary's figures."""
-    figures = dict.fromkeys(
-        ("files", "rewritten_files", "unchanged_files", "failed_files", "rewritten", "kept", "relative", "bytes"), 0
-    )
+    names = ("files", "rewritten_files", "unchanged_files", "failed_files", "relative_files", "rewritten", "kept")
+    figures = dict.fromkeys((*names, "local", "relative", "no_base", "bytes", "copied_files"), 0)
     for outcome in outcomes:
+        if outcome.state == "copied":  # not an input: a file of its folder, copied beside the outputs
+            figures["copied_files"] += 1
+            continue
         figures["files"] += 1
         figures[f"{outcome.state}_files"] += 1
+        figures["relative_files"] += outcome.relative > 0
         figures["rewritten"] += outcome.rewritten
         figures["kept"] += outcome.kept
+        figures["local"] += outcome.local
         figures["relative"] += outcome.relative
+        figures["no_base"] += outcome.no_base
         figures["bytes"] += outcome.bytes_in
     return figures

@@ -39,8 +39,6 @@ from rewriter.resolve import RULES, Resolver, UnresolvableReference
 
 if TYPE_CHECKING:
     from rewriter.batch import Outcome, Settings
-    from rewriter.html import HTMLResult, Link
-    from rewriter.mime import MessageResult
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
@@ -195,6 +193,13 @@ def build_parser() -> argparse.ArgumentParser:
     rewrite.add_argument(
         "--exclude", metavar="GLOB", action="append", default=None, help="in folders, leave out GLOB (repeatable)"
     )
+    _switch(
+        rewrite,
+        "--no-copy-others",
+        "with -o DIR, do not copy a folder's files that are not rewritten (by default they are copied unchanged, "
+        "so that DIR is a complete mirror)",
+        opposite="--copy-others",
+    )
     rewrite.add_argument(
         "-j", "--jobs", metavar="N", type=int, default=None, help="worker processes (default: the machine's cores)"
     )
@@ -209,7 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="run on Dask: a dask.distributed scheduler address (tcp://host:8786), or 'local' for Dask's local "
         "processes (needs the dask extra; workers read and write the paths, so a cluster needs a shared file system)",
     )
-    _switch(rewrite, "--quiet", "no progress bar and no closing summary", short="-q")
+    _switch(rewrite, "--quiet", "say nothing but errors: no progress bar, no line per file, no summary", short="-q")
+    _switch(rewrite, "--verbose", "also name each link left relative (--report has every link)", short="-v")
     rewrite.add_argument(
         "--max-size",
         metavar="SIZE",
@@ -219,12 +225,17 @@ def build_parser() -> argparse.ArgumentParser:
         "memory; each message of an mbox too, up to 64M (default: 1G)",
     )
     _document_options(rewrite)
+    _collection_options(rewrite)
     rewrite.set_defaults(run=_run_rewrite)
 
     links = verbs.add_parser(
         "links",
-        help="list every link of an HTML document",
-        description="List every URL the engine finds in FILE: element, attribute, status, value as written, resolved.",
+        help="list every link of a document, message, mbox, Maildir or WARC",
+        description=(
+            "List every URL the engine finds in FILE: element, attribute, status, value as written, resolved. "
+            "In a message each link is preceded by its part; in an mbox or a Maildir, by its message too; "
+            "in a WARC, by the URL of its page."
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
             "examples:\n"
@@ -233,9 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
             "exit codes: 0 every link resolved; 1 some link left relative or the file unreadable; 2 usage error"
         ),
     )
-    links.add_argument("files", metavar="FILE", nargs=1, help="an HTML document, or '-' for stdin")
+    links.add_argument(
+        "files", metavar="FILE", nargs=1, help="a page, style sheet, message, mbox, Maildir or WARC, or '-' for stdin"
+    )
     _switch(links, "--json", "one JSON object per link (JSON Lines)")
     _document_options(links)
+    _collection_options(links)
     links.set_defaults(run=_run_links)
 
     unpack = verbs.add_parser(
@@ -295,7 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Show FILE's structure: for each MIME part its type, its effective base URL, which layer gave it "
             "(a <base> element, a Base/Content-Base/Content-Location header of which part, the retrieval URL) "
-            "and how many links would be rewritten, kept, or left relative. A plain HTML file is one document."
+            "and how many links would be rewritten, kept, or left relative. A plain HTML file is one document; "
+            "an mbox or a Maildir, each of its messages; a WARC, each of its pages."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
@@ -305,9 +320,12 @@ def build_parser() -> argparse.ArgumentParser:
             "exit codes: 0 shown; 1 the file could not be read or recognised; 2 usage error"
         ),
     )
-    explain.add_argument("files", metavar="FILE", nargs=1, help="a message, MHTML archive or HTML document")
+    explain.add_argument(
+        "files", metavar="FILE", nargs=1, help="a message, MHTML archive, HTML document, mbox, Maildir or WARC"
+    )
     _switch(explain, "--json", "the tree as one JSON object")
     _document_options(explain)
+    _collection_options(explain)
     explain.set_defaults(run=_run_explain)
     return parser
 
@@ -334,6 +352,27 @@ def _document_options(parser: argparse.ArgumentParser) -> None:
     )
     _switch(parser, "--canonical-base", "with no --url, take <link rel=canonical> / og:url as it")
     _switch(parser, "--require-base", "a page with relative links and no base fails")
+
+
+def _collection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url-root",
+        metavar="URL",
+        help="each file's retrieval URL is URL joined with its path under its input folder (a file named alone: "
+        "its name); 'auto' (or auto:https) for a wget or HTTrack mirror whose folders are named by host",
+    )
+    parser.add_argument(
+        "--url-map",
+        metavar="FILE",
+        help='each file\'s retrieval URL from FILE: CSV lines path,url or JSON Lines {"path": ..., "url": ...}, '
+        "a path under its input folder; asked before --url-root and --url",
+    )
+    _switch(
+        parser,
+        "--absolutize-local",
+        "make absolute even a relative link to a file of the input folder (a saved page's NAME_files/ copy), "
+        "which is kept as written by default",
+    )
 
 
 def _switch(
@@ -366,54 +405,12 @@ def _shown(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
-class _Document:
-    """One input read and run through the engine its format needs: what the verbs share."""
-
-    def __init__(self, name: str, fmt: str, result: HTMLResult | MessageResult) -> None:
-        self.name = name
-        self.format = fmt
-        self.result = result
-
-    def located_links(self) -> list[tuple[str, Link]]:
-        """(where, link) for every link: the part path for a message, "" for a document."""
-        from rewriter.batch import located_links
-
-        return located_links(self.result)
-
-    def report(self, err: TextIO) -> bool:
-        """Name on stderr every problem and every link that stayed relative, as a batch run
-        names them; True if all went well."""
-        from rewriter.batch import Outcome, Settings, tally
-
-        outcome = Outcome(self.name)
-        tally(outcome, self.result, Settings(), {})
-        for message in outcome.messages:
-            err.write(message + "\n")
-        return outcome.ok
-
-
 def _read(verb: str, path: str, err: TextIO) -> bytes | None:
     try:
         return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as error:
         err.write(f"rewriter {verb}: cannot read {_shown(path)}: {error.strerror or error}\n")
         return None
-
-
-def _run_engine(
-    verb: str, path: str, data: bytes, args: argparse.Namespace, err: TextIO, *, rewrite: bool
-) -> _Document | None:
-    """Run the engine *data*'s format needs (told by its content, the name only breaking
-    ties); None, with the file and the reason on stderr, when it cannot."""
-    from rewriter.batch import Unrecognised, process
-    from rewriter.html import NoBaseError
-
-    try:
-        fmt, result = process(data, path, _settings(args), rewrite=rewrite)
-    except (Unrecognised, NoBaseError) as error:
-        err.write(f"rewriter {verb}: {_shown(path)}: {error}\n")
-        return None
-    return _Document(_shown(path), fmt, result)
 
 
 def _size(text: str) -> int:
@@ -441,6 +438,8 @@ def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
         format=args.format,
         backup=getattr(args, "backup", None),
         records=records,
+        locations=getattr(args, "locations", None),
+        local_copies=not getattr(args, "absolutize_local", False),
     )
     max_size = getattr(args, "max_size", None)
     return settings if max_size is None else replace(settings, max_size=max_size)
@@ -465,7 +464,12 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if warc_status == EXIT_USAGE or not args.files:
         return warc_status
     jobs, problems = plan(
-        args.files, args.output, in_place=args.in_place, include=args.include or (), exclude=args.exclude or ()
+        args.files,
+        args.output,
+        in_place=args.in_place,
+        include=args.include or (),
+        exclude=args.exclude or (),
+        copy_others=not args.no_copy_others,
     )
     for problem in problems:
         err.write(problem + "\n")
@@ -494,8 +498,8 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         done = run(jobs, settings, workers)
     for outcome in done:
-        for message in outcome.messages:
-            progress.write(message)
+        for line in _said(outcome, quiet=args.quiet, verbose=args.verbose):
+            progress.write(line)
         if outcome.output is not None:
             try:
                 _write_bytes(out, outcome.output)
@@ -562,6 +566,32 @@ def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str
     return status, [name for name in args.files if name not in warcs]
 
 
+def _said(outcome: Outcome, *, quiet: bool = False, verbose: bool = False) -> list[str]:
+    """What standard error gets for one input: what went wrong, always; unless *quiet*,
+    what was left as it was and one line for its links left relative; with *verbose*,
+    each of those links too."""
+    lines = list(outcome.messages)
+    if verbose:
+        left = outcome.left_relative()
+        return lines + outcome.warnings + ([left] if left is not None else []) + outcome.details
+    if quiet:
+        return lines
+    # One line for the file: its links left relative, then what the engines left as it was.
+    prefix = f"rewriter: {outcome.shown}: "
+    notes = [warning.removeprefix(prefix) for warning in outcome.warnings]
+    if len(notes) > _NOTES:
+        notes[_NOTES:] = [f"and {len(notes) - _NOTES:,} more (see -v)"]
+    left = outcome.left_relative()
+    if left is not None:
+        lines.append("; ".join([left, *notes]))
+    elif notes:
+        lines.append(prefix + "; ".join(notes))
+    return lines
+
+
+_NOTES = 3  # what the engines left as it was, said on a file's line (-v: all of it)
+
+
 class _Silent:
     """The progress interface, doing nothing but writing messages."""
 
@@ -612,10 +642,22 @@ def _summary(outcomes: list[Outcome], seconds: float, unplanned: int) -> str:
     figures = totals(outcomes)
     failed = figures["failed_files"] + unplanned
     files = figures["files"] + unplanned
+    kept = f"{figures['kept']:,} kept"
+    if figures["local"]:
+        kept += f" ({figures['local']:,} local)"
+    relative = f"{figures['relative']:,} left relative"
+    unresolvable = figures["relative"] - figures["no_base"]
+    why = [f"{figures['no_base']:,} with no base"] if figures["no_base"] else []
+    why += [f"{unresolvable:,} unresolvable"] if unresolvable else []
+    if why:
+        files_left = figures["relative_files"]
+        relative += f" ({', '.join(why)}, in {files_left:,} file{'' if files_left == 1 else 's'})"
+    copied = figures["copied_files"]
+    others = f"{copied:,} other file{'' if copied == 1 else 's'} copied; " if copied else ""
     return (
         f"rewriter: {files:,} input{'' if files == 1 else 's'}: "
         f"{figures['rewritten_files']:,} rewritten, {figures['unchanged_files']:,} unchanged, {failed:,} failed; "
-        f"links: {figures['rewritten']:,} rewritten, {figures['kept']:,} kept, {figures['relative']:,} left relative; "
+        f"{others}links: {figures['rewritten']:,} rewritten, {kept}, {relative}; "
         f"{figures['bytes'] / 1e6:,.1f} MB in {seconds:.1f} s"
     )
 
@@ -649,75 +691,83 @@ def _write_bytes(out: TextIO | None, data: bytes) -> None:
     buffer.flush()
 
 
-def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _dry_run(verb: str, args: argparse.Namespace, err: TextIO, *, explain: bool) -> Outcome:
+    """Read FILE through the steps of a rewrite, writing nothing: every document of it (each
+    message of an mbox or a Maildir, each page of a WARC) with its links and, for *explain*,
+    its rows. What went wrong and the links left relative are said as ``rewrite`` says them."""
+    from rewriter.batch import Job, run_job
+
     name = args.files[0]
-    data = _read("links", name, err)
-    document = None if data is None else _run_engine("links", name, data, args, err, rewrite=False)
-    if document is None:
-        return EXIT_SOME_FAILED
-    for where, link in document.located_links():
+    maildir = name != "-" and os.path.isdir(name)
+    tree = None if name == "-" else (name if maildir else os.path.dirname(name) or ".")
+    if maildir and not all(os.path.isdir(os.path.join(name, sub)) for sub in ("cur", "new", "tmp")):
+        from rewriter.batch import Outcome
+
+        return Outcome(name).fail(f"a folder, and not a Maildir (cur/, new/, tmp/): {verb} reads one file or Maildir")
+    job = Job(name, None, _shown(name), maildir=maildir, tree=tree, dry=True)
+    settings = replace(_settings(args, records=not explain), explain=explain)
+    return run_job(job, settings)
+
+
+def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    outcome = _dry_run("links", args, err, explain=False)
+    places = ("record", "message", "part")  # a WARC's page, an mbox's or a Maildir's message, a part
+    for record in outcome.records:
+        record.pop("file", None)
         if args.json:
-            record = link._asdict()
-            if document.format in ("message", "mbox"):
-                record = {"part": where, **record}
             out.write(_json(record) + "\n")
-        else:  # one line a link, tab-separated: each field escaped (its tabs and line ends too)
-            resolved = link.resolved if link.resolved is not None else "-"
-            fields = ([where] if document.format in ("message", "mbox") else []) + [
-                link.element,
-                link.attribute,
-                link.status,
-                link.original,
-                resolved,
-            ]
-            out.write("\t".join(escape_controls(field) for field in fields) + "\n")
-    return EXIT_OK if document.report(err) else EXIT_SOME_FAILED
+            continue
+        # One line a link, tab-separated: each field escaped (its tabs and line ends too).
+        resolved = record["resolved"] if record["resolved"] is not None else "-"
+        fields = [str(record[place]) for place in places if place in record]
+        fields += [str(record[key]) for key in ("element", "attribute", "status", "original")] + [str(resolved)]
+        out.write("\t".join(escape_controls(field) for field in fields) + "\n")
+    for line in _said(outcome):
+        err.write(line + "\n")
+    return EXIT_OK if outcome.ok else EXIT_SOME_FAILED
 
 
 def _run_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """The MIME tree (or the one document): each part's type, base, where the base came
-    from, and how many links were rewritten, kept and left relative."""
-    name = args.files[0]
-    data = _read("explain", name, err)
-    document = None if data is None else _run_engine("explain", name, data, args, err, rewrite=False)
-    if document is None:
+    """The MIME tree (or the one document) of each document of FILE: each part's type, base,
+    where the base came from, and how many links were rewritten, kept and left relative."""
+    outcome = _dry_run("explain", args, err, explain=True)
+    for line in outcome.messages:
+        err.write(line + "\n")
+    if outcome.state == "failed" and not outcome.rows:
         return EXIT_SOME_FAILED
-    rows = _explain_rows(document)
+    prefix = f"rewriter: {outcome.shown}: "
+    problems = [line.removeprefix(prefix) for line in outcome.warnings]
     if args.json:
-        out.write(
-            _json(
-                {
-                    "file": document.name,
-                    "format": document.format,
-                    "parts": rows,
-                    "problems": list(document.result.problems),
-                },
-                indent=2,
+        document = {"file": outcome.shown, "format": outcome.format, "parts": outcome.rows, "problems": problems}
+        out.write(_json(document, indent=2) + "\n")
+        return EXIT_SOME_FAILED if outcome.messages else EXIT_OK
+    out = _Escaping(out)  # type: ignore[assignment]  # names, types and bases come from the document
+    out.write(f"{outcome.shown} ({outcome.format})\n")
+    heading: object = None
+    for row in outcome.rows:
+        place = next((f"{key} {row[key]}" for key in ("record", "message") if key in row), None)
+        if place is not None and place != heading:
+            out.write(f"  {place}\n")
+            heading = place
+        depth = str(row["path"]).count(".") + 1 if row["path"] else 1
+        indent = "  " * (depth + (place is not None))
+        label = f"{row['path']} " if row["path"] else ""
+        out.write(f"{indent}{label}{row['type']}")
+        if row["action"] in ("rewritten", "unchanged", "skipped") or row["links"]:
+            count = row["links"]
+            out.write(
+                f": {count} link{'' if count == 1 else 's'}, {row['rewritten']} to rewrite, {row['kept']} kept, "
+                f"{row['relative']} left relative"
             )
-            + "\n"
-        )
-    else:
-        out = _Escaping(out)  # type: ignore[assignment]  # names, types and bases come from the document
-        out.write(f"{document.name} ({document.format})\n")
-        for row in rows:
-            indent = "  " * (row["path"].count(".") + 1) if row["path"] else "  "
-            label = f"{row['path']} " if row["path"] else ""
-            out.write(f"{indent}{label}{row['type']}")
-            if row["action"] in ("rewritten", "unchanged", "skipped") or row["links"]:
-                count = row["links"]
-                out.write(
-                    f": {count} link{'' if count == 1 else 's'}, {row['rewritten']} to rewrite, {row['kept']} kept, "
-                    f"{row['relative']} left relative"
-                )
-            out.write("\n")
-            base = row["base"] if row["base"] is not None else "none"
-            source = row["layer"] or "no layer"
-            if row["origin"]:
-                source += f" of part {row['origin']}"
-            out.write(f"{indent}  base: {base} ({source})\n")
-        for problem in document.result.problems:
-            out.write(f"  problem: {problem}\n")
-    return EXIT_OK
+        out.write("\n")
+        base = row["base"] if row["base"] is not None else "none"
+        source = str(row["layer"] or "no layer")
+        if row["origin"]:
+            source += f" of part {row['origin']}"
+        out.write(f"{indent}  base: {base} ({source})\n")
+    for problem in problems:
+        out.write(f"  problem: {problem}\n")
+    return EXIT_SOME_FAILED if outcome.messages else EXIT_OK
 
 
 def _run_unpack(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -795,43 +845,6 @@ def _run_pack(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_SOME_FAILED
     err.write(f"{page}: {len(result.parts)} files packed into {target}\n")
     return EXIT_SOME_FAILED if result.problems else EXIT_OK
-
-
-def _explain_rows(document: _Document) -> list[dict[str, object]]:
-    parts = getattr(document.result, "parts", None)
-    if parts is None:
-        result = document.result
-        links = result.links
-        entries = [
-            (
-                "",
-                "text/css" if document.format == "css" else "text/html",
-                result.base,
-                result.layer,
-                None,
-                links,
-                "document",
-            )
-        ]
-    else:
-        entries = [(p.path, p.content_type, p.base, p.layer, p.origin, p.links, p.action) for p in parts]
-    rows: list[dict[str, object]] = []
-    for path, kind, base, layer, origin, links, action in entries:
-        rows.append(
-            {
-                "path": path,
-                "type": kind,
-                "action": action,
-                "base": base,
-                "layer": layer,
-                "origin": origin,
-                "links": len(links),
-                "rewritten": sum(1 for link in links if link.status == "rewritten"),
-                "kept": sum(1 for link in links if link.status in ("absolute", "same-document", "local", "part")),
-                "relative": sum(1 for link in links if link.status in ("no-base", "unresolvable")),
-            }
-        )
-    return rows
 
 
 def _lines(path: str) -> Iterator[str]:
@@ -978,6 +991,19 @@ def _option_problem(args: argparse.Namespace) -> str | None:
             f"--non-strict does nothing under --rules {args.rules} "
             "(it is RFC 2396 and RFC 3986's reading of http:g; rfc1808 and whatwg have their own)"
         )
+    root, mapping = getattr(args, "url_root", None), getattr(args, "url_map", None)
+    if root is not None:
+        from rewriter.collection import check_root
+
+        if url is not None:
+            return "give --url or --url-root, not both (--url gives every file the one URL; --url-root each its own)"
+        problem = check_root(root)
+        if problem is not None:
+            return problem
+    if (root is not None or mapping is not None) and all(name == "-" for name in args.files):
+        return f"--url-{'root' if root is not None else 'map'} names files by their path; standard input has none"
+    if getattr(args, "quiet", False) and getattr(args, "verbose", False):
+        return "-q and -v say opposite things: give one"
     charset = getattr(args, "charset", None)
     if charset is not None:
         from rewriter.encoding import lookup  # here: a run without --charset need not load it
@@ -987,6 +1013,32 @@ def _option_problem(args: argparse.Namespace) -> str | None:
                 f"--charset {charset!r} is no encoding label of the Encoding Standard "
                 "(utf-8, windows-1252, shift_jis, gb18030, ...)"
             )
+    return None
+
+
+def _locations(args: argparse.Namespace, err: TextIO) -> str | None:
+    """Read --url-root and --url-map into ``args.locations`` (the problem, when they cannot
+    be used: a usage error). An entry of the map that names no input file is said, once."""
+    root, mapping = getattr(args, "url_root", None), getattr(args, "url_map", None)
+    if root is None and mapping is None:
+        return None
+    from rewriter.collection import CollectionError, Locations, load_url_map
+
+    mapped: dict[str, str] = {}
+    if mapping is not None:
+        trees = [name if os.path.isdir(name) else os.path.dirname(name) for name in args.files if name != "-"]
+        try:
+            mapped, unmatched = load_url_map(Path(mapping), [tree for tree in trees if tree])
+        except CollectionError as error:
+            return str(error)
+        if unmatched:
+            line, name = unmatched[0]
+            count = len(unmatched)
+            err.write(
+                f"rewriter {args.verb}: --url-map {mapping}: {count} entr{'y names' if count == 1 else 'ies name'} "
+                f"no file of the input (the first: line {line}, {name!r})\n"
+            )
+    args.locations = Locations(root=root, mapped=mapped)
     return None
 
 
@@ -1018,7 +1070,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     _lists_from_config(args)
-    problem = _option_problem(args)
+    problem = _option_problem(args) or _locations(args, err)
     if problem is not None:
         err.write(f"rewriter {args.verb}: {problem}\n")
         return EXIT_USAGE

@@ -560,6 +560,7 @@ def rewrite_maildir(
     url: str | None = None,
     policy: Policy = DEFAULT_POLICY,
     with_links: bool = False,
+    write: bool = True,
 ) -> Iterator[MaildirReport]:
     """Rewrite every message of the Maildir *folder*, yielding one report each.
 
@@ -569,7 +570,8 @@ def rewrite_maildir(
     (a file renamed meanwhile is skipped and reported). Otherwise every message is
     written to *target_folder* at the same relative path (cur/, new/, tmp/ are created);
     nothing else is copied. A file that cannot be read or written is reported, and the
-    others go on. With *with_links*, each report carries the engine's result.
+    others go on. With *with_links*, each report carries the engine's result. With
+    *write* False, nothing is written (each report's target is None): the links are found.
 
     >>> import pathlib, shutil, tempfile
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -590,7 +592,7 @@ def rewrite_maildir(
         raise NotADirectoryError(f"{folder} is not a Maildir (it needs cur/, new/ and tmp/ folders)")
     destination = folder if target_folder is None else Path(target_folder)
     in_place = destination.resolve() == folder.resolve()
-    if not in_place:
+    if not in_place and write:
         for name in _MAILDIR_SUBFOLDERS:
             (destination / name).mkdir(parents=True, exist_ok=True)
     for path in iter_maildir(folder):
@@ -607,7 +609,7 @@ def rewrite_maildir(
             problems.append(f"{relative}: the size in its name (,S=/,W=) no longer matches; Dovecot may complain")
         written: Path | None = destination / relative
         try:
-            if in_place and not changed:
+            if not write or (in_place and not changed):
                 written = None
             elif in_place:
                 now = path.stat()

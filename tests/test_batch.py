@@ -135,10 +135,14 @@ def test_totals_add_up(tmp_path: Path) -> None:
         "rewritten_files": 2,
         "unchanged_files": 0,
         "failed_files": 0,
+        "relative_files": 0,
         "rewritten": 2,
         "kept": 1,
+        "local": 0,
         "relative": 0,
+        "no_base": 0,
         "bytes": len(PAGE) + 18 + 15,
+        "copied_files": 0,
     }
 
 
@@ -209,7 +213,9 @@ def test_tally_counts_and_names_what_every_link_says(document: bytes, url: str |
     assert outcome.relative == len(relative)
     assert outcome.kept == len(every) - outcome.rewritten - outcome.relative
     assert outcome.ok is not relative
-    named = [message for message in outcome.messages if " at bytes " in message]
+    assert outcome.no_base == sum(link.status == "no-base" for _, link in relative)
+    assert not any(" at bytes " in message for message in outcome.messages + outcome.warnings)
+    named = outcome.details  # each link left relative, for -v
     assert len(named) == len(relative)
     for message, (part, link) in zip(named, relative, strict=True):
         assert f"{link.original!r} at bytes {link.start}-{link.end}: {link.status}" in message

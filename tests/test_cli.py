@@ -144,7 +144,13 @@ def test_rewrite_reports_links_left_relative(tmp_path: Path, capsys: pytest.Capt
     page.write_bytes(b"<a href=x>")
     code, out, err = run(capsys, "rewrite", str(page))
     assert code == 1 and out == "<a href=x>"
+    # One line for the file, saying why and what to give; each link only with -v.
+    assert err == f"rewriter: {page}: 1 link left relative: no base (give --url, --url-root or --canonical-base)\n"
+    code, out, err = run(capsys, "rewrite", str(page), "-v")
+    assert code == 1 and out == "<a href=x>"
     assert "'x'" in err and "no-base" in err and "bytes 8-9" in err
+    code, out, err = run(capsys, "rewrite", str(page), "-q")
+    assert (code, out, err) == (1, "<a href=x>", "")  # -q: nothing but errors, and no link is an error
     assert run(capsys, "rewrite", str(page), "--require-base")[0] == 1
 
 
@@ -198,8 +204,14 @@ def test_rewrite_detects_a_message_by_its_content(tmp_path: Path, capsys: pytest
     assert written.split(b"\r\n\r\n")[0] == source.read_bytes().split(b"\r\n\r\n")[0]
 
 
-def test_rewrite_message_with_no_base_reports_by_part(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "rewrite", str(MIME / "rfc2557-9.4.eml"))
+def test_rewrite_message_with_no_base_reports_by_part(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # RFC 2557 §9.4: no base, and the image part's Content-Location is the reference itself: a link
+    # to that part (issue 19, point 6), kept. Named otherwise, the reference is left relative.
+    code, _, err = run(capsys, "rewrite", str(MIME / "rfc2557-9.4.eml"), "-v")
+    assert (code, err) == (0, "")
+    other = tmp_path / "other.eml"
+    other.write_bytes((MIME / "rfc2557-9.4.eml").read_bytes().replace(b"Location: ietflogo.gif", b"Location: x.gif"))
+    code, _, err = run(capsys, "rewrite", str(other), "-v")
     assert code == 1
     assert "part 1.1: <img src> 'ietflogo.gif'" in err and "no-base" in err
 
@@ -238,12 +250,22 @@ def test_a_folder_is_walked_and_mirrored(tmp_path: Path, capsys: pytest.CaptureF
     (site / "index.html").write_bytes(b"<a href=docs/a.html>a</a>")
     (site / "docs" / "a.html").write_bytes(b"<img src=../logo.png>")
     (site / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
-    code, _, err = run(capsys, "rewrite", str(site), "-o", str(tmp_path / "out"), "--url", "http://h/", "-j", "1")
+    # Each file its own URL: the folder stands for http://h/.
+    code, _, err = run(capsys, "rewrite", str(site), "-o", str(tmp_path / "out"), "--url-root", "http://h/", "-j", "1")
     assert code == 0, err
     assert (tmp_path / "out" / "index.html").read_bytes() == b"<a href=http://h/docs/a.html>a</a>"
     assert (tmp_path / "out" / "docs" / "a.html").read_bytes() == b"<img src=http://h/logo.png>"
-    assert not (tmp_path / "out" / "logo.png").exists()  # not matched by the default --include
-    assert "2 inputs: 2 rewritten, 0 unchanged, 0 failed" in err
+    assert (tmp_path / "out" / "logo.png").read_bytes() == b"\x89PNG\r\n\x1a\n"  # not rewritten: copied
+    assert "2 inputs: 2 rewritten, 0 unchanged, 0 failed; 1 other file copied;" in err
+    # One --url for every file: a link to a file of the folder cannot be told from its path, and is
+    # kept as written (a local copy) rather than pointed at a URL that may never have existed.
+    code, _, err = run(capsys, "rewrite", str(site), "-o", str(tmp_path / "one"), "--url", "http://h/", "-j", "1")
+    assert code == 0, err
+    assert (tmp_path / "one" / "index.html").read_bytes() == b"<a href=docs/a.html>a</a>"
+    assert (tmp_path / "one" / "docs" / "a.html").read_bytes() == b"<img src=../logo.png>"
+    assert (
+        "2 inputs: 0 rewritten, 2 unchanged, 0 failed; 1 other file copied; links: 0 rewritten, 2 kept (2 local)" in err
+    )
 
 
 def test_links_of_a_message_name_the_part(capsys: pytest.CaptureFixture[str]) -> None:
@@ -413,7 +435,8 @@ def test_include_and_exclude_globs_take_extensions_in_any_case(tmp_path: Path) -
     for name in ("INDEX.HTM", "Page.Html", "Docs/Guide.XHTML", "notes.TXT", "skip.HTML"):
         (tree / name).write_bytes(b'<a href="x">x</a>')
     (tree / "Style.CSS").write_bytes(b"p { background: url(x) }")
-    done = _tool("rewrite", str(tree), "-o", str(tmp_path / "out"), "--url", "http://h/", "--exclude", "*.html", "-q")
+    out = ("-o", str(tmp_path / "out"), "--no-copy-others")
+    done = _tool("rewrite", str(tree), *out, "--url", "http://h/", "--exclude", "*.html", "-q")
     assert done.returncode == 0, done.stderr
     written = sorted(path.relative_to(tmp_path / "out").as_posix() for path in (tmp_path / "out").rglob("*.*"))
     assert written == ["Docs/Guide.XHTML", "INDEX.HTM", "Style.CSS"]

@@ -392,7 +392,7 @@ def _assert_clean(text: bytes, *, line_ends: bool = False) -> None:
 @posix_only
 def test_messages_escape_names_links_and_headings(tmp_path: Path) -> None:
     _hostile_tree(tmp_path)
-    done = rewriter(tmp_path, "rewrite", "in", "-o", "out")  # no base for the page: its link is named
+    done = rewriter(tmp_path, "rewrite", "in", "-o", "out", "-v")  # no base for the page: -v names its link
     assert done.returncode == 1
     _assert_clean(done.stderr)
     text = done.stderr.decode()
