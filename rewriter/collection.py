@@ -18,8 +18,8 @@ module holds what the command line knows about such a collection:
 'http://example.org/site/docs/guide/index.html'
 >>> root.url_of("mirror/a b/caf\\u00e9 #1.html", "mirror")
 'http://example.org/site/a%20b/caf%C3%A9%20%231.html'
->>> Locations(root="auto").url_of("mirror/example.org:8080/docs/", "mirror")
-'http://example.org:8080/docs/'
+>>> Locations(root="auto").url_of("mirror/example.org:8080/docs/index.html", "mirror")
+'http://example.org:8080/docs/index.html'
 """
 
 from __future__ import annotations
