@@ -16,7 +16,9 @@ first (RFC 1808 §3, RFC 2557 §5):
    resolved against ``Content-Base`` in the same heading, else against the enclosing base;
 3. the headings of the enclosing entities, innermost first (RFC 2557 §5(c), RFC 1808 §3.2);
 4. the retrieval URL, or Chrome's ``Snapshot-Content-Location`` (RFC 1808 §3.3);
-5. none: relative links stay as they are and are reported (§3.4).
+5. none: relative links stay as they are and are reported (§3.4), except those that name a
+   part of the same or a surrounding multipart/related, resolved against ``thismessage:/``
+   (RFC 2557 §5(e), §8): kept as they are with status ``"part"``.
 
 The body is decoded (transfer encoding, then charset), rewritten by the HTML or CSS
 engine, encoded the same way again and spliced into the original bytes.
@@ -38,7 +40,7 @@ import contextlib
 import email.errors
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.message import Message
 from email.policy import compat32
@@ -46,7 +48,7 @@ from typing import Literal
 
 from rewriter.heading import collapse_rfc2231_value, decode_header, decode_text, get_param
 from rewriter.html import HTMLResult, Link, Status, rewrite_html
-from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.policy import DEFAULT_POLICY, Kept, Policy
 from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse
 from rewriter.stylesheet import rewrite_css
 from rewriter.transfer import IDENTITY, TransferError, decode, encode, mechanism
@@ -470,13 +472,8 @@ def _against(reference: str, base: _Base | None, policy: Policy) -> str | None:
         return None
 
 
-def _heading_base(entity: _Entity, enclosing: _Base | None, policy: Policy, notes: list[str]) -> _Base | None:
-    """The base *entity*'s own heading gives (RFC 2557 §5(b), RFC 2110 §5, RFC 1808 §3.1), or None.
-
-    ``Base`` and ``Content-Base`` outrank ``Content-Location`` in the same heading (RFC
-    2110 §5, RFC 2068 §14.11); a relative value is resolved against the enclosing base
-    (RFC 2557 §8.2(c)).
-    """
+def _declared_base(entity: _Entity, enclosing: _Base | None, policy: Policy, notes: list[str]) -> _Base | None:
+    """The base *entity*'s ``Base`` or ``Content-Base`` field gives (RFC 1808 §3.1, RFC 2110 §4.1), or None."""
     heading = entity.heading
     for name, layer in (("base", "Base"), ("content-base", "Content-Base")):
         value = header_url(heading, name)
@@ -487,7 +484,20 @@ def _heading_base(entity: _Entity, enclosing: _Base | None, policy: Policy, note
         if resolved is not None and _hierarchical(resolved):
             return _Base(resolved, layer, entity.path)  # type: ignore[arg-type]
         notes.append(f"{layer}: {value!r} gives no base: it is not a usable URL")
-    location = header_url(heading, "content-location")
+    return None
+
+
+def _heading_base(entity: _Entity, enclosing: _Base | None, policy: Policy, notes: list[str]) -> _Base | None:
+    """The base *entity*'s own heading gives (RFC 2557 §5(b), RFC 2110 §5, RFC 1808 §3.1), or None.
+
+    ``Base`` and ``Content-Base`` outrank ``Content-Location`` in the same heading (RFC
+    2110 §5, RFC 2068 §14.11); a relative value is resolved against the enclosing base
+    (RFC 2557 §8.2(c)).
+    """
+    declared = _declared_base(entity, enclosing, policy, notes)
+    if declared is not None:
+        return declared
+    location = header_url(entity.heading, "content-location")
     if not location:
         return None
     resolved = _against(location, enclosing, policy)
@@ -509,6 +519,139 @@ def _top_base(entity: _Entity, url: str | None) -> _Base | None:
     if location and _hierarchical(location):
         return _Base(location, "Snapshot-Content-Location", entity.path)
     return None
+
+
+# --------------------------------------------------------------------------
+# Links to parts of the message (RFC 2557 §8)
+# --------------------------------------------------------------------------
+
+# RFC 2557 §5(e): with no other base, the base for matching references to parts. Never a
+# base for rewriting: nothing would be gained by writing it (see _hierarchical).
+_THIS_MESSAGE = "thismessage:/"
+# What html.py reports for a <base href> it ignored because it is relative and there is no
+# base to resolve it against (tests/test_mime_part_links.py fails if the wording changes).
+_RELATIVE_BASE_IGNORED = "ignored: it is relative and there is no base to resolve it against"
+
+_Named = dict[str, tuple[str, str]]  # a part's URL, fragment set aside: (its path, its Content-Location)
+
+
+def _without_fragment(url: str) -> str:
+    return url.partition("#")[0]
+
+
+def _location_url(entity: _Entity, location: str, enclosing: _Base | None, policy: Policy) -> str | None:
+    """The URL *entity*'s Content-Location *location* names it by, fragment set aside (RFC 2557
+    §8.2(c)): resolved against the ``Base``/``Content-Base`` of the same heading (RFC 2110
+    §4.2), else the enclosing base (RFC 2557 §5), else ``thismessage:/`` (§5(e))."""
+    context = _declared_base(entity, enclosing, policy, []) or enclosing
+    if context is None:
+        context = _Base(_THIS_MESSAGE, "Content-Location", None)
+    resolved = _against(location, context, policy)
+    return None if resolved is None else _without_fragment(resolved)
+
+
+def _named_parts(related: _Entity, policy: Policy) -> _Named:
+    """The URLs the entities of one multipart/related structure are named by, first in tree
+    order winning: the multipart itself and every entity inside it, less the insides of a
+    nested multipart/related (a structure of its own, which references from outside do not
+    reach, RFC 2557 §7) and of a message/* part (another message, whose ``thismessage:/``
+    is another). *related* has no base: it encloses a part that has none."""
+    named: _Named = {}
+
+    def add(entity: _Entity, enclosing: _Base | None, top: bool) -> None:
+        location = header_url(entity.heading, "content-location")
+        url = _location_url(entity, location, enclosing, policy) if location else None
+        if url is not None and location is not None:
+            named.setdefault(url, (entity.path, location))
+        if not top and (entity.content_type == "multipart/related" or entity.content_type.startswith("message/")):
+            return
+        base = _heading_base(entity, enclosing, policy, []) or enclosing
+        for child in entity.children:
+            add(child, base, False)
+
+    add(related, None, True)
+    return named
+
+
+class _PartLinks:
+    """``Policy.keep`` for an HTML or CSS part that has no base: a relative reference that names
+    a part of the same or a surrounding multipart/related structure is kept as written, with
+    status "part" (RFC 2557 §8). The caller's own keep is asked first, and its answer wins.
+
+    The rule (RFC 2557 §8.2): with no base, the reference and each part's Content-Location
+    are resolved against ``thismessage:/`` (§5(e)), under the policy's rules; the reference,
+    fragment set aside, names the part whose URL is identical to it. The comparison is of
+    strings (RFC 3986 §6.2.1), octet for octet as §8.2(d) asks: no case folding, and no
+    percent-encoding normalisation (§8.2(b): "a%2eb/c%20d" is not "a.b/c d"). Under
+    ``rules="whatwg"`` both sides would be serialised by the URL Standard first (a space
+    becomes ``%20`` in both), the same function applied to both; but the HTML engine reads
+    a reference with no base as absolute under those rules, so it never asks.
+
+    Scope (§8.2(d), §7): the parts of the multipart/related structures enclosing the part,
+    innermost first, within its own message; not an inner or parallel structure, not the
+    parts of an encapsulated message (message/rfc822), and not parts outside any
+    multipart/related, which ``thismessage:/`` is not defined for (§5(e)) and readers do not
+    resolve (Thunderbird looks up parts only in a multipart/related).
+    """
+
+    __slots__ = ("caller", "matched", "policy", "refused", "related", "resolver", "structures", "walk")
+
+    def __init__(
+        self, caller: Callable[[str, str | None], Kept | None] | None, related: tuple[_Entity, ...], walk: _Walk
+    ) -> None:
+        self.caller = caller
+        self.related = related  # innermost first
+        self.walk = walk
+        self.policy = walk.policy
+        self.structures: list[_Named] | None = None  # found on the first reference asked about
+        self.resolver: Resolver | None = None  # thismessage:/, under the policy's rules
+        self.matched: set[str] = set()
+        self.refused: set[str] | None = set()  # None: all of them
+
+    def __call__(self, reference: str, resolved: str | None) -> Kept | None:
+        if self.caller is not None:
+            kept = self.caller(reference, resolved)
+            if kept is not None:
+                return kept
+        # A resolved reference has a real base (it is rewritten; a part named by a relative
+        # Content-Location has that base too, so the absolute URL still names it).
+        if resolved is not None or self.refused is None or reference in self.refused:
+            return None
+        structures, resolver = self.structures, self.resolver
+        if structures is None or resolver is None:
+            structures = self.structures = [self.walk.named_parts(entity) for entity in self.related]
+            resolver = self.resolver = Resolver(_THIS_MESSAGE, rules=self.policy.rules, strict=self.policy.strict)
+        if not any(structures):
+            return None
+        try:
+            url = _without_fragment(resolver.resolve(reference))
+        except UnresolvableReference:
+            return None
+        for named in structures:
+            found = named.get(url)
+            if found is not None:
+                self.matched.add(reference)
+                path, location = found
+                return "part", f"names part {path} (Content-Location: {location!r}) of this message, RFC 2557 §8"
+        return None
+
+    def misread(self, result: HTMLResult) -> bool:
+        """Whether *result* holds a "part" this keep gave where the engine had a base after all
+        (a <base>, a srcdoc's own: None then meant unresolvable, not no base), or where a
+        relative <base> was ignored (RFC 2557 §5(a) would resolve it against ``thismessage:/``
+        and match against that): those references are refused from now on."""
+        if not self.matched:
+            return False
+        if any(
+            problem.startswith("<base href=") and problem.endswith(_RELATIVE_BASE_IGNORED)
+            for problem in result.problems
+        ):
+            self.refused = None
+            return True
+        wrong = {link.original for link in result.links_with("part") if link.base is not None} & self.matched
+        if self.refused is not None:
+            self.refused |= wrong
+        return bool(wrong)
 
 
 # --------------------------------------------------------------------------
@@ -552,12 +695,14 @@ def _rewrite_leaf(
     boundaries: list[bytes],
     rewrite: bool,
     problems: list[str],
+    part_links: _PartLinks | None = None,
 ) -> tuple[Part, bytes | None]:
     """One text/html or text/css part: its report, and its new body (None: it stays).
 
     The body is decoded (transfer encoding; the charset is the engine's to apply: the
     part's parameter, else the document's own declaration), rewritten, and encoded again
-    the same way.
+    the same way. *part_links*: the keep that finds references to parts of the message
+    (a part with no base), given to the engine with *policy*.
     """
     body = data[entity.body_start : entity.end]
     encoding = str(entity.heading.get("content-transfer-encoding", "")).strip().lower() or None
@@ -569,8 +714,12 @@ def _rewrite_leaf(
         return _part(entity, base, "skipped", problems), None
     engine = rewrite_css if entity.content_type == "text/css" else rewrite_html
     fallback = {} if base is None else {"url" if base.layer == "retrieval-url" else "base": base.url}
+    if part_links is not None:
+        policy = policy.clone(keep=part_links)
     try:
         result = engine(decoded, charset=_charset(entity.heading), policy=policy, **fallback)
+        if part_links is not None and part_links.misread(result):
+            result = engine(decoded, charset=_charset(entity.heading), policy=policy, **fallback)
     except ValueError as error:  # the policy refused it (NoBaseError)
         problems.append(str(error))
         return _part(entity, base, "skipped", problems), None
@@ -603,8 +752,23 @@ class _Walk:
         self.parts: list[Part] = []
         self.edits: list[tuple[int, int, bytes]] = []
         self.problems: list[str] = []
+        self.named: dict[str, _Named] = {}  # a multipart/related's path: the URLs naming its parts
 
-    def visit(self, entity: _Entity, enclosing: _Base | None, boundaries: list[bytes], signed: bool) -> None:
+    def named_parts(self, related: _Entity) -> _Named:
+        named = self.named.get(related.path)
+        if named is None:
+            named = self.named[related.path] = _named_parts(related, self.policy)
+        return named
+
+    def visit(
+        self,
+        entity: _Entity,
+        enclosing: _Base | None,
+        boundaries: list[bytes],
+        signed: bool,
+        related: tuple[_Entity, ...] = (),
+    ) -> None:
+        """*related*: the multipart/related entities around *entity* in its message, innermost first."""
         problems = list(entity.problems)
         base = _heading_base(entity, enclosing, self.policy, problems) or enclosing
         if entity.content_type in _SIGNED and not self.policy.rewrite_signed:
@@ -616,15 +780,24 @@ class _Walk:
             self._add(
                 _part(entity, base, "skipped" if entity.content_type in _SIGNED and signed else "container", problems)
             )
+            if entity.content_type.startswith("message/"):
+                related = ()  # another message: thismessage:/ names it alone (RFC 2557 §7)
+            elif entity.content_type == "multipart/related":
+                related = (entity, *related)
             for child in entity.children:
-                self.visit(child, base, boundaries, signed)
+                self.visit(child, base, boundaries, signed, related)
             return
         if entity.content_type not in ("text/html", "text/css"):
             self._add(_part(entity, base, "other", problems))
         elif signed:
             self._add(_part(entity, base, "skipped", [*problems, "inside signed content: left as it is"]))
         else:
-            part, new_body = _rewrite_leaf(self.data, entity, base, self.policy, boundaries, self.rewrite, problems)
+            # With no base, a relative reference may still name a part (RFC 2557 §8); with one,
+            # it resolves, and a part it names has that base too.
+            part_links = _PartLinks(self.policy.keep, related, self) if base is None and related else None
+            part, new_body = _rewrite_leaf(
+                self.data, entity, base, self.policy, boundaries, self.rewrite, problems, part_links
+            )
             self._add(part)
             if new_body is not None:
                 self.edits.append((entity.body_start, entity.end, new_body))
