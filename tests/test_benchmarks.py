@@ -83,3 +83,20 @@ def test_batch_benchmark_runs_and_prints_ratios_on_a_few_pages(tmp_path: Path) -
     assert "speed-up / ceiling median" in out
     assert "outputs identical: yes" in out
     assert list(scratch.iterdir()) == []  # the linked pages and every output tree are deleted
+
+
+def test_terminal_benchmark_runs_and_prints_the_ratio(tmp_path: Path) -> None:
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    for number in range(3):
+        (pages / f"p{number}.html").write_bytes(b"<a href=x>x</a><img src=y.png>")  # no base: left relative
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_terminal.py"), "--folder", str(pages), "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "stderr: 4 lines" in done.stdout  # one line per page and the summary
+    assert "stderr to a terminal" in done.stdout and "stderr to a file" in done.stdout
+    assert "terminal / file CPU time:" in done.stdout
