@@ -126,9 +126,10 @@ def _qp(fixture: str) -> list[Case]:
 
 
 CASES: list[Case] = [
-    # --- RFC 2557 §4.2: fictitious relative URIs, no base anywhere (§5(e) thismessage:/ is never written out).
-    Case("c01-rfc2557-4.2-relative-no-base", "rfc2557-4.2.eml", "1.1", "fiction1/fiction2", UNCHANGED,
-         "no-base", None, None, None),
+    # --- RFC 2557 §4.2: fictitious relative URIs, no base anywhere (§5(e) thismessage:/ is never written out):
+    # thismessage:/fiction1/fiction2 names the part with that Content-Location (§8), so it is kept as a "part".
+    Case("c01-rfc2557-4.2-relative-part", "rfc2557-4.2.eml", "1.1", "fiction1/fiction2", UNCHANGED,
+         "part", None, None, None),
     Case("c02-rfc2557-4.2-cid", "rfc2557-4.2.eml", "1.1", "cid:97116092811xyz@foo.bar.net", UNCHANGED,
          "absolute", None, None, None),
     # --- RFC 2557 §9.1: single 8bit iso-8859-1 part, absolute link.
@@ -141,8 +142,8 @@ CASES: list[Case] = [
     *_rfc2557_93("rfc2557-9.3-lf.eml"),
     # §5(c) comes before §5(d): a retrieval URL does not override the heading's base.
     *_rfc2557_93("rfc2557-9.3.eml", url="http://retrieval.example/saved/msg.eml", tag="-5c-before-5d"),
-    # --- RFC 2557 §9.4: no base available.
-    Case("c08-rfc2557-9.4-no-base", "rfc2557-9.4.eml", "1.1", "ietflogo.gif", UNCHANGED, "no-base",
+    # --- RFC 2557 §9.4: no base available; the reference names the image part (§8, thismessage:/).
+    Case("c08-rfc2557-9.4-part", "rfc2557-9.4.eml", "1.1", "ietflogo.gif", UNCHANGED, "part",
          None, None, None),
     # ... unless the message was retrieved from a URL (§5(d), RFC 1808 §3.3).
     Case("c08-rfc2557-5d-retrieval-url", "rfc2557-9.4.eml", "1.1", "ietflogo.gif",
@@ -190,8 +191,9 @@ CASES: list[Case] = [
     # contrary to RFC 2110 §4.1). The base has an empty path: RFC 3986 §5.2.3 merge gives "/" + ref.
     Case("c20-rfc2110-9.3-inherited-content-base", "rfc2110-9.3.eml", "1.1", "/images/ietflogo.gif",
          f"{IETF}/images/ietflogo.gif", "rewritten", IETF, "Content-Base", "1"),
-    # --- RFC 2110 §4.3 / §8.2: relative Content-Location, no base: nothing is resolved.
-    Case("c21-rfc2110-4.3-no-base", "rfc2110-4.3.eml", "1.1", "fiction1/fiction2", UNCHANGED, "no-base",
+    # --- RFC 2110 §4.3 / §8.2: relative Content-Location, no base: nothing is resolved; the textual match
+    # (RFC 2557 §8: thismessage:/) makes the first a link to part 1.2, the second names no part.
+    Case("c21-rfc2110-4.3-part", "rfc2110-4.3.eml", "1.1", "fiction1/fiction2", UNCHANGED, "part",
          None, None, None),
     Case("c21-rfc2110-8.2-relative-cl-no-base", "rfc2110-4.3.eml", "1.2", "fiction3", UNCHANGED, "no-base",
          None, None, None),
