@@ -590,10 +590,9 @@ class _Context:
             special = _SPECIAL_SCHEME(reference)
             if special is not None and special.group(2) is None:
                 return False
-            if self.resolver is None:
-                return True
             try:
-                return _WHATWG_ALONE.resolve(reference) == self.resolver.resolve(reference)
+                alone = _WHATWG_ALONE.resolve(reference)  # fails for a reference that needs a base ("x")
+                return self.resolver is None or alone == self.resolver.resolve(reference)
             except UnresolvableReference:
                 return False
         scheme = scheme_of(reference, rules=policy.rules)

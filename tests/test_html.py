@@ -382,3 +382,18 @@ def test_transport_charset_x_user_defined_is_read_not_refused() -> None:
     # A MIME part or HTTP response may name x-user-defined, which Python has no codec for.
     result = rewrite_html(b"<a href=x\xf0>", url="http://h/", charset="x-user-defined")
     assert result.output == b"<a href=http://h/x\xf0>"
+
+
+@pytest.mark.parametrize("rules", ["rfc1808", "rfc2396", "rfc3986", "whatwg"])
+def test_with_no_base_a_relative_reference_is_no_base_under_every_rule_set(rules: str) -> None:
+    # Under whatwg a reference is absolute only if the URL parser takes it alone: "x", "//h/p" and
+    # "https:z" need a base, and with none they are left relative and reported, not called absolute.
+    page = b'<a href=x><a href="//h/p"><a href="../q?r"><a href=http://h/y><a href=mailto:a@b>'
+    statuses = [(link.original, link.status) for link in rewrite_html(page, policy=Policy(rules=rules)).links]
+    assert statuses == [
+        ("x", "no-base"),
+        ("//h/p", "no-base"),
+        ("../q?r", "no-base"),
+        ("http://h/y", "absolute"),
+        ("mailto:a@b", "absolute"),
+    ]
