@@ -44,7 +44,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Literal
+from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
 from rewriter.policy import DEFAULT_POLICY, Kept, Policy
 
@@ -557,8 +557,9 @@ def _rows(result: HTMLResult | MessageResult, fmt: str, extra: dict[str, object]
     its base, the layer that gave it (and the part whose heading did), and its link counts."""
     parts = getattr(result, "parts", None)
     if parts is None:
+        document = cast("HTMLResult", result)
         kind = "text/css" if fmt == "css" else "text/html"
-        entries = [("", kind, result.base, result.layer, None, result.links, "document")]
+        entries = [("", kind, document.base, document.layer, None, document.links, "document")]
     else:
         entries = [(p.path, p.content_type, p.base, p.layer, p.origin, p.links, p.action) for p in parts]
     rows: list[dict[str, object]] = []
@@ -1043,7 +1044,7 @@ def _mbox(
         return changed
 
     if job.dry:
-        each(_Discarded())
+        each(_Discarded())  # type: ignore[arg-type]  # the one method rewrite_mbox writes with
         return outcome
     if job.target is None:
         sink = _standard_output()
@@ -1078,7 +1079,7 @@ def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         count += 1
         outcome.bytes_in += report.path.stat().st_size if report.path.exists() else 0
         if report.result is not None:
-            extra = {"message": str(report.path.relative_to(folder))}
+            extra: dict[str, object] = {"message": str(report.path.relative_to(folder))}
             tally(outcome, report.result, settings, extra, fmt="message")
         for problem in report.problems:
             outcome.messages.append(f"rewriter: {outcome.shown}: {problem}")

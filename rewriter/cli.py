@@ -1016,7 +1016,7 @@ def _option_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _locations(args: argparse.Namespace, err: TextIO) -> str | None:
+def _locations(args: argparse.Namespace, err: TextIO | _Escaping) -> str | None:
     """Read --url-root and --url-map into ``args.locations`` (the problem, when they cannot
     be used: a usage error). An entry of the map that names no input file is said, once."""
     root, mapping = getattr(args, "url_root", None), getattr(args, "url_map", None)
