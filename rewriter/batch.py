@@ -118,6 +118,9 @@ class Settings:
     local_copies: bool = True
     # One document's local copies (set per job by job_settings, for HTML and CSS).
     local: LocalCopies | None = None
+    # *url* is a collection's (--url-root, --url-map): a page's saved-from mark wins over it, as
+    # its <base> does (the mark says where this very page came from; the layout only suggests it).
+    url_from_collection: bool = False
     # Gather each document's or part's base and counts (rows of ``rewriter explain``).
     explain: bool = False
 
@@ -456,10 +459,13 @@ def process(
 
         css_engine = rewrite_css if rewrite else find_css_links
         return fmt, css_engine(data, url=settings.url, charset=settings.charset, policy=policy)
-    from rewriter.html import find_links, rewrite_html
+    from rewriter.html import find_links, rewrite_html, saved_from_mark
 
+    url = settings.url
+    if settings.url_from_collection and saved_from_mark(data) is not None:
+        url = None  # the engine reads the mark, below a <base> as always
     html_engine = rewrite_html if rewrite else find_links
-    return fmt, html_engine(data, url=settings.url, charset=settings.charset, policy=policy)
+    return fmt, html_engine(data, url=url, charset=settings.charset, policy=policy)
 
 
 def _kept_by(
@@ -482,11 +488,11 @@ def job_settings(job: Job, settings: Settings) -> Settings:
         return settings
     from rewriter.collection import LocalCopies
 
-    url = settings.url
+    url, own = settings.url, None
     if settings.locations is not None:
-        url = settings.locations.url_of(job.source, job.tree) or url
+        own = settings.locations.url_of(job.source, job.tree)
     local = LocalCopies(job.source, job.tree, settings.locations) if settings.local_copies else None
-    return replace(settings, url=url, local=local)
+    return replace(settings, url=own or url, local=local, url_from_collection=own is not None)
 
 
 def located_links(result: HTMLResult | MessageResult, *statuses: Status) -> list[tuple[str, Link]]:

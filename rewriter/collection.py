@@ -43,10 +43,10 @@ __all__ = ["AUTO_ROOTS", "CollectionError", "LocalCopies", "Locations", "is_host
 AUTO_ROOTS = {"auto": "http", "auto:http": "http", "auto:https": "https"}
 
 # What a file path's characters become in a URL path, as browsers write a file: URL: the URL
-# Standard's path percent-encode set (C0 controls, space, " # < > ? ` { }), with "%" itself
+# Standard's path percent-encode set (C0 controls, space, " # < > ? ^ ` { }), with "%" itself
 # (a literal "%" in a file name is not an escape) and every byte of a non-ASCII name (UTF-8,
 # or the name's own bytes where it is not UTF-8).
-_PATH_SAFE = "/!$&'()*+,-.:;=@[]^_|~"
+_PATH_SAFE = "/!$&'()*+,-.:;=@[]_|~"  # "^" is in the set since 2024, as ada-url writes it
 
 # A folder named as wget -m and HTTrack name a host's: a DNS name of two labels or more, an
 # IPv4 address, or localhost, with an optional :port (wget writes "host:port").
@@ -122,13 +122,23 @@ class Locations:
         scheme = AUTO_ROOTS.get(self.root)
         if scheme is None:
             return path_url(self.root, relative)
-        name = os.path.basename(os.path.realpath(top))
-        if is_host_folder(name):  # the input is the host's folder itself
-            return path_url(f"{scheme}://{name.lower()}/", relative)
+        real = os.path.realpath(top)
+        if is_host_folder(os.path.basename(real)):  # the input is the host's folder itself
+            return path_url(f"{scheme}://{os.path.basename(real).lower()}/", relative)
         host, _, rest = relative.partition("/")
-        if not rest or not is_host_folder(host):  # a file beside the host folders is in none
-            return None
-        return path_url(f"{scheme}://{host.lower()}/", rest)
+        if rest and is_host_folder(host):  # the input holds one folder per host
+            return path_url(f"{scheme}://{host.lower()}/", rest)
+        # The input lies inside a host's folder (a file named alone deep in a mirror): the nearest
+        # folder above it named as a host. A file beside the host folders is in none.
+        below: list[str] = []
+        here = real
+        while (parent := os.path.dirname(here)) != here:
+            below.append(os.path.basename(here))
+            here = parent
+            if is_host_folder(os.path.basename(here)):
+                inner = "/".join(reversed(below))
+                return path_url(f"{scheme}://{os.path.basename(here).lower()}/", f"{inner}/{relative}".rstrip("/"))
+        return None
 
 
 def check_root(value: str) -> str | None:
@@ -169,12 +179,21 @@ def load_url_map(path: Path, trees: list[str]) -> tuple[dict[str, str], list[tup
         if not is_hierarchical(url):
             raise CollectionError(f"--url-map {path}, line {line}: {url!r} is not an absolute URL that can be a base")
         candidates = [os.path.join(tree, name) for tree in trees] + [name]
-        found = next((candidate for candidate in candidates if os.path.lexists(candidate)), None)
+        found = next(
+            (path for path in candidates if os.path.lexists(path) and any(_within(path, tree) for tree in trees)),
+            None,
+        )
         if found is None:
             unmatched.append((line, name))
             continue
         mapped[_absolute(found)] = url
     return mapped, unmatched
+
+
+def _within(path: str, tree: str) -> bool:
+    """Whether *path* is *tree* or lies under it (lexically: links are not followed)."""
+    top, here = _absolute(tree), _absolute(path)
+    return os.path.commonpath([top, here]) == top
 
 
 def _json_pairs(path: Path, text: str) -> list[tuple[int, str, str]]:
@@ -220,6 +239,28 @@ def _same_resource(first: str, second: str) -> bool:
     )
 
 
+# The pages a browser saves "complete", beside their NAME_files/ folder.
+_PAGE_SUFFIXES = (".html", ".htm", ".xhtml", ".shtml")
+
+
+def _saved_copy(path: str, tree: str, document: str) -> bool:
+    """Whether *path* lies in a ``NAME_files/`` folder (of *tree*) beside a page ``NAME.html``
+    (or beside *document*, the page being read, named so): a browser's renamed copy, which no URL
+    is the source of, whoever links to it (the page, or a style sheet saved with it)."""
+    own = os.path.splitext(_absolute(document))[0] + "_files"
+    folder = os.path.dirname(path)
+    while _within(folder, tree) and folder != _absolute(tree):
+        name = os.path.basename(folder)
+        if folder == own:
+            return True
+        if name.endswith("_files"):
+            page = os.path.join(os.path.dirname(folder), name.removesuffix("_files"))
+            if any(os.path.isfile(page + suffix) for suffix in _PAGE_SUFFIXES):
+                return True
+        folder = os.path.dirname(folder)
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class LocalCopies:
     """A :attr:`Policy.keep <rewriter.policy.Policy.keep>` for one document of a collection.
@@ -228,8 +269,8 @@ class LocalCopies:
     against the document's own place on disk, names a regular file inside *tree* is a local
     copy: kept as written, status ``local``. Unless *locations* gives that file a URL and the
     reference resolves to it: the file is the copy of that very URL (a mirror), and the
-    absolute URL is right. A file in the document's ``NAME_files/`` folder is the browser's
-    renamed copy whatever the URLs say.
+    absolute URL is right. A file in a ``NAME_files/`` folder beside a page ``NAME.html`` is a
+    browser's renamed copy whatever the URLs say.
 
     >>> import tempfile; folder = Path(tempfile.mkdtemp())
     >>> (folder / "page_files").mkdir(); _ = (folder / "page_files" / "x.png").write_bytes(b"png")
@@ -260,9 +301,7 @@ class LocalCopies:
         if os.path.commonpath([real_tree, os.path.realpath(candidate)]) != real_tree:
             return None  # a link out of the collection
         relative = Path(os.path.relpath(candidate, tree)).as_posix()
-        stem = Path(self.document).stem
-        saved_with = Path(os.path.relpath(candidate, folder)).parts[0] == f"{stem}_files"
-        if not saved_with and self.locations is not None and resolved is not None:
+        if not _saved_copy(candidate, tree, self.document) and self.locations is not None and resolved is not None:
             own = self.locations.url_of(candidate, self.tree)
             if own is not None and _same_resource(own, resolved):
                 return None

@@ -48,7 +48,7 @@ from rewriter.microsyntax import (
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse, scheme_of, scheme_prefix
 
-__all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html", "start_tags"]
+__all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html", "saved_from_mark", "start_tags"]
 
 # "relinked": the policy's relink gave what to write (a bundle's local file). "local" and
 # "part": the policy's keep kept a relative reference as written (a local copy; a part of
@@ -899,6 +899,17 @@ def _unusable_base(reference: str, context: _Context) -> str | None:
     if not reference and context.base is None:
         return "it is empty and there is no base to resolve it against"
     return None
+
+
+def saved_from_mark(document: bytes | str) -> str | None:
+    """The URL of a browser's ``<!-- saved from url=(NNNN)URL -->`` mark near the start of
+    *document* (an ASCII mark, as browsers write it), when it is one a link can be resolved against.
+
+    >>> saved_from_mark(b"<!-- saved from url=(0023)https://o.test/x/y.html -->\\n<p>")
+    'https://o.test/x/y.html'
+    """
+    head = document[:4096]
+    return _saved_from(head.decode("latin-1") if isinstance(head, bytes) else head)
 
 
 def _saved_from(text: str) -> str | None:

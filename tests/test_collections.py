@@ -131,11 +131,6 @@ def test_a_base_element_wins_over_the_file_url(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the HTML engine puts the caller's retrieval URL (url=) above the saved-from mark, and --url-root "
-    "hands each file's URL as url=: the per-file URL wins over the mark (README and decisions.md say the mark wins)",
-)
 @pytest.mark.parametrize("verb", ["rewrite", "links"])
 def test_a_saved_from_mark_wins_over_the_file_url(tmp_path: Path, verb: str) -> None:
     write(tmp_path / "SITE/d/saved.html", SAVED_FROM + b'<a href="x.html">x</a>')
@@ -242,11 +237,6 @@ def test_url_map_entries_naming_no_file_are_said_once_and_are_no_failure(tmp_pat
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="load_url_map looks an entry up in the working folder too, so an entry naming a file outside "
-    "the input folder counts as matched: it is neither reported nor a file of the input",
-)
 def test_url_map_entry_naming_a_file_outside_the_input_is_said(tmp_path: Path) -> None:
     write(tmp_path / "SITE/a.html", '<a href="x.html">x</a>')
     write(tmp_path / "stray.html", "<p>not an input</p>")
@@ -440,12 +430,6 @@ def test_in_a_mirror_a_file_at_its_own_url_is_rewritten_but_a_saved_copy_stays_l
     assert (figures["rewritten"], figures["kept"], figures["local"]) == ("2", "1", "1")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LocalCopies only treats NAME_files/ as a saved copy from NAME.html itself: a style sheet inside "
-    "page_files/ linking its sibling copy x.png gets http://h/site/page_files/x.png under --url-root, a URL "
-    "that never existed (the page's own link to page_files/s.css stays local)",
-)
 def test_a_saved_copy_stays_local_from_the_saved_style_sheet_too_under_url_root(tmp_path: Path) -> None:
     write(tmp_path / "SITE/page.html", '<link rel=stylesheet href="page_files/s.css">')
     write(tmp_path / "SITE/page_files/s.css", "b { background: url(x.png) }")
@@ -843,15 +827,7 @@ def test_in_place_nothing_is_copied(tmp_path: Path) -> None:
         ("", "http://h/site/"),
         ('a"<>`{}.html', "http://h/site/a%22%3C%3E%60%7B%7D.html"),
         ("a\\b.html", "http://h/site/a%5Cb.html"),  # a backslash in a POSIX name is a character, not a "/"
-        pytest.param(
-            "a^b.html",
-            "http://h/site/a%5Eb.html",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="path_url keeps ^ unencoded; the URL Standard's path percent-encode set has held U+005E "
-                "since 2024, and the project's own whatwg rules (ada) write a%5Eb.html",
-            ),
-        ),
+        ("a^b.html", "http://h/site/a%5Eb.html"),
     ],
 )
 def test_path_url_encodes_as_a_browser_does(relative: str, url: str) -> None:
