@@ -28,7 +28,16 @@ from typing import Any
 import pytest
 from browser_relocation import CHROMIUM, LAUNCH_ARGS, tooling_problem
 
-__all__ = ["MAIL_CORPUS", "BundleReport", "archives", "browser", "check_bundle", "open_browser", "tooling_problem"]
+__all__ = [
+    "MAIL_CORPUS",
+    "BundleReport",
+    "archives",
+    "browser",
+    "check_bundle",
+    "open_browser",
+    "open_offline",
+    "tooling_problem",
+]
 
 MAIL_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "mail"
 KINDS = ("image", "stylesheet")
@@ -85,17 +94,16 @@ def _part_urls(folder: Path) -> set[str]:
     return {url for part in manifest["parts"] for url in part["urls"]}
 
 
-def check_bundle(browser: Any, folder: Path, name: str = "") -> BundleReport:
-    """Open *folder*/index.html offline and sort its image and stylesheet requests."""
-    report = BundleReport(name or folder.name)
-    carried = _part_urls(folder)
-    prefix = folder.resolve().as_uri() + "/"
-    requested: dict[str, str] = {}  # url: resource type, first request of each
+def open_offline(browser: Any, page: Path, timeout_ms: int = LOAD_TIMEOUT_MS) -> dict[str, bool]:
+    """Open *page* from ``file:`` in an offline context (every other request aborted too) and
+    return each image and style sheet request, frames included, in the order first asked: True
+    when it finished, False when it failed."""
+    requested: dict[str, None] = {}  # url, first request of each
     outcome: dict[str, bool] = {}
 
     def on_request(request: Any) -> None:
         if request.resource_type in KINDS:
-            requested.setdefault(request.url, request.resource_type)
+            requested.setdefault(request.url)
 
     context = browser.new_context(java_script_enabled=False, offline=True, service_workers="block")
     context.on("request", on_request)
@@ -110,15 +118,23 @@ def check_bundle(browser: Any, folder: Path, name: str = "") -> BundleReport:
 
     context.route("**/*", route)
     try:
-        page = context.new_page()
-        page.goto((folder / "index.html").resolve().as_uri(), wait_until="load", timeout=LOAD_TIMEOUT_MS)
+        tab = context.new_page()
+        tab.goto(page.resolve().as_uri(), wait_until="load", timeout=timeout_ms)
         # Images a style sheet asks for start after "load"; closing the context would abort them.
-        page.wait_for_load_state("networkidle", timeout=LOAD_TIMEOUT_MS)
+        tab.wait_for_load_state("networkidle", timeout=timeout_ms)
     finally:
         context.close()
-    for url in requested:
+    return {url: outcome.get(url, False) for url in requested}
+
+
+def check_bundle(browser: Any, folder: Path, name: str = "") -> BundleReport:
+    """Open *folder*/index.html offline and sort its image and stylesheet requests."""
+    report = BundleReport(name or folder.name)
+    carried = _part_urls(folder)
+    prefix = folder.resolve().as_uri() + "/"
+    for url, finished in open_offline(browser, folder / "index.html").items():
         if url.startswith(prefix):
-            (report.loaded if outcome.get(url) else report.failed).append(url)
+            (report.loaded if finished else report.failed).append(url)
         elif url.partition("#")[0] in carried:
             report.failed.append(url)
         else:

@@ -547,29 +547,9 @@ class OfflineLoad:
 def load_offline(browser: Any, page: Path) -> OfflineLoad:
     """Open *page* from ``file:`` in an offline context (every other request aborted too) and sort
     each image and style sheet request, frames included, into finished and failed."""
-    requested: dict[str, str] = {}
-    outcome: dict[str, bool] = {}
-    context = browser.new_context(java_script_enabled=False, offline=True, service_workers="block")
-    context.on("request", lambda request: requested.setdefault(request.url, request.resource_type))
-    context.on("requestfinished", lambda request: outcome.setdefault(request.url, True))
-    context.on("requestfailed", lambda request: outcome.setdefault(request.url, False))
+    from browser_bundle import open_offline
 
-    def route(route: Any) -> None:
-        if route.request.url.startswith("file:"):
-            route.continue_()
-        else:
-            route.abort("internetdisconnected")
-
-    context.route("**/*", route)
-    try:
-        tab = context.new_page()
-        tab.goto(page.resolve().as_uri(), wait_until="load", timeout=NAVIGATION_TIMEOUT_MS)
-        # Images a style sheet asks for start after "load"; closing the context would abort them.
-        tab.wait_for_load_state("networkidle", timeout=NAVIGATION_TIMEOUT_MS)
-    finally:
-        context.close()
     load = OfflineLoad()
-    for url, kind in requested.items():
-        if kind in ("image", "stylesheet"):
-            (load.finished if outcome.get(url) else load.failed).append(url)
+    for url, finished in open_offline(browser, page, NAVIGATION_TIMEOUT_MS).items():
+        (load.finished if finished else load.failed).append(url)
     return load

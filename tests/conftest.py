@@ -7,6 +7,8 @@ import ipaddress
 import json
 import os
 import socket
+import subprocess
+import sys
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,20 @@ def shared_path(*parts: str) -> Path:
             pytest.fail(reason)
         pytest.skip(reason)
     return path
+
+
+def run_cli(cwd: Path, *argv: str, stdin: bytes = b"", timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    """Run the ``rewriter`` command in *cwd* as a user would; never a traceback, whatever the case."""
+    done = subprocess.run(
+        [sys.executable, "-m", "rewriter", *argv], cwd=cwd, input=stdin, capture_output=True, timeout=timeout
+    )
+    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+    return done
+
+
+def err_lines(done: subprocess.CompletedProcess[bytes]) -> list[str]:
+    """The lines a run wrote to standard error."""
+    return done.stderr.decode("utf-8", "replace").splitlines()
 
 
 def css_skeleton(text: str) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from conftest import err_lines, run_cli
 
 from rewriter.html import Link, rewrite_html
 from rewriter.mailbox import iter_mbox
@@ -40,16 +41,7 @@ SUMMARY = re.compile(
 
 
 def rewriter(cwd: Path, *argv: str, stdin: bytes = b"", timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
-    """Run the tool as a user would; never a traceback, whatever the case."""
-    done = subprocess.run(
-        [sys.executable, "-m", "rewriter", *argv], cwd=cwd, input=stdin, capture_output=True, timeout=timeout
-    )
-    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
-    return done
-
-
-def err_lines(done: subprocess.CompletedProcess[bytes]) -> list[str]:
-    return done.stderr.decode("utf-8", "replace").splitlines()
+    return run_cli(cwd, *argv, stdin=stdin, timeout=timeout)
 
 
 def files_under(root: Path) -> dict[str, bytes]:

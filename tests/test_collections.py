@@ -15,11 +15,10 @@ import os
 import re
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
+from conftest import err_lines, run_cli, shared_path
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -46,16 +45,7 @@ SUMMARY = re.compile(
 
 
 def rewriter(cwd: Path, *argv: str, stdin: bytes = b"", timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    """Run the tool as a user would; never a traceback, whatever the case."""
-    done = subprocess.run(
-        [sys.executable, "-m", "rewriter", *argv], cwd=cwd, input=stdin, capture_output=True, timeout=timeout
-    )
-    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
-    return done
-
-
-def err_lines(done: subprocess.CompletedProcess[bytes]) -> list[str]:
-    return done.stderr.decode("utf-8", "replace").splitlines()
+    return run_cli(cwd, *argv, stdin=stdin, timeout=timeout)
 
 
 def out_lines(done: subprocess.CompletedProcess[bytes]) -> list[str]:
