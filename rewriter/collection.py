@@ -180,7 +180,7 @@ def load_url_map(path: Path, trees: list[str]) -> tuple[dict[str, str], list[tup
             raise CollectionError(f"--url-map {path}, line {line}: {url!r} is not an absolute URL that can be a base")
         candidates = [os.path.join(tree, name) for tree in trees] + [name]
         found = next(
-            (path for path in candidates if os.path.lexists(path) and any(_within(path, tree) for tree in trees)),
+            (path for path in candidates if os.path.isfile(path) and any(_within(path, tree) for tree in trees)),
             None,
         )
         if found is None:

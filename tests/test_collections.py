@@ -893,3 +893,13 @@ def test_local_copies_keeps_a_file_of_the_folder(tmp_path: Path) -> None:
     assert mirror("b.html", "http://h/b.html") is None
     assert mirror("b.html", "http://elsewhere/b.html")[0] == "local"
     assert mirror("page_files/x.png", "http://h/page_files/x.png")[0] == "local"
+
+
+def test_url_map_entry_naming_a_folder_names_no_file(tmp_path: Path) -> None:
+    # A map gives files their URLs: an entry naming a folder of the input matches no file, and is said.
+    (tmp_path / "SITE" / "docs").mkdir(parents=True)
+    (tmp_path / "SITE" / "a.html").write_bytes(b"<p>")
+    (tmp_path / "map.csv").write_text("a.html,http://m.test/a.html\ndocs,http://m.test/docs/\n")
+    mapped, unmatched = load_url_map(tmp_path / "map.csv", [str(tmp_path / "SITE")])
+    assert list(mapped.values()) == ["http://m.test/a.html"]
+    assert unmatched == [(2, "docs")]
