@@ -13,6 +13,7 @@ import io
 import json
 import os
 import random
+import uuid
 import zlib
 from pathlib import Path
 
@@ -54,12 +55,18 @@ def resource(uri: str, body: bytes, content_type: str = "text/html"):
 
 
 def warc(path: Path, records: list, *, compress: bool = True) -> Path:
-    """Write *records* as a WARC at *path* with warcio's writer."""
+    """Write *records* as a WARC at *path* with warcio's writer: the same bytes on every run (each
+    record's ID and date are fixed), so that a test that damages them byte by byte is repeatable."""
     with open(path, "wb") as stream:
         writer = WARCWriter(stream, gzip=compress)
-        for kind, uri, body, http, content_type in records:
+        for number, (kind, uri, body, http, content_type) in enumerate(records):
             options = {"warc_content_type": content_type} if content_type else {"http_headers": http}
-            writer.write_record(writer.create_warc_record(uri, kind, payload=io.BytesIO(body), **options))
+            fixed = {
+                "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{number} {uri}')}>",
+                "WARC-Date": "2024-05-01T12:00:00Z",
+            }
+            record = writer.create_warc_record(uri, kind, payload=io.BytesIO(body), warc_headers_dict=fixed, **options)
+            writer.write_record(record)
     return path
 
 
