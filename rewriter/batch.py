@@ -41,12 +41,12 @@ import shutil
 import stat
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
-from rewriter.policy import DEFAULT_POLICY, Kept, Policy
+from rewriter.policy import DEFAULT_POLICY, Policy
 
 if TYPE_CHECKING:
     from rewriter.collection import LocalCopies, Locations
@@ -448,7 +448,7 @@ def process(
         raise Unrecognised("neither HTML, CSS, a MIME message nor an mbox (it looks like binary data)")
     policy = settings.policy
     if settings.local is not None and fmt in ("html", "css"):  # a page's copies on disk; never a message's
-        policy = policy.clone(keep=_kept_by(policy.keep, settings.local))
+        policy = policy.with_keep(settings.local)
     if fmt in ("message", "mbox"):
         from rewriter.mime import find_message_links, rewrite_message  # imported for mail alone
 
@@ -466,19 +466,6 @@ def process(
         url = None  # the engine reads the mark, below a <base> as always
     html_engine = rewrite_html if rewrite else find_links
     return fmt, html_engine(data, url=url, charset=settings.charset, policy=policy)
-
-
-def _kept_by(
-    first: Callable[[str, str | None], Kept | None] | None, then: Callable[[str, str | None], Kept | None]
-) -> Callable[[str, str | None], Kept | None]:
-    """A keep asking *first* (the caller's policy's own), then *then*."""
-    if first is None:
-        return then
-
-    def keep(reference: str, resolved: str | None) -> Kept | None:
-        return first(reference, resolved) or then(reference, resolved)
-
-    return keep
 
 
 def job_settings(job: Job, settings: Settings) -> Settings:
@@ -865,10 +852,10 @@ def _standard_output() -> BinaryIO:
 def run_job(job: Job, settings: Settings) -> Outcome:
     """Do one job; every failure is in the outcome, never raised."""
     outcome = Outcome(job.shown)
-    settings = job_settings(job, settings)
     try:
         if job.copy:
             return _copy(job, outcome)
+        settings = job_settings(job, settings)
         if job.maildir:
             return _maildir(job, settings, outcome)
         if job.dry and job.source != "-" and _is_warc(job.source):

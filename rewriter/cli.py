@@ -691,26 +691,28 @@ def _write_bytes(out: TextIO | None, data: bytes) -> None:
     buffer.flush()
 
 
-def _dry_run(verb: str, args: argparse.Namespace, err: TextIO, *, explain: bool) -> Outcome:
+def _dry_run(verb: str, args: argparse.Namespace, *, explain: bool) -> Outcome:
     """Read FILE through the steps of a rewrite, writing nothing: every document of it (each
     message of an mbox or a Maildir, each page of a WARC) with its links and, for *explain*,
     its rows. What went wrong and the links left relative are said as ``rewrite`` says them."""
-    from rewriter.batch import Job, run_job
+    from rewriter.batch import Job, Outcome, run_job
 
     name = args.files[0]
     maildir = name != "-" and os.path.isdir(name)
     tree = None if name == "-" else (name if maildir else os.path.dirname(name) or ".")
-    if maildir and not all(os.path.isdir(os.path.join(name, sub)) for sub in ("cur", "new", "tmp")):
-        from rewriter.batch import Outcome
+    if maildir:
+        from rewriter.mailbox import is_maildir  # a folder is read only when it is a Maildir
 
-        return Outcome(name).fail(f"a folder, and not a Maildir (cur/, new/, tmp/): {verb} reads one file or Maildir")
+        if not is_maildir(Path(name)):
+            problem = f"a folder, and not a Maildir (cur/, new/, tmp/): {verb} reads one file or Maildir"
+            return Outcome(name).fail(problem)
     job = Job(name, None, _shown(name), maildir=maildir, tree=tree, dry=True)
     settings = replace(_settings(args, records=not explain), explain=explain)
     return run_job(job, settings)
 
 
 def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    outcome = _dry_run("links", args, err, explain=False)
+    outcome = _dry_run("links", args, explain=False)
     places = ("record", "message", "part")  # a WARC's page, an mbox's or a Maildir's message, a part
     for record in outcome.records:
         record.pop("file", None)
@@ -730,7 +732,7 @@ def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _run_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The MIME tree (or the one document) of each document of FILE: each part's type, base,
     where the base came from, and how many links were rewritten, kept and left relative."""
-    outcome = _dry_run("explain", args, err, explain=True)
+    outcome = _dry_run("explain", args, explain=True)
     for line in outcome.messages:
         err.write(line + "\n")
     if outcome.state == "failed" and not outcome.rows:

@@ -295,10 +295,9 @@ class LocalCopies:
         folder = os.path.dirname(_absolute(self.document))
         candidate = os.path.normpath(os.path.join(folder, name))
         tree = _absolute(self.tree)
-        if os.path.commonpath([tree, candidate]) != tree or not os.path.isfile(candidate):
+        if not _within(candidate, tree) or not os.path.isfile(candidate):
             return None
-        real_tree = os.path.realpath(tree)
-        if os.path.commonpath([real_tree, os.path.realpath(candidate)]) != real_tree:
+        if not _within(os.path.realpath(candidate), os.path.realpath(tree)):
             return None  # a link out of the collection
         relative = Path(os.path.relpath(candidate, tree)).as_posix()
         if not _saved_copy(candidate, tree, self.document) and self.locations is not None and resolved is not None:

@@ -40,7 +40,7 @@ import contextlib
 import email.errors
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.message import Message
 from email.policy import compat32
@@ -576,16 +576,16 @@ def _named_parts(related: _Entity, policy: Policy) -> _Named:
 class _PartLinks:
     """``Policy.keep`` for an HTML or CSS part that has no base: a relative reference that names
     a part of the same or a surrounding multipart/related structure is kept as written, with
-    status "part" (RFC 2557 §8). The caller's own keep is asked first, and its answer wins.
+    status "part" (RFC 2557 §8). It is given to the engine through ``Policy.with_keep``: the
+    caller's own keep is asked first, and its answer wins.
 
     The rule (RFC 2557 §8.2): with no base, the reference and each part's Content-Location
     are resolved against ``thismessage:/`` (§5(e)), under the policy's rules; the reference,
     fragment set aside, names the part whose URL is identical to it. The comparison is of
     strings (RFC 3986 §6.2.1), octet for octet as §8.2(d) asks: no case folding, and no
     percent-encoding normalisation (§8.2(b): "a%2eb/c%20d" is not "a.b/c d"). Under
-    ``rules="whatwg"`` both sides would be serialised by the URL Standard first (a space
-    becomes ``%20`` in both), the same function applied to both; but the HTML engine reads
-    a reference with no base as absolute under those rules, so it never asks.
+    ``rules="whatwg"`` both sides are serialised by the URL Standard first (a space becomes
+    ``%20`` in both), the same function applied to both.
 
     Scope (§8.2(d), §7): the parts of the multipart/related structures enclosing the part,
     innermost first, within its own message; not an inner or parallel structure, not the
@@ -594,12 +594,9 @@ class _PartLinks:
     resolve (Thunderbird looks up parts only in a multipart/related).
     """
 
-    __slots__ = ("caller", "matched", "policy", "refused", "related", "resolver", "structures", "walk")
+    __slots__ = ("matched", "policy", "refused", "related", "resolver", "structures", "walk")
 
-    def __init__(
-        self, caller: Callable[[str, str | None], Kept | None] | None, related: tuple[_Entity, ...], walk: _Walk
-    ) -> None:
-        self.caller = caller
+    def __init__(self, related: tuple[_Entity, ...], walk: _Walk) -> None:
         self.related = related  # innermost first
         self.walk = walk
         self.policy = walk.policy
@@ -609,10 +606,6 @@ class _PartLinks:
         self.refused: set[str] | None = set()  # None: all of them
 
     def __call__(self, reference: str, resolved: str | None) -> Kept | None:
-        if self.caller is not None:
-            kept = self.caller(reference, resolved)
-            if kept is not None:
-                return kept
         # A resolved reference has a real base (it is rewritten; a part named by a relative
         # Content-Location has that base too, so the absolute URL still names it).
         if resolved is not None or self.refused is None or reference in self.refused:
@@ -715,7 +708,7 @@ def _rewrite_leaf(
     engine = rewrite_css if entity.content_type == "text/css" else rewrite_html
     fallback = {} if base is None else {"url" if base.layer == "retrieval-url" else "base": base.url}
     if part_links is not None:
-        policy = policy.clone(keep=part_links)
+        policy = policy.with_keep(part_links)
     try:
         result = engine(decoded, charset=_charset(entity.heading), policy=policy, **fallback)
         if part_links is not None and part_links.misread(result):
@@ -794,7 +787,7 @@ class _Walk:
         else:
             # With no base, a relative reference may still name a part (RFC 2557 §8); with one,
             # it resolves, and a part it names has that base too.
-            part_links = _PartLinks(self.policy.keep, related, self) if base is None and related else None
+            part_links = _PartLinks(related, self) if base is None and related else None
             part, new_body = _rewrite_leaf(
                 self.data, entity, base, self.policy, boundaries, self.rewrite, problems, part_links
             )

@@ -86,5 +86,22 @@ class Policy:
         """A copy with *changes* applied (the CPython ``email.policy`` idiom)."""
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
+    def with_keep(self, keep: Callable[[str, str | None], Kept | None]) -> Policy:
+        """A copy whose ``keep`` asks this policy's own first (its answer wins), then *keep*.
+
+        >>> mine = Policy(keep=lambda reference, resolved: ("local", "mine") if reference == "a" else None)
+        >>> both = mine.with_keep(lambda reference, resolved: ("part", "theirs"))
+        >>> both.keep("a", None), both.keep("b", None)
+        (('local', 'mine'), ('part', 'theirs'))
+        """
+        first = self.keep
+        if first is None:
+            return self.clone(keep=keep)
+
+        def either(reference: str, resolved: str | None) -> Kept | None:
+            return first(reference, resolved) or keep(reference, resolved)
+
+        return self.clone(keep=either)
+
 
 DEFAULT_POLICY = Policy()
