@@ -6,8 +6,8 @@ back in the order of the plan whatever the number of workers, so outputs and rep
 are the same for ``-j 1`` and ``-j 8``.
 
 Every file is written through a temporary file in the same folder (fsync, rename, then
-fsync of the folder): a reader, a crash or a ``kill -9`` sees the old content or the
-new, never a mix. A failure in one job is reported in its :class:`Outcome`; the
+fsync of the folder; :mod:`rewriter.files`): a reader, a crash or a ``kill -9`` sees the
+old content or the new, never a mix. A failure in one job is reported in its :class:`Outcome`; the
 others go on.
 
 In place, only regular files are rewritten (a named pipe or a device is refused, never
@@ -36,7 +36,6 @@ import fnmatch
 import functools
 import gc
 import os
-import secrets
 import shutil
 import stat
 import sys
@@ -46,6 +45,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
+from rewriter.files import (
+    O_CLOEXEC,
+    O_NOFOLLOW,
+    Folder,
+    Refused,
+    is_temporary,
+    kind_of,
+    mode_of,
+    replacing,
+    write_atomically,
+)
 from rewriter.policy import DEFAULT_POLICY, Policy
 
 if TYPE_CHECKING:
@@ -84,12 +94,6 @@ DEFAULT_INCLUDE: tuple[str, ...] = (
     "*.mbox",
     "*.mbx",
 )
-# Our temporary files: ".NAME.rewriter-XXXXXXXXXXXXXXXX.tmp" beside NAME (a kill -9 can leave one),
-# with no more than the first _NAME_ROOM bytes of NAME: whatever NAME's length, the temporary's
-# name stays within 95 bytes, far below NAME_MAX (255 bytes on most file systems).
-_TEMPORARY_PREFIX = ".rewriter-"
-_TEMPORARY_SUFFIX = ".tmp"
-_NAME_ROOM = 64
 
 State = Literal["rewritten", "unchanged", "failed", "copied"]
 
@@ -267,7 +271,7 @@ def _walk(
         for name in sorted(files):
             path = here / name
             relative = path.relative_to(root).as_posix()
-            if name.startswith(".") and _TEMPORARY_PREFIX in name and name.endswith(_TEMPORARY_SUFFIX):
+            if is_temporary(name):
                 continue  # ours, left by a killed run
             if path.is_symlink() and not _inside(path, root):
                 continue  # never reach out of the tree through a link
@@ -295,19 +299,6 @@ def _resolved(path: Path) -> Path:
         return path.resolve()
     except OSError:
         return path
-
-
-def _kind(mode: int) -> str:
-    """What a file that is not a regular one is, for messages."""
-    kinds = (
-        (stat.S_ISFIFO, "a named pipe"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISLNK, "a symbolic link"),
-    )
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -405,7 +396,7 @@ def plan(
         elif in_place and not path.is_file():
             # Replacing a named pipe or a device with a regular file would break whatever uses it.
             problems.append(
-                f"rewriter: {given}: {_kind(path.stat().st_mode)}, not a regular file: not rewritten in place"
+                f"rewriter: {given}: {kind_of(path.stat().st_mode)}, not a regular file: not rewritten in place"
             )
         elif in_place:
             jobs.append(Job(given, given, given, in_place=True, tree=alone))
@@ -578,262 +569,8 @@ def _rows(result: HTMLResult | MessageResult, fmt: str, extra: dict[str, object]
 
 
 # --------------------------------------------------------------------------
-# Writing
+# Writing (files through rewriter.files: atomic replace, folders walked without links)
 # --------------------------------------------------------------------------
-
-
-class _Refused(OSError):
-    """A write that was not done on purpose: its message says why (and names the path)."""
-
-
-# Folders are opened and written through their descriptors where the system allows it
-# (POSIX): a folder swapped for a symbolic link after it was checked is not followed.
-_BY_DESCRIPTOR = (
-    {os.open, os.mkdir, os.stat, os.unlink, os.rename, os.link} <= os.supports_dir_fd
-    and hasattr(os, "O_DIRECTORY")
-    and hasattr(os, "O_NOFOLLOW")
-)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC
-
-
-def _temporary_name(name: str) -> str:
-    """A fresh temporary name for the file *name*: ``.NAME.rewriter-RANDOM.tmp`` with at most
-    the first :data:`_NAME_ROOM` bytes of NAME, so that it fits whatever NAME's length."""
-    stem = name
-    while len(os.fsencode(stem)) > _NAME_ROOM:
-        stem = stem[:-1]
-    return f".{stem}{_TEMPORARY_PREFIX}{secrets.token_hex(8)}{_TEMPORARY_SUFFIX}"
-
-
-class _Folder:
-    """The folder a file is written in: its descriptor (None where the system has no
-    ``dir_fd``), and its path for messages and for systems without descriptors."""
-
-    def __init__(self, path: Path, fd: int | None) -> None:
-        self.path, self.fd = path, fd
-
-    @classmethod
-    def open(cls, path: Path, root: Path | None, *, make: bool = True) -> _Folder:
-        """*path*, made if it is missing (with *make*). Under *root* (an output tree, or the
-        tree rewritten in place), it is opened one level at a time, and a symbolic link at
-        any level below *root* is refused."""
-        if root is None:
-            if make:
-                path.mkdir(parents=True, exist_ok=True)
-            return cls(path, os.open(path, _O_FOLDER) if _BY_DESCRIPTOR else None)
-        if make:
-            root.mkdir(parents=True, exist_ok=True)
-        here = root
-        fd = os.open(root, _O_FOLDER) if _BY_DESCRIPTOR else None
-        try:
-            for part in path.relative_to(root).parts:
-                here = here / part
-                parent, fd = fd, None
-                fd = cls._level(here, part, parent, make)  # closes parent
-        except BaseException:
-            if fd is not None:
-                os.close(fd)
-            raise
-        return cls(path, fd)
-
-    @staticmethod
-    def _level(here: Path, part: str, fd: int | None, make: bool) -> int | None:
-        """The folder *here* (named *part* in the folder *fd*), made if missing, never a link."""
-        name = part if fd is not None else str(here)
-        if make:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(name, dir_fd=fd)
-        try:
-            status = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISLNK(status.st_mode):
-                raise _Refused(f"not written: {here} is a symbolic link; no link inside the folder written is followed")
-            if not stat.S_ISDIR(status.st_mode):
-                raise _Refused(f"not written: {here} is {_kind(status.st_mode)}, not a folder")
-            if fd is None:
-                return None
-            try:
-                return os.open(name, _O_FOLDER | _O_NOFOLLOW, dir_fd=fd)
-            except OSError as error:  # swapped for a link since the check: ELOOP
-                raise _Refused(f"not written: {here}: {error.strerror}; it is not followed") from None
-        finally:
-            if fd is not None:
-                os.close(fd)
-
-    def at(self, name: str) -> str:
-        """*name* as the os functions take it with ``dir_fd=self.fd``."""
-        return name if self.fd is not None else str(self.path / name)
-
-    def status(self, name: str, *, follow: bool = False) -> os.stat_result | None:
-        try:
-            return os.stat(self.at(name), dir_fd=self.fd, follow_symlinks=follow)
-        except FileNotFoundError:
-            return None
-
-    def create(self, name: str) -> tuple[int, str]:
-        """A new temporary file beside *name*: (its descriptor, its name). ``O_EXCL`` and
-        ``O_NOFOLLOW``: never an existing file, never through a link."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_BINARY", 0)
-        for _ in range(100):
-            temporary = _temporary_name(name)
-            try:
-                return os.open(self.at(temporary), flags, 0o600, dir_fd=self.fd), temporary
-            except FileExistsError:
-                continue
-        raise FileExistsError(errno.EEXIST, "no free temporary name", str(self.path))
-
-    def unlink(self, name: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.at(name), dir_fd=self.fd)
-
-    def replace(self, source: str, target: str) -> None:
-        os.replace(self.at(source), self.at(target), src_dir_fd=self.fd, dst_dir_fd=self.fd)
-
-    def sync(self) -> None:
-        """fsync the folder, so that a rename in it survives a crash (where the system allows)."""
-        with contextlib.suppress(OSError):
-            if self.fd is not None:
-                os.fsync(self.fd)
-                return
-            handle = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fsync(handle)
-            finally:
-                os.close(handle)
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-def _identity(status: os.stat_result) -> tuple[int, int, int, int]:
-    """What tells that a file is still the one read: which file (device, inode), its size
-    and its modification time."""
-    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
-
-
-def _check_unchanged(folder: _Folder, name: str, expect: os.stat_result) -> None:
-    """Refuse to replace *name* when it is no longer the file read (*expect*, its status then):
-    another process wrote it, replaced it or removed it meanwhile, and its change would be lost."""
-    now = folder.status(name)
-    if now is None:
-        raise _Refused("removed by another process during the run; not written")
-    if _identity(now) != _identity(expect):
-        raise _Refused("changed by another process during the run; left as it is")
-
-
-def _new_file_mode() -> int:
-    """What open() would give a new file: 0o666 less the umask (our temporaries are 0o600)."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _mode_for(folder: _Folder, name: str, mode: int | None) -> int:
-    """*mode*, or by default the permissions of the file *name* a new file replaces (for a
-    new name: 0o666 less the umask)."""
-    if mode is not None:
-        return mode
-    current = folder.status(name, follow=True)
-    return stat.S_IMODE(current.st_mode) if current is not None else _new_file_mode()
-
-
-def _backup(folder: _Folder, name: str, backup: str) -> None:
-    """*backup* becomes the old *name*, in one rename: a hard link where the system has
-    them, else a copy."""
-    handle, scratch = folder.create(backup)
-    os.close(handle)
-    try:
-        try:
-            folder.unlink(scratch)
-            os.link(folder.at(name), folder.at(scratch), src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
-        except OSError:
-            shutil.copy2(folder.path / name, folder.path / scratch)
-        folder.replace(scratch, backup)
-    except OSError as error:  # named by the backup's path, not by our scratch name
-        folder.unlink(scratch)
-        raise OSError(error.errno, f"the backup cannot be made: {error.strerror}", str(folder.path / backup)) from None
-    except BaseException:
-        folder.unlink(scratch)
-        raise
-
-
-class _Replacement:
-    """The stream a new *path* is written to; ``keep = False`` leaves *path* as it was."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self.stream = stream
-        self.keep = True
-
-
-@contextlib.contextmanager
-def _replacing(
-    path: Path,
-    mode: int | None = None,
-    backup: str | None = None,
-    *,
-    root: Path | None = None,
-    expect: os.stat_result | None = None,
-) -> Iterator[_Replacement]:
-    """Write a temporary file beside *path* and rename it over *path* when the block ends
-    (fsync first): *path* holds the old content or the new, never a part. On an error, or
-    with ``keep = False``, the temporary file goes and *path* is untouched.
-
-    *root*: the output tree *path* lies in; no symbolic link below it is followed.
-    *expect*: the status of *path* when it was read (in place); if it is no longer that
-    file, with that size and time, nothing is written and :class:`_Refused` says so.
-    """
-    folder = _Folder.open(path.parent, root, make=expect is None)  # a file read in place: its folder is there
-    try:
-        handle, temporary = folder.create(path.name)
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                replacement = _Replacement(stream)
-                yield replacement
-                stream.flush()
-                if replacement.keep and os.chmod in os.supports_fd:
-                    os.chmod(stream.fileno(), _mode_for(folder, path.name, mode))
-                os.fsync(stream.fileno())
-            if not replacement.keep:
-                folder.unlink(temporary)
-                return
-            if os.chmod not in os.supports_fd:  # no fchmod (Windows): by name
-                os.chmod(folder.at(temporary), _mode_for(folder, path.name, mode), dir_fd=folder.fd)
-            if expect is not None:
-                _check_unchanged(folder, path.name, expect)
-            if backup:
-                if folder.status(path.name) is not None:
-                    _backup(folder, path.name, path.name + backup)
-                if expect is not None:  # the backup took a moment: still the file read?
-                    _check_unchanged(folder, path.name, expect)
-            folder.replace(temporary, path.name)
-            folder.sync()
-        except BaseException:
-            folder.unlink(temporary)
-            raise
-    finally:
-        folder.close()
-
-
-def write_atomically(
-    path: Path,
-    data: bytes,
-    *,
-    mode: int | None = None,
-    backup: str | None = None,
-    root: Path | None = None,
-    expect: os.stat_result | None = None,
-) -> None:
-    """Write *data* to *path* so that it holds the old content or the new, never a part.
-
-    *mode*: the permissions to give it (default: those of the file it replaces). *root*:
-    the output tree *path* lies in, where no symbolic link is followed. *expect*: the
-    status of *path* when it was read; if it changed since, nothing is written (OSError).
-    """
-    with _replacing(path, mode, backup, root=root, expect=expect) as replacement:
-        replacement.stream.write(data)
 
 
 def _standard_output() -> BinaryIO:
@@ -861,7 +598,7 @@ def run_job(job: Job, settings: Settings) -> Outcome:
         if job.dry and job.source != "-" and _is_warc(job.source):
             return _warc_pages(job, settings, outcome)
         return _file(job, settings, outcome)
-    except _Refused as error:  # its message says it all
+    except Refused as error:  # its message says it all
         return outcome.fail(str(error))
     except OSError as error:
         named = error.filename not in (None, job.source, job.shown)
@@ -904,15 +641,15 @@ def _opened(job: Job) -> Iterator[tuple[BinaryIO, os.stat_result | None]]:
     # does not wait for a writer, so that it can be refused.
     nonblocking = getattr(os, "O_NONBLOCK", 0)
     try:
-        handle = os.open(job.source, os.O_RDONLY | nonblocking | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_BINARY", 0))
+        handle = os.open(job.source, os.O_RDONLY | nonblocking | O_NOFOLLOW | O_CLOEXEC | getattr(os, "O_BINARY", 0))
     except OSError as error:
         if error.errno == errno.ELOOP:
-            raise _Refused("a symbolic link is not rewritten in place (name its target)") from None
+            raise Refused("a symbolic link is not rewritten in place (name its target)") from None
         raise
     try:
         status = os.fstat(handle)
         if not stat.S_ISREG(status.st_mode):
-            raise _Refused(f"{_kind(status.st_mode)}, not a regular file: not rewritten in place")
+            raise Refused(f"{kind_of(status.st_mode)}, not a regular file: not rewritten in place")
         if nonblocking:
             os.set_blocking(handle, True)
         stream = os.fdopen(handle, "rb")
@@ -955,7 +692,7 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         if output != data:  # unchanged: not written at all (its time and any backup stay)
             write_atomically(Path(job.target), output, backup=settings.backup, root=_root(job), expect=read)
     else:
-        write_atomically(Path(job.target), output, mode=_mode(source), root=_root(job))
+        write_atomically(Path(job.target), output, mode=mode_of(source), root=_root(job))
     return outcome
 
 
@@ -964,7 +701,7 @@ def _copy(job: Job, outcome: Outcome) -> Outcome:
     that the output folder is a complete mirror of the input folder."""
     assert job.target is not None
     source = Path(job.source)
-    with open(source, "rb") as stream, _replacing(Path(job.target), _mode(source), root=_root(job)) as replacement:
+    with open(source, "rb") as stream, replacing(Path(job.target), mode_of(source), root=_root(job)) as replacement:
         shutil.copyfileobj(stream, replacement.stream, 1 << 20)
         outcome.bytes_in = stream.tell()
     outcome.state = "copied"
@@ -987,17 +724,9 @@ def _too_large(job: Job, stream: BinaryIO, source: Path | None, settings: Settin
         shutil.copyfileobj(stream, sink, 1 << 20)  # type: ignore[misc]
         sink.flush()
         return outcome
-    with _replacing(Path(job.target), _mode(source), root=_root(job)) as replacement:
+    with replacing(Path(job.target), mode_of(source), root=_root(job)) as replacement:
         shutil.copyfileobj(stream, replacement.stream, 1 << 20)  # type: ignore[misc]
     return outcome
-
-
-def _mode(source: Path | None) -> int | None:
-    """The permissions of a regular file *source*, for its copy (None for a pipe or stdin)."""
-    if source is None:
-        return None
-    status = source.stat()
-    return stat.S_IMODE(status.st_mode) if stat.S_ISREG(status.st_mode) else None
 
 
 def _mbox(
@@ -1045,7 +774,7 @@ def _mbox(
         sink.flush()
         return outcome
     backup = settings.backup if job.in_place else None
-    with _replacing(Path(job.target), _mode(source), backup, root=_root(job), expect=read) as replacement:
+    with replacing(Path(job.target), mode_of(source), backup, root=_root(job), expect=read) as replacement:
         # In place, an unchanged mbox is not written at all (its time and any backup stay).
         replacement.keep = each(replacement.stream) or not job.in_place
     return outcome
@@ -1063,7 +792,7 @@ def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     if target is not None and job.root is not None:
         # Its folders are made here, one level at a time, none through a symbolic link.
         for sub in ("cur", "new", "tmp"):
-            _Folder.open(target / sub, Path(job.root)).close()
+            Folder.open(target / sub, Path(job.root)).close()
     count = failed = 0
     reports = rewrite_maildir(
         folder, target, url=settings.url, policy=settings.policy, with_links=True, write=not job.dry

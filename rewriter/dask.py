@@ -41,7 +41,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from rewriter.batch import _TEMPORARY_PREFIX, _TEMPORARY_SUFFIX, Job, Outcome, Settings, plan, run_job
+from rewriter.batch import Job, Outcome, Settings, plan, run_job
+from rewriter.files import is_temporary
 from rewriter.policy import DEFAULT_POLICY, Policy
 
 EXTRA_HINT = "pip install 'rewriter[dask]'"
@@ -245,7 +246,7 @@ def _glob_jobs(pattern: str, out_dir: Path, exclude: Sequence[str]) -> list[Job]
     for found in sorted(glob.glob(pattern, recursive=True)):
         path = Path(found)
         name = path.name
-        if name.startswith(".") and _TEMPORARY_PREFIX in name and name.endswith(_TEMPORARY_SUFFIX):
+        if is_temporary(name):
             continue  # ours, left by a killed run
         if not path.is_file() or path.is_symlink():
             continue
@@ -370,7 +371,7 @@ def rewrite_mbox_messages(
     of the input.
     """
     _require()
-    from rewriter.batch import _mode, _replacing
+    from rewriter.files import mode_of, replacing
     from rewriter.mailbox import CHUNK_SIZE, MAX_MESSAGE, MboxReport, _split
 
     limit = MAX_MESSAGE if max_message is None else max_message
@@ -380,7 +381,7 @@ def rewrite_mbox_messages(
     with contextlib.ExitStack() as stack:
         connected = stack.enter_context(_connected(client))
         source = stack.enter_context(open(source_path, "rb"))
-        target = stack.enter_context(_replacing(Path(out_path), _mode(source_path))).stream
+        target = stack.enter_context(replacing(Path(out_path), mode_of(source_path))).stream
 
         def flush() -> None:
             items = [(index, bool(separator), message) for index, _, separator, message in pending]

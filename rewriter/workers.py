@@ -153,7 +153,7 @@ def _serve(
     for connection in inherited:  # fork: the parent's ends, which would keep our pipes open
         connection.close()
     _guard(expected_parent, lifeline, deathsig)
-    # SIGTERM unwinds like an exception, so a file being written is cleaned up (batch._replacing).
+    # SIGTERM unwinds like an exception, so a file being written is cleaned up (files.replacing).
     signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     try:
         while (message := pipe.recv_bytes()) != _STOP:

@@ -1,0 +1,421 @@
+"""Writing files: atomic replace, exclusive create, and folders opened without following links.
+
+Every module that writes a file goes through this one:
+
+- :func:`write_atomically` (and :func:`replacing`, for output that is streamed) puts new
+  content at a path in one rename. A temporary file is written beside it (or in a scratch
+  folder of the same file system, such as a Maildir's ``tmp/``), fsynced, given its mode and
+  renamed over the path; then the folder is fsynced. A reader, a crash or a ``kill -9`` sees
+  the old content or the new, never a part. The old file can be kept as a backup (made in one
+  rename), and a file that another process changed since it was read is left alone
+  (:class:`Refused`).
+- :meth:`Folder.write_new` creates a file that must not exist yet: no existing file or
+  symbolic link is ever replaced or written through, and the file is whole when its name
+  appears.
+- :meth:`Folder.open` opens the folder a file is written in; under a *root* (an output tree,
+  or a tree rewritten in place) one level at a time, and a symbolic link below the root is
+  refused.
+- :func:`temporary_name` names our temporary files, and :func:`is_temporary` recognises
+  them (a killed run can leave one; a folder walk must not take it for an input).
+- :func:`mode_of` and :func:`kind_of`: a file's permissions for its copy, and what a file
+  that is not a regular one is, for messages.
+
+>>> import pathlib, tempfile
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> write_atomically(folder / "page.html", b"<a href=old>")
+>>> read = (folder / "page.html").stat()
+>>> write_atomically(folder / "page.html", b"<a href=new>", backup=".orig", expect=read)
+>>> sorted(path.name for path in folder.iterdir())
+['page.html', 'page.html.orig']
+>>> (folder / "page.html").read_bytes(), (folder / "page.html.orig").read_bytes()
+(b'<a href=new>', b'<a href=old>')
+>>> with Folder.open(folder / "bundle", None) as out:
+...     out.write_new("a.txt", b"once")
+...     try:
+...         out.write_new("a.txt", b"twice")
+...     except FileExistsError:
+...         print("not replaced")
+not replaced
+>>> (folder / "bundle" / "a.txt").read_bytes(), os.listdir(folder / "bundle")
+(b'once', ['a.txt'])
+>>> is_temporary(temporary_name("page.html")), is_temporary("page.html")
+(True, False)
+>>> import shutil; shutil.rmtree(folder)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = [
+    "NAME_ROOM",
+    "O_CLOEXEC",
+    "O_NOFOLLOW",
+    "TEMPORARY_PREFIX",
+    "TEMPORARY_SUFFIX",
+    "Folder",
+    "Refused",
+    "Replacement",
+    "identity",
+    "is_temporary",
+    "kind_of",
+    "mode_of",
+    "replacing",
+    "temporary_name",
+    "write_atomically",
+]
+
+# Our temporary files: ".NAME.rewriter-XXXXXXXXXXXXXXXX.tmp" beside NAME (a kill -9 can leave one),
+# with no more than the first NAME_ROOM bytes of NAME: whatever NAME's length, the temporary's
+# name stays within 95 bytes, far below NAME_MAX (255 bytes on most file systems).
+TEMPORARY_PREFIX = ".rewriter-"
+TEMPORARY_SUFFIX = ".tmp"
+NAME_ROOM = 64
+
+# The flags of os, or 0 where the system has none (Windows): callers can always OR them in.
+O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
+O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+_O_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | O_CLOEXEC
+
+# Folders are opened and written through their descriptors where the system allows it
+# (POSIX): a folder swapped for a symbolic link after it was checked is not followed.
+_BY_DESCRIPTOR = (
+    {os.open, os.mkdir, os.stat, os.unlink, os.rename, os.link} <= os.supports_dir_fd
+    and hasattr(os, "O_DIRECTORY")
+    and hasattr(os, "O_NOFOLLOW")
+)
+
+
+class Refused(OSError):
+    """A write that was not done on purpose: its message says why (and names the path)."""
+
+
+def temporary_name(name: str) -> str:
+    """A fresh temporary name for the file *name*: ``.NAME.rewriter-RANDOM.tmp`` with at most
+    the first :data:`NAME_ROOM` bytes of NAME, so that it fits whatever NAME's length."""
+    stem = name
+    while len(os.fsencode(stem)) > NAME_ROOM:
+        stem = stem[:-1]
+    return f".{stem}{TEMPORARY_PREFIX}{secrets.token_hex(8)}{TEMPORARY_SUFFIX}"
+
+
+def is_temporary(name: str) -> bool:
+    """Whether the file name *name* is one of our temporary files (left by a killed run).
+
+    >>> is_temporary(".page.html.rewriter-0123456789abcdef.tmp"), is_temporary("page.tmp")
+    (True, False)
+    """
+    return name.startswith(".") and TEMPORARY_PREFIX in name and name.endswith(TEMPORARY_SUFFIX)
+
+
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular one is, for messages (*mode*: its ``st_mode``)."""
+    kinds = (
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISLNK, "a symbolic link"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def mode_of(source: Path | None) -> int | None:
+    """The permissions of a regular file *source*, for its copy (None for a pipe or stdin)."""
+    if source is None:
+        return None
+    status = source.stat()
+    return stat.S_IMODE(status.st_mode) if stat.S_ISREG(status.st_mode) else None
+
+
+def identity(status: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells that a file is still the one read: which file (device, inode), its size
+    and its modification time."""
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
+class Folder:
+    """The folder a file is written in: its descriptor (None where the system has no
+    ``dir_fd``), and its path for messages and for systems without descriptors.
+
+    Names are taken relative to the descriptor, so that the folder cannot be swapped for a
+    link between a check and a write. :meth:`close` (or the ``with`` block) closes it.
+    """
+
+    def __init__(self, path: Path, fd: int | None) -> None:
+        self.path, self.fd = path, fd
+
+    @classmethod
+    def open(cls, path: Path, root: Path | None, *, make: bool = True) -> Folder:
+        """*path*, made if it is missing (with *make*). Under *root* (an output tree, or the
+        tree rewritten in place), it is opened one level at a time, and a symbolic link at
+        any level below *root* is refused (:class:`Refused`)."""
+        if root is None:
+            if make:
+                path.mkdir(parents=True, exist_ok=True)
+            return cls(path, os.open(path, _O_FOLDER) if _BY_DESCRIPTOR else None)
+        if make:
+            root.mkdir(parents=True, exist_ok=True)
+        here = root
+        fd = os.open(root, _O_FOLDER) if _BY_DESCRIPTOR else None
+        try:
+            for part in path.relative_to(root).parts:
+                here = here / part
+                parent, fd = fd, None
+                fd = cls._level(here, part, parent, make)  # closes parent
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            raise
+        return cls(path, fd)
+
+    @staticmethod
+    def _level(here: Path, part: str, fd: int | None, make: bool) -> int | None:
+        """The folder *here* (named *part* in the folder *fd*), made if missing, never a link."""
+        name = part if fd is not None else str(here)
+        if make:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, dir_fd=fd)
+        try:
+            status = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISLNK(status.st_mode):
+                raise Refused(f"not written: {here} is a symbolic link; no link inside the folder written is followed")
+            if not stat.S_ISDIR(status.st_mode):
+                raise Refused(f"not written: {here} is {kind_of(status.st_mode)}, not a folder")
+            if fd is None:
+                return None
+            try:
+                return os.open(name, _O_FOLDER | O_NOFOLLOW, dir_fd=fd)
+            except OSError as error:  # swapped for a link since the check: ELOOP
+                raise Refused(f"not written: {here}: {error.strerror}; it is not followed") from None
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def __enter__(self) -> Folder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def at(self, name: str) -> str:
+        """*name* as the os functions take it with ``dir_fd=self.fd``."""
+        return name if self.fd is not None else str(self.path / name)
+
+    def status(self, name: str, *, follow: bool = False) -> os.stat_result | None:
+        """The status of the entry *name* (of the link itself unless *follow*); None if missing."""
+        try:
+            return os.stat(self.at(name), dir_fd=self.fd, follow_symlinks=follow)
+        except FileNotFoundError:
+            return None
+
+    def create(self, name: str, mode: int = 0o600) -> tuple[int, str]:
+        """A new temporary file for *name*: (its descriptor, its name). ``O_EXCL`` and
+        ``O_NOFOLLOW``: never an existing file, never through a link."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | getattr(os, "O_BINARY", 0)
+        for _ in range(100):
+            temporary = temporary_name(name)
+            try:
+                return os.open(self.at(temporary), flags, mode, dir_fd=self.fd), temporary
+            except FileExistsError:
+                continue
+        raise FileExistsError(errno.EEXIST, "no free temporary name", str(self.path))
+
+    def write_new(self, name: str, data: bytes) -> None:
+        """Write *data* as the new file *name* (one path segment), exclusively: FileExistsError
+        if the folder has an entry of that name, a symbolic link included (never followed).
+
+        The file is written under a temporary name, then hard-linked to *name*: link(2),
+        unlike rename(2), fails rather than replace, and the file is whole when its name
+        appears. Its mode is 0o644 less the umask.
+        """
+        if not name or name in (".", "..") or "/" in name or "\0" in name:
+            raise ValueError(f"not a plain file name: {name!r}")
+        handle, temporary = self.create(name, 0o644)
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+            os.link(self.at(temporary), self.at(name), src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
+        finally:
+            self.unlink(temporary)
+
+    def unlink(self, name: str) -> None:
+        """Remove the entry *name*, if it is there."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.at(name), dir_fd=self.fd)
+
+    def replace(self, source: str, target: str, *, into: Folder | None = None) -> None:
+        """Rename *source* over *target* (in the folder *into*, by default this one)."""
+        into = into or self
+        os.replace(self.at(source), into.at(target), src_dir_fd=self.fd, dst_dir_fd=into.fd)
+
+    def sync(self) -> None:
+        """fsync the folder, so that a rename in it survives a crash (where the system allows)."""
+        with contextlib.suppress(OSError):
+            if self.fd is not None:
+                os.fsync(self.fd)
+                return
+            handle = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(handle)
+            finally:
+                os.close(handle)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _check_unchanged(folder: Folder, name: str, expect: os.stat_result) -> None:
+    """Refuse to replace *name* when it is no longer the file read (*expect*, its status then):
+    another process wrote it, replaced it or removed it meanwhile, and its change would be lost."""
+    now = folder.status(name)
+    if now is None:
+        raise Refused("removed by another process during the run; not written")
+    if identity(now) != identity(expect):
+        raise Refused("changed by another process during the run; left as it is")
+
+
+def _new_file_mode() -> int:
+    """What open() would give a new file: 0o666 less the umask (our temporaries are 0o600)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _mode_for(folder: Folder, name: str, mode: int | None) -> int:
+    """*mode*, or by default the permissions of the file *name* a new file replaces (for a
+    new name: 0o666 less the umask)."""
+    if mode is not None:
+        return mode
+    current = folder.status(name, follow=True)
+    return stat.S_IMODE(current.st_mode) if current is not None else _new_file_mode()
+
+
+def _backup(folder: Folder, name: str, backup: str) -> None:
+    """*backup* becomes the old *name*, in one rename: a hard link where the system has
+    them, else a copy."""
+    handle, scratch = folder.create(backup)
+    os.close(handle)
+    try:
+        try:
+            folder.unlink(scratch)
+            os.link(folder.at(name), folder.at(scratch), src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
+        except OSError:
+            shutil.copy2(folder.path / name, folder.path / scratch)
+        folder.replace(scratch, backup)
+    except OSError as error:  # named by the backup's path, not by our scratch name
+        folder.unlink(scratch)
+        raise OSError(error.errno, f"the backup cannot be made: {error.strerror}", str(folder.path / backup)) from None
+    except BaseException:
+        folder.unlink(scratch)
+        raise
+
+
+def _settle(file: int | str, dir_fd: int | None, mode: int, times: tuple[int, int] | None) -> None:
+    """Give the temporary *file* (a descriptor, or a name in the folder *dir_fd*) its *mode*,
+    and its *times* last: any later write would set its modification time again."""
+    os.chmod(file, mode, dir_fd=dir_fd)
+    if times is not None:
+        os.utime(file, ns=times, dir_fd=dir_fd)
+
+
+class Replacement:
+    """The stream a new file is written to; ``keep = False`` leaves the old file as it was."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.keep = True
+
+
+@contextlib.contextmanager
+def replacing(
+    path: Path,
+    mode: int | None = None,
+    backup: str | None = None,
+    *,
+    root: Path | None = None,
+    expect: os.stat_result | None = None,
+    scratch: Path | None = None,
+    times: tuple[int, int] | None = None,
+    make: bool | None = None,
+) -> Iterator[Replacement]:
+    """Write a temporary file and rename it over *path* when the block ends (fsync first):
+    *path* holds the old content or the new, never a part. On an error, or with
+    ``keep = False``, the temporary file goes and *path* is untouched.
+
+    *mode*: the permissions to give it (default: those of the file it replaces; for a new
+    file, 0o666 less the umask). *backup*: a suffix; the old file is kept as *path* + it,
+    made in one rename. *root*: the tree *path* lies in; no symbolic link below it is
+    followed. *expect*: the status of *path* when it was read (in place); if it is no
+    longer that file, with that size and time, nothing is written and :class:`Refused`
+    says so. *scratch*: the folder of the temporary file (default: *path*'s own; it must be
+    on the same file system). *times*: (access, modification) times in nanoseconds to give
+    the new file. *make*: whether *path*'s folder is made when missing (default: unless
+    *expect*, for a file read in place has its folder).
+    """
+    make = expect is None if make is None else make
+    with contextlib.ExitStack() as folders:
+        folder = folders.enter_context(Folder.open(path.parent, root, make=make))
+        work = folder if scratch is None else folders.enter_context(Folder.open(scratch, root, make=False))
+        handle, temporary = work.create(path.name)
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                replacement = Replacement(stream)
+                yield replacement
+                stream.flush()
+                if replacement.keep and os.chmod in os.supports_fd:
+                    _settle(stream.fileno(), None, _mode_for(folder, path.name, mode), times)
+                os.fsync(stream.fileno())
+            if not replacement.keep:
+                work.unlink(temporary)
+                return
+            if os.chmod not in os.supports_fd:  # no fchmod (Windows): by name
+                _settle(work.at(temporary), work.fd, _mode_for(folder, path.name, mode), times)
+            if expect is not None:
+                _check_unchanged(folder, path.name, expect)
+            if backup:
+                if folder.status(path.name) is not None:
+                    _backup(folder, path.name, path.name + backup)
+                if expect is not None:  # the backup took a moment: still the file read?
+                    _check_unchanged(folder, path.name, expect)
+            work.replace(temporary, path.name, into=folder)
+            folder.sync()
+        except BaseException:
+            work.unlink(temporary)
+            raise
+
+
+def write_atomically(
+    path: Path,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    backup: str | None = None,
+    root: Path | None = None,
+    expect: os.stat_result | None = None,
+    scratch: Path | None = None,
+    times: tuple[int, int] | None = None,
+    make: bool | None = None,
+) -> None:
+    """Write *data* to *path* so that it holds the old content or the new, never a part.
+
+    *mode*: the permissions to give it (default: those of the file it replaces). *root*:
+    the output tree *path* lies in, where no symbolic link is followed. *expect*: the
+    status of *path* when it was read; if it changed since, nothing is written (OSError).
+    *backup*, *scratch*, *times* and *make*: as for :func:`replacing`.
+    """
+    with replacing(
+        path, mode, backup, root=root, expect=expect, scratch=scratch, times=times, make=make
+    ) as replacement:
+        replacement.stream.write(data)
