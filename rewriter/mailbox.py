@@ -25,17 +25,16 @@ b'From b@example.org Sat Jan  1 00:00:00 2000\\n' b'Subject: two\\n\\nbye\\n'
 from __future__ import annotations
 
 import codecs
-import contextlib
 import os
 import re
 import stat
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from rewriter.files import identity, write_atomically
 from rewriter.formats import detect_format, is_warc
 from rewriter.mime import MessageResult, rewrite_message
 from rewriter.policy import DEFAULT_POLICY, Policy
@@ -530,27 +529,16 @@ class MaildirReport:
     result: MessageResult | None = field(default=None, repr=False, compare=False)  # with_links=True
 
 
-def _write_atomically(path: Path, data: bytes, scratch: Path, like: os.stat_result) -> None:
+def _write_message(path: Path, data: bytes, scratch: Path, like: os.stat_result) -> None:
     """Put *data* at *path* in one rename, with *like*'s mode and times.
 
-    The temporary file goes to the Maildir's tmp/ (same filesystem, so os.replace is
-    atomic), where Maildir writers keep unfinished files because readers never list
-    it: a reader sees the old message or the new one, never half of one.
+    The temporary file goes to the Maildir's tmp/ *scratch* (same filesystem, so the
+    rename is atomic), where Maildir writers keep unfinished files because readers never
+    list it: a reader sees the old message or the new one, never half of one. Some readers
+    take the arrival time from the file's mtime, so the times stay.
     """
-    handle, name = tempfile.mkstemp(dir=scratch, prefix="rewriter.")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(name, stat.S_IMODE(like.st_mode))
-        # Some readers take the arrival time from the file's mtime.
-        os.utime(name, ns=(like.st_atime_ns, like.st_mtime_ns))
-        os.replace(name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
-        raise
+    times = (like.st_atime_ns, like.st_mtime_ns)
+    write_atomically(path, data, mode=stat.S_IMODE(like.st_mode), scratch=scratch, times=times, make=False)
 
 
 def rewrite_maildir(
@@ -612,12 +600,11 @@ def rewrite_maildir(
             if not write or (in_place and not changed):
                 written = None
             elif in_place:
-                now = path.stat()
-                if (now.st_ino, now.st_mtime_ns, now.st_size) != (before.st_ino, before.st_mtime_ns, before.st_size):
+                if identity(path.stat()) != identity(before):
                     raise FileExistsError(0, "it changed while it was being rewritten")
-                _write_atomically(path, output, folder / "tmp", before)
+                _write_message(path, output, folder / "tmp", before)
             else:
-                _write_atomically(destination / relative, output, destination / "tmp", before)
+                _write_message(destination / relative, output, destination / "tmp", before)
         except OSError as error:
             problems.append(f"{relative}: not written: {error.strerror or error}")
             written = None
