@@ -17,14 +17,16 @@ or written through, and a file appears whole or not at all.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import mimetypes
 import os
 import re
-import secrets
 import unicodedata
 from pathlib import Path
 from urllib.parse import unquote
+
+from rewriter import files
 
 __all__ = ["Folder", "safe_name"]
 
@@ -175,24 +177,25 @@ def _key(name: str) -> str:
 class Folder:
     """An output folder written only by name, through its descriptor.
 
-    Every write is exclusive (``O_EXCL`` and ``O_NOFOLLOW`` on a temporary name, then a
-    hard link to the final name, which fails rather than replace): nothing outside the
-    folder is touched, nothing in it is overwritten, and a file is complete when its
-    name appears.
+    Every write is exclusive (:meth:`rewriter.files.Folder.write_new`: ``O_EXCL`` and
+    ``O_NOFOLLOW`` on a temporary name, then a hard link to the final name, which fails
+    rather than replace): nothing outside the folder is touched, nothing in it is
+    overwritten, and a file is complete when its name appears.
     """
 
     def __init__(self, path: Path | str, *, fd: int | None = None) -> None:
         self.path = Path(path)
-        if fd is None:
-            os.makedirs(self.path, exist_ok=True)
-            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
-        self._fd = fd
-        self._taken = {_key(name) for name in os.listdir(fd)}
+        self._files = files.Folder.open(self.path, None) if fd is None else files.Folder(self.path, fd)
+        self._taken = {_key(name) for name in os.listdir(self._fd)}
+
+    @property
+    def _fd(self) -> int:
+        if self._files.fd is None:  # closed (or no dir_fd on this system): never the working folder
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF), str(self.path))
+        return self._files.fd
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._files.close()
 
     def __enter__(self) -> Folder:
         return self
@@ -221,18 +224,7 @@ class Folder:
 
     def write(self, name: str, data: bytes) -> None:
         """Write *data* as the new file *name* (one segment); FileExistsError if it exists."""
-        if not name or name in (".", "..") or "/" in name or "\0" in name:
-            raise ValueError(f"not a plain file name: {name!r}")
-        temporary = f".rewriter-{secrets.token_hex(8)}.tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(temporary, flags, 0o644, dir_fd=self._fd)
-        try:
-            with os.fdopen(fd, "wb") as stream:
-                stream.write(data)
-            os.link(temporary, name, src_dir_fd=self._fd, dst_dir_fd=self._fd, follow_symlinks=False)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary, dir_fd=self._fd)
+        self._files.write_new(name, data)
         self._taken.add(_key(name))
 
     def folder(self, name: str) -> Folder:
