@@ -1,0 +1,324 @@
+"""rewriter.files through its public names: atomic replace (old or new content, even after a
+SIGKILL), backups made in one rename, the refusal of a file another process changed, exclusive
+create, folders opened without following a link, 255-byte names and our temporary names."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rewriter.files import (
+    NAME_ROOM,
+    TEMPORARY_PREFIX,
+    Folder,
+    Refused,
+    is_temporary,
+    kind_of,
+    mode_of,
+    replacing,
+    temporary_name,
+    write_atomically,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="symbolic links, hard links and dir_fd (POSIX)")
+can_kill = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(os.listdir(folder))
+
+
+# --------------------------------------------------------------------------
+# A writer killed with SIGKILL: the old content or the new, never a part
+# --------------------------------------------------------------------------
+
+SIZE = 1 << 20  # bytes of each version: large enough that a write takes many chunks
+CHUNK = 1 << 16
+
+# The child: rewrites PATH again and again with b"a" * SIZE, then b"b" * SIZE, ... through
+# replacing(), in chunks flushed one by one (so that a part is on disk when the kill comes).
+# With "half", it writes half of the first version, says so and waits to be killed.
+WRITER = """
+import sys, time
+from pathlib import Path
+from rewriter.files import replacing
+
+path, size, chunk, half = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "half"
+print("writing", flush=True)
+for round in range(10**9):
+    fill = b"ab"[round % 2 : round % 2 + 1]
+    with replacing(path) as replacement:
+        for start in range(0, size, chunk):
+            replacement.stream.write(fill * chunk)
+            replacement.stream.flush()
+            if half and start >= size // 2:
+                print("half", flush=True)
+                time.sleep(60)
+"""
+
+
+def _killed_writer(path: Path, *, half: bool, delay: float = 0.0) -> None:
+    """Start the child writing *path*; SIGKILL it once it is half-way through (*half*) or
+    *delay* seconds after it started writing."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-c", WRITER, str(path), str(SIZE), str(CHUNK), "half" if half else "loop"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, env=env) as child:
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline() == b"writing\n"
+            if half:
+                assert child.stdout.readline() == b"half\n"
+            else:
+                time.sleep(delay)
+        finally:
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+    assert child.returncode == -signal.SIGKILL
+
+
+@can_kill
+def test_a_writer_killed_half_way_leaves_the_old_content_and_a_temporary_of_ours(tmp_path: Path) -> None:
+    path = tmp_path / "page.html"
+    path.write_bytes(b"old")
+    _killed_writer(path, half=True)
+    assert path.read_bytes() == b"old"
+    left = [name for name in _names(tmp_path) if name != "page.html"]
+    assert len(left) == 1 and is_temporary(left[0]), left
+    assert (tmp_path / left[0]).read_bytes() == b"a" * (SIZE // 2 + CHUNK)  # the part, beside and apart
+
+
+@can_kill
+def test_a_writer_killed_at_random_moments_leaves_old_or_new_content(tmp_path: Path) -> None:
+    rng = random.Random(20)
+    path = tmp_path / "page.html"
+    path.write_bytes(b"old")
+    seen = set()
+    for _ in range(8):
+        _killed_writer(path, half=False, delay=rng.uniform(0.0, 0.25))
+        data = path.read_bytes()
+        assert data in (b"old", b"a" * SIZE, b"b" * SIZE), f"{len(data)} bytes, starting {data[:8]!r}"
+        seen.add(data[:1])
+        assert all(is_temporary(name) for name in _names(tmp_path) if name != "page.html")
+    assert seen & {b"a", b"b"}, "the writer never finished one version: the kills came too early to test anything"
+
+
+# --------------------------------------------------------------------------
+# Atomic replace: mode, times, scratch folder, failures, backups
+# --------------------------------------------------------------------------
+
+
+def test_a_replaced_file_keeps_its_mode_and_a_new_one_takes_the_umask(tmp_path: Path) -> None:
+    path = tmp_path / "page.html"
+    path.write_bytes(b"old")
+    path.chmod(0o640)
+    write_atomically(path, b"new")
+    assert (path.read_bytes(), stat.S_IMODE(path.stat().st_mode)) == (b"new", 0o640)
+    write_atomically(path, b"newer", mode=0o604)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o604
+    umask = os.umask(0o027)
+    try:
+        write_atomically(tmp_path / "made" / "new.html", b"x")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "made" / "new.html").stat().st_mode) == 0o640
+    assert mode_of(path) == 0o604 and mode_of(None) is None
+
+
+def test_a_scratch_folder_holds_the_temporary_and_times_are_given(tmp_path: Path) -> None:
+    (tmp_path / "cur").mkdir()
+    (tmp_path / "tmp").mkdir()
+    message = tmp_path / "cur" / "1.host:2,S"
+    message.write_bytes(b"old")
+    times = (1_000_000_000_000_000_000, 1_200_000_000_123_456_789)
+    write_atomically(message, b"new", scratch=tmp_path / "tmp", times=times, make=False)
+    assert (message.read_bytes(), message.stat().st_mtime_ns) == (b"new", times[1])
+    assert _names(tmp_path / "tmp") == [] and _names(tmp_path / "cur") == ["1.host:2,S"]
+    with pytest.raises(FileNotFoundError):  # make=False: a folder that is gone is not made again
+        write_atomically(tmp_path / "new" / "2.host", b"x", scratch=tmp_path / "tmp", make=False)
+    assert _names(tmp_path) == ["cur", "tmp"] and _names(tmp_path / "tmp") == []
+
+
+def test_a_failed_or_abandoned_replacement_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "page.html"
+    path.write_bytes(b"old")
+    with pytest.raises(RuntimeError), replacing(path) as replacement:
+        replacement.stream.write(b"half")
+        raise RuntimeError("the engine failed")
+    with replacing(path) as replacement:
+        replacement.stream.write(b"unchanged after all")
+        replacement.keep = False
+    assert (path.read_bytes(), _names(tmp_path)) == (b"old", ["page.html"])
+
+
+def test_the_backup_is_the_old_file_made_in_one_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "page.html"
+    path.write_bytes(b"old")
+    old = path.stat()
+    backup = tmp_path / "page.html.orig"
+    backup.write_bytes(b"an older backup")
+    renames: list[tuple[str, bytes, bytes]] = []
+    rename = os.replace
+
+    def spy(source: str, target: str, **folders: int | None) -> None:
+        # What the backup and the page hold just before each rename: never missing, never a part.
+        renames.append((Path(os.fsdecode(target)).name, backup.read_bytes(), path.read_bytes()))
+        rename(source, target, **folders)
+
+    monkeypatch.setattr(os, "replace", spy)
+    write_atomically(path, b"new", backup=".orig")
+    assert renames == [("page.html.orig", b"an older backup", b"old"), ("page.html", b"old", b"old")]
+    assert (path.read_bytes(), backup.read_bytes()) == (b"new", b"old")
+    assert (backup.stat().st_ino, backup.stat().st_mtime_ns) == (old.st_ino, old.st_mtime_ns)  # the old file itself
+    assert _names(tmp_path) == ["page.html", "page.html.orig"]
+
+
+# --------------------------------------------------------------------------
+# A file changed or removed by another process is left as it is
+# --------------------------------------------------------------------------
+
+
+def test_a_file_changed_by_another_process_is_left_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "page.html"
+    path.write_bytes(b"read")
+    read = path.stat()
+    path.write_bytes(b"their edit")
+    with pytest.raises(Refused, match=r"^changed by another process during the run; left as it is$"):
+        write_atomically(path, b"ours", backup=".orig", expect=read)
+    assert (path.read_bytes(), _names(tmp_path)) == (b"their edit", ["page.html"])
+    path.unlink()
+    with pytest.raises(Refused, match=r"^removed by another process during the run; not written$"):
+        write_atomically(path, b"ours", expect=read)
+    assert _names(tmp_path) == []
+    path.write_bytes(b"read")
+    write_atomically(path, b"ours", expect=path.stat())  # the file as it is now: replaced
+    assert path.read_bytes() == b"ours"
+
+
+def test_a_file_swapped_for_another_of_the_same_size_and_time_is_left_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "page.html"
+    path.write_bytes(b"read")
+    read = path.stat()
+    (tmp_path / "other").write_bytes(b"swap")
+    os.utime(tmp_path / "other", ns=(read.st_atime_ns, read.st_mtime_ns))
+    os.replace(tmp_path / "other", path)  # another file (inode), with the same size and time
+    with pytest.raises(Refused, match="changed by another process"):
+        write_atomically(path, b"ours", expect=read)
+    assert path.read_bytes() == b"swap"
+
+
+# --------------------------------------------------------------------------
+# Exclusive create: never overwrites, never follows a link
+# --------------------------------------------------------------------------
+
+
+@posix_only
+def test_exclusive_create_never_overwrites_nor_follows_a_link(tmp_path: Path) -> None:
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "kept.html").write_bytes(b"theirs")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "link.html").symlink_to(tmp_path / "outside" / "kept.html")
+    (out / "dangling.html").symlink_to(tmp_path / "outside" / "made.html")
+    with Folder.open(out, None) as folder:
+        folder.write_new("a.txt", b"first")
+        for name in ("a.txt", "link.html", "dangling.html"):
+            with pytest.raises(FileExistsError):
+                folder.write_new(name, b"second")
+        for name in ("", ".", "..", "../escape", "a/b", "nul\0"):
+            with pytest.raises(ValueError, match="not a plain file name"):
+                folder.write_new(name, b"x")
+    assert (out / "a.txt").read_bytes() == b"first"
+    assert _names(tmp_path / "outside") == ["kept.html"]  # nothing made through the dangling link
+    assert (tmp_path / "outside" / "kept.html").read_bytes() == b"theirs"
+    assert (out / "link.html").is_symlink() and (out / "dangling.html").is_symlink()
+    assert _names(out) == ["a.txt", "dangling.html", "link.html"]  # no temporary left behind
+
+
+# --------------------------------------------------------------------------
+# Folders under a root: no symbolic link followed
+# --------------------------------------------------------------------------
+
+
+@posix_only
+def test_a_symbolic_link_inside_the_root_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "outside").mkdir()
+    root = tmp_path / "out"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "sub").symlink_to(tmp_path / "outside", target_is_directory=True)
+    (root / "file").write_bytes(b"")
+    with pytest.raises(Refused, match=r"is a symbolic link; no link inside the folder written is followed"):
+        write_atomically(root / "real" / "sub" / "deep" / "x.html", b"x", root=root)
+    with pytest.raises(Refused, match=r"/file is not a regular file, not a folder$"):
+        write_atomically(root / "file" / "x.html", b"x", root=root)
+    with pytest.raises(Refused, match="is a symbolic link"):
+        Folder.open(root / "real" / "sub", root, make=False)
+    assert _names(tmp_path / "outside") == []
+    write_atomically(root / "real" / "new" / "x.html", b"x", root=root)  # made one level at a time
+    assert (root / "real" / "new" / "x.html").read_bytes() == b"x"
+    write_atomically(root / "real" / "sub" / "x.html", b"x")  # without a root, the link is the caller's
+    assert _names(tmp_path / "outside") == ["x.html"]
+
+
+def test_kind_of_names_what_a_file_is() -> None:
+    assert kind_of(stat.S_IFIFO | 0o600) == "a named pipe"
+    assert kind_of(stat.S_IFDIR | 0o755) == "a folder"
+    assert kind_of(stat.S_IFLNK | 0o777) == "a symbolic link"
+
+
+# --------------------------------------------------------------------------
+# 255-byte names and our temporary names
+# --------------------------------------------------------------------------
+
+
+def _longest(folder: Path, fill: str, extension: str) -> str:
+    """A name of the file system's largest length (255 bytes where it allows that many)."""
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (AttributeError, OSError, ValueError):
+        limit = 255
+    if limit < 255:
+        pytest.skip(f"this file system takes names of {limit} bytes at most")
+    room = 255 - len(extension.encode())
+    stem = fill * (room // len(fill.encode()))
+    return stem + "x" * (room - len(stem.encode())) + extension
+
+
+@pytest.mark.parametrize("fill", ["x", "é", "日"])
+def test_255_byte_names_are_replaced_and_created(tmp_path: Path, fill: str) -> None:
+    name = _longest(tmp_path, fill, ".html")
+    assert len(name.encode()) == 255
+    write_atomically(tmp_path / name, b"first")
+    write_atomically(tmp_path / name, b"second")
+    with Folder.open(tmp_path / "new", None) as folder:
+        folder.write_new(name, b"created")
+    assert (tmp_path / name).read_bytes() == b"second"
+    assert (tmp_path / "new" / name).read_bytes() == b"created"
+    assert _names(tmp_path) == sorted([name, "new"]) and _names(tmp_path / "new") == [name]
+
+
+@pytest.mark.parametrize("name", ["page.html", ".hidden", "x" * 255, "日" * 85, "a b:2,S", "p.html.rewriter-1.tmp"])
+def test_temporary_names_are_ours_short_and_recognised(name: str) -> None:
+    temporary = temporary_name(name)
+    assert is_temporary(temporary)
+    assert temporary != temporary_name(name)  # fresh each time
+    assert len(os.fsencode(temporary)) <= NAME_ROOM + 31 <= 95
+    stem = temporary[1 : temporary.rindex(TEMPORARY_PREFIX)]  # says whose temporary it is
+    assert name.startswith(stem)
+    assert stem == name or NAME_ROOM - 3 <= len(os.fsencode(stem)) <= NAME_ROOM  # whole characters
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["page.html", ".hidden", "page.tmp", ".page.tmp", ".rewriter-notes.txt", "rewriter-x.tmp", "page.rewriter-x.tmp"],
+)
+def test_other_names_are_not_taken_for_temporaries(name: str) -> None:
+    assert not is_temporary(name)
