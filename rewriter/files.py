@@ -404,18 +404,13 @@ def write_atomically(
     backup: str | None = None,
     root: Path | None = None,
     expect: os.stat_result | None = None,
-    scratch: Path | None = None,
-    times: tuple[int, int] | None = None,
-    make: bool | None = None,
 ) -> None:
     """Write *data* to *path* so that it holds the old content or the new, never a part.
 
-    *mode*: the permissions to give it (default: those of the file it replaces). *root*:
-    the output tree *path* lies in, where no symbolic link is followed. *expect*: the
-    status of *path* when it was read; if it changed since, nothing is written (OSError).
-    *backup*, *scratch*, *times* and *make*: as for :func:`replacing`.
+    *mode*: the permissions to give it (default: those of the file it replaces). *backup*:
+    keep the old file as *path* + this suffix. *root*: the output tree *path* lies in, where
+    no symbolic link is followed. *expect*: the status of *path* when it was read; if it
+    changed since, nothing is written (:class:`Refused`). :func:`replacing` has the rest.
     """
-    with replacing(
-        path, mode, backup, root=root, expect=expect, scratch=scratch, times=times, make=make
-    ) as replacement:
+    with replacing(path, mode, backup, root=root, expect=expect) as replacement:
         replacement.stream.write(data)

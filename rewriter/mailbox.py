@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from rewriter.files import identity, write_atomically
+from rewriter.files import identity, replacing
 from rewriter.formats import detect_format, is_warc
 from rewriter.mime import MessageResult, rewrite_message
 from rewriter.policy import DEFAULT_POLICY, Policy
@@ -538,7 +538,8 @@ def _write_message(path: Path, data: bytes, scratch: Path, like: os.stat_result)
     take the arrival time from the file's mtime, so the times stay.
     """
     times = (like.st_atime_ns, like.st_mtime_ns)
-    write_atomically(path, data, mode=stat.S_IMODE(like.st_mode), scratch=scratch, times=times, make=False)
+    with replacing(path, stat.S_IMODE(like.st_mode), scratch=scratch, times=times, make=False) as replacement:
+        replacement.stream.write(data)
 
 
 def rewrite_maildir(

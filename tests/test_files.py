@@ -15,18 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.files import (
-    NAME_ROOM,
-    TEMPORARY_PREFIX,
-    Folder,
-    Refused,
-    is_temporary,
-    kind_of,
-    mode_of,
-    replacing,
-    temporary_name,
-    write_atomically,
-)
+from rewriter import files
 
 ROOT = Path(__file__).resolve().parents[1]
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="symbolic links, hard links and dir_fd (POSIX)")
@@ -92,7 +81,7 @@ def test_a_writer_killed_half_way_leaves_the_old_content_and_a_temporary_of_ours
     _killed_writer(path, half=True)
     assert path.read_bytes() == b"old"
     left = [name for name in _names(tmp_path) if name != "page.html"]
-    assert len(left) == 1 and is_temporary(left[0]), left
+    assert len(left) == 1 and files.is_temporary(left[0]), left
     assert (tmp_path / left[0]).read_bytes() == b"a" * (SIZE // 2 + CHUNK)  # the part, beside and apart
 
 
@@ -107,7 +96,7 @@ def test_a_writer_killed_at_random_moments_leaves_old_or_new_content(tmp_path: P
         data = path.read_bytes()
         assert data in (b"old", b"a" * SIZE, b"b" * SIZE), f"{len(data)} bytes, starting {data[:8]!r}"
         seen.add(data[:1])
-        assert all(is_temporary(name) for name in _names(tmp_path) if name != "page.html")
+        assert all(files.is_temporary(name) for name in _names(tmp_path) if name != "page.html")
     assert seen & {b"a", b"b"}, "the writer never finished one version: the kills came too early to test anything"
 
 
@@ -120,17 +109,17 @@ def test_a_replaced_file_keeps_its_mode_and_a_new_one_takes_the_umask(tmp_path: 
     path = tmp_path / "page.html"
     path.write_bytes(b"old")
     path.chmod(0o640)
-    write_atomically(path, b"new")
+    files.write_atomically(path, b"new")
     assert (path.read_bytes(), stat.S_IMODE(path.stat().st_mode)) == (b"new", 0o640)
-    write_atomically(path, b"newer", mode=0o604)
+    files.write_atomically(path, b"newer", mode=0o604)
     assert stat.S_IMODE(path.stat().st_mode) == 0o604
     umask = os.umask(0o027)
     try:
-        write_atomically(tmp_path / "made" / "new.html", b"x")
+        files.write_atomically(tmp_path / "made" / "new.html", b"x")
     finally:
         os.umask(umask)
     assert stat.S_IMODE((tmp_path / "made" / "new.html").stat().st_mode) == 0o640
-    assert mode_of(path) == 0o604 and mode_of(None) is None
+    assert files.mode_of(path) == 0o604 and files.mode_of(None) is None
 
 
 def test_a_scratch_folder_holds_the_temporary_and_times_are_given(tmp_path: Path) -> None:
@@ -139,21 +128,23 @@ def test_a_scratch_folder_holds_the_temporary_and_times_are_given(tmp_path: Path
     message = tmp_path / "cur" / "1.host:2,S"
     message.write_bytes(b"old")
     times = (1_000_000_000_000_000_000, 1_200_000_000_123_456_789)
-    write_atomically(message, b"new", scratch=tmp_path / "tmp", times=times, make=False)
+    with files.replacing(message, scratch=tmp_path / "tmp", times=times, make=False) as replacement:
+        replacement.stream.write(b"new")
     assert (message.read_bytes(), message.stat().st_mtime_ns) == (b"new", times[1])
     assert _names(tmp_path / "tmp") == [] and _names(tmp_path / "cur") == ["1.host:2,S"]
-    with pytest.raises(FileNotFoundError):  # make=False: a folder that is gone is not made again
-        write_atomically(tmp_path / "new" / "2.host", b"x", scratch=tmp_path / "tmp", make=False)
+    gone = tmp_path / "new" / "2.host"
+    with pytest.raises(FileNotFoundError), files.replacing(gone, scratch=tmp_path / "tmp", make=False) as replacement:
+        replacement.stream.write(b"x")  # make=False: a folder that is gone is not made again
     assert _names(tmp_path) == ["cur", "tmp"] and _names(tmp_path / "tmp") == []
 
 
 def test_a_failed_or_abandoned_replacement_leaves_the_file_as_it_was(tmp_path: Path) -> None:
     path = tmp_path / "page.html"
     path.write_bytes(b"old")
-    with pytest.raises(RuntimeError), replacing(path) as replacement:
+    with pytest.raises(RuntimeError), files.replacing(path) as replacement:
         replacement.stream.write(b"half")
         raise RuntimeError("the engine failed")
-    with replacing(path) as replacement:
+    with files.replacing(path) as replacement:
         replacement.stream.write(b"unchanged after all")
         replacement.keep = False
     assert (path.read_bytes(), _names(tmp_path)) == (b"old", ["page.html"])
@@ -174,7 +165,7 @@ def test_the_backup_is_the_old_file_made_in_one_rename(tmp_path: Path, monkeypat
         rename(source, target, **folders)
 
     monkeypatch.setattr(os, "replace", spy)
-    write_atomically(path, b"new", backup=".orig")
+    files.write_atomically(path, b"new", backup=".orig")
     assert renames == [("page.html.orig", b"an older backup", b"old"), ("page.html", b"old", b"old")]
     assert (path.read_bytes(), backup.read_bytes()) == (b"new", b"old")
     assert (backup.stat().st_ino, backup.stat().st_mtime_ns) == (old.st_ino, old.st_mtime_ns)  # the old file itself
@@ -191,15 +182,15 @@ def test_a_file_changed_by_another_process_is_left_as_it_is(tmp_path: Path) -> N
     path.write_bytes(b"read")
     read = path.stat()
     path.write_bytes(b"their edit")
-    with pytest.raises(Refused, match=r"^changed by another process during the run; left as it is$"):
-        write_atomically(path, b"ours", backup=".orig", expect=read)
+    with pytest.raises(files.Refused, match=r"^changed by another process during the run; left as it is$"):
+        files.write_atomically(path, b"ours", backup=".orig", expect=read)
     assert (path.read_bytes(), _names(tmp_path)) == (b"their edit", ["page.html"])
     path.unlink()
-    with pytest.raises(Refused, match=r"^removed by another process during the run; not written$"):
-        write_atomically(path, b"ours", expect=read)
+    with pytest.raises(files.Refused, match=r"^removed by another process during the run; not written$"):
+        files.write_atomically(path, b"ours", expect=read)
     assert _names(tmp_path) == []
     path.write_bytes(b"read")
-    write_atomically(path, b"ours", expect=path.stat())  # the file as it is now: replaced
+    files.write_atomically(path, b"ours", expect=path.stat())  # the file as it is now: replaced
     assert path.read_bytes() == b"ours"
 
 
@@ -210,8 +201,8 @@ def test_a_file_swapped_for_another_of_the_same_size_and_time_is_left_as_it_is(t
     (tmp_path / "other").write_bytes(b"swap")
     os.utime(tmp_path / "other", ns=(read.st_atime_ns, read.st_mtime_ns))
     os.replace(tmp_path / "other", path)  # another file (inode), with the same size and time
-    with pytest.raises(Refused, match="changed by another process"):
-        write_atomically(path, b"ours", expect=read)
+    with pytest.raises(files.Refused, match="changed by another process"):
+        files.write_atomically(path, b"ours", expect=read)
     assert path.read_bytes() == b"swap"
 
 
@@ -228,7 +219,7 @@ def test_exclusive_create_never_overwrites_nor_follows_a_link(tmp_path: Path) ->
     out.mkdir()
     (out / "link.html").symlink_to(tmp_path / "outside" / "kept.html")
     (out / "dangling.html").symlink_to(tmp_path / "outside" / "made.html")
-    with Folder.open(out, None) as folder:
+    with files.Folder.open(out, None) as folder:
         folder.write_new("a.txt", b"first")
         for name in ("a.txt", "link.html", "dangling.html"):
             with pytest.raises(FileExistsError):
@@ -255,23 +246,23 @@ def test_a_symbolic_link_inside_the_root_is_refused(tmp_path: Path) -> None:
     (root / "real").mkdir(parents=True)
     (root / "real" / "sub").symlink_to(tmp_path / "outside", target_is_directory=True)
     (root / "file").write_bytes(b"")
-    with pytest.raises(Refused, match=r"is a symbolic link; no link inside the folder written is followed"):
-        write_atomically(root / "real" / "sub" / "deep" / "x.html", b"x", root=root)
-    with pytest.raises(Refused, match=r"/file is not a regular file, not a folder$"):
-        write_atomically(root / "file" / "x.html", b"x", root=root)
-    with pytest.raises(Refused, match="is a symbolic link"):
-        Folder.open(root / "real" / "sub", root, make=False)
+    with pytest.raises(files.Refused, match=r"is a symbolic link; no link inside the folder written is followed"):
+        files.write_atomically(root / "real" / "sub" / "deep" / "x.html", b"x", root=root)
+    with pytest.raises(files.Refused, match=r"/file is not a regular file, not a folder$"):
+        files.write_atomically(root / "file" / "x.html", b"x", root=root)
+    with pytest.raises(files.Refused, match="is a symbolic link"):
+        files.Folder.open(root / "real" / "sub", root, make=False)
     assert _names(tmp_path / "outside") == []
-    write_atomically(root / "real" / "new" / "x.html", b"x", root=root)  # made one level at a time
+    files.write_atomically(root / "real" / "new" / "x.html", b"x", root=root)  # made one level at a time
     assert (root / "real" / "new" / "x.html").read_bytes() == b"x"
-    write_atomically(root / "real" / "sub" / "x.html", b"x")  # without a root, the link is the caller's
+    files.write_atomically(root / "real" / "sub" / "x.html", b"x")  # without a root, the link is the caller's
     assert _names(tmp_path / "outside") == ["x.html"]
 
 
 def test_kind_of_names_what_a_file_is() -> None:
-    assert kind_of(stat.S_IFIFO | 0o600) == "a named pipe"
-    assert kind_of(stat.S_IFDIR | 0o755) == "a folder"
-    assert kind_of(stat.S_IFLNK | 0o777) == "a symbolic link"
+    assert files.kind_of(stat.S_IFIFO | 0o600) == "a named pipe"
+    assert files.kind_of(stat.S_IFDIR | 0o755) == "a folder"
+    assert files.kind_of(stat.S_IFLNK | 0o777) == "a symbolic link"
 
 
 # --------------------------------------------------------------------------
@@ -296,9 +287,9 @@ def _longest(folder: Path, fill: str, extension: str) -> str:
 def test_255_byte_names_are_replaced_and_created(tmp_path: Path, fill: str) -> None:
     name = _longest(tmp_path, fill, ".html")
     assert len(name.encode()) == 255
-    write_atomically(tmp_path / name, b"first")
-    write_atomically(tmp_path / name, b"second")
-    with Folder.open(tmp_path / "new", None) as folder:
+    files.write_atomically(tmp_path / name, b"first")
+    files.write_atomically(tmp_path / name, b"second")
+    with files.Folder.open(tmp_path / "new", None) as folder:
         folder.write_new(name, b"created")
     assert (tmp_path / name).read_bytes() == b"second"
     assert (tmp_path / "new" / name).read_bytes() == b"created"
@@ -307,13 +298,13 @@ def test_255_byte_names_are_replaced_and_created(tmp_path: Path, fill: str) -> N
 
 @pytest.mark.parametrize("name", ["page.html", ".hidden", "x" * 255, "日" * 85, "a b:2,S", "p.html.rewriter-1.tmp"])
 def test_temporary_names_are_ours_short_and_recognised(name: str) -> None:
-    temporary = temporary_name(name)
-    assert is_temporary(temporary)
-    assert temporary != temporary_name(name)  # fresh each time
-    assert len(os.fsencode(temporary)) <= NAME_ROOM + 31 <= 95
-    stem = temporary[1 : temporary.rindex(TEMPORARY_PREFIX)]  # says whose temporary it is
+    temporary = files.temporary_name(name)
+    assert files.is_temporary(temporary)
+    assert temporary != files.temporary_name(name)  # fresh each time
+    assert len(os.fsencode(temporary)) <= files.NAME_ROOM + 31 <= 95
+    stem = temporary[1 : temporary.rindex(files.TEMPORARY_PREFIX)]  # says whose temporary it is
     assert name.startswith(stem)
-    assert stem == name or NAME_ROOM - 3 <= len(os.fsencode(stem)) <= NAME_ROOM  # whole characters
+    assert stem == name or files.NAME_ROOM - 3 <= len(os.fsencode(stem)) <= files.NAME_ROOM  # whole characters
 
 
 @pytest.mark.parametrize(
@@ -321,4 +312,4 @@ def test_temporary_names_are_ours_short_and_recognised(name: str) -> None:
     ["page.html", ".hidden", "page.tmp", ".page.tmp", ".rewriter-notes.txt", "rewriter-x.tmp", "page.rewriter-x.tmp"],
 )
 def test_other_names_are_not_taken_for_temporaries(name: str) -> None:
-    assert not is_temporary(name)
+    assert not files.is_temporary(name)
