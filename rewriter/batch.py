@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fnmatch
-import functools
 import gc
 import os
 import shutil
@@ -50,17 +49,21 @@ from rewriter.files import (
     O_NOFOLLOW,
     Folder,
     Refused,
+    Replacement,
     is_temporary,
     kind_of,
     mode_of,
     replacing,
     write_atomically,
 )
+from rewriter.journal import is_work_folder
+from rewriter.pieces import Piece
 from rewriter.policy import DEFAULT_POLICY, Policy
 
 if TYPE_CHECKING:
     from rewriter.collection import LocalCopies, Locations
     from rewriter.html import HTMLResult, Link, Status
+    from rewriter.mailbox import MboxReport
     from rewriter.mime import MessageResult
 
 __all__ = [
@@ -127,6 +130,13 @@ class Settings:
     url_from_collection: bool = False
     # Gather each document's or part's base and counts (rows of ``rewriter explain``).
     explain: bool = False
+    # The records go back as JSON Lines text (Outcome.report), made in the worker: the
+    # caller only writes them (--report), holding no dict of them.
+    report_text: bool = False
+    # The run's work folder (rewriter.journal), where a piece of a container writes its output.
+    work: str | None = None
+    # Each message of an mbox as a record of its own (Outcome.units: rewriter.dask).
+    units: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +163,13 @@ class Job:
     dry: bool = False
     # A file of a folder that is not rewritten, copied unchanged into the output folder.
     copy: bool = False
+    # Told by the planner (a large container it scanned): not detected again.
+    format: str | None = None
+    # A piece of a large container (its bytes [start, end)), done as a job of its own.
+    piece: Piece | None = None
+    # In place, for a container done in pieces: the input's status when it was planned; a
+    # file changed since is left as it is.
+    status: os.stat_result | None = None
 
 
 @dataclass(slots=True)
@@ -176,6 +193,24 @@ class Outcome:
     details: list[str] = field(default_factory=list)  # each link left relative, for -v
     format: str | None = None  # what the input was: html, css, message, mbox, maildir, warc
     rows: list[dict[str, object]] = field(default_factory=list)  # explain: each document or part
+    report: str = ""  # the records as JSON Lines (Settings.report_text)
+    # What a resumed run must find at the source to take this outcome as done: (size,
+    # modification time) of the input read, or in place of the file written.
+    identity: tuple[int, int] | None = None
+    retried: str | None = None  # why the job was done a second time (its worker died)
+    resumed: bool = False  # taken from the journal of a run that was stopped
+    piece: Piece | None = None  # the piece of a container this outcome is of
+    units: list[dict[str, object]] = field(default_factory=list)  # each message's report (Settings.units)
+
+    def weight(self) -> int:
+        """About how many bytes this outcome holds (records, messages, output)."""
+        return (
+            len(self.report)
+            + sum(len(line) for line in self.details)
+            + 200 * (len(self.records) + len(self.rows) + len(self.messages) + len(self.warnings))
+            + len(self.output or b"")
+            + 200
+        )
 
     def fail(self, message: str) -> Outcome:
         self.state, self.ok = "failed", False
@@ -263,6 +298,8 @@ def _walk(
             relative = path.relative_to(root).as_posix()
             if path.is_symlink() or (skip is not None and _resolved(path) == skip) or _matches(relative, exclude):
                 continue
+            if is_work_folder(name):
+                continue  # a run's journal and pieces (rewriter.journal), never an input
             if _is_maildir(path):
                 yield path, "maildir"
                 continue
@@ -318,19 +355,46 @@ def plan(
     exclude: Sequence[str] = (),
     copy_others: bool = False,
 ) -> tuple[list[Job], list[str]]:
-    """The jobs for *inputs* (files, folders, Maildirs, ``-``), and the inputs that cannot be.
+    """The jobs for *inputs* (files, folders, Maildirs, ``-``), and the inputs that cannot be:
+    :func:`iter_plan`, all at once, with no container split into pieces."""
+    jobs: list[Job] = []
+    problems: list[str] = []
+    for item in iter_plan(inputs, output, in_place=in_place, include=include, exclude=exclude, copy_others=copy_others):
+        (problems if isinstance(item, str) else jobs).append(item)  # type: ignore[arg-type]
+    return jobs, problems
+
+
+def iter_plan(
+    inputs: Sequence[str],
+    output: str | None = None,
+    *,
+    in_place: bool = False,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    copy_others: bool = False,
+    dry: bool = False,
+    piece_size: int | None = None,
+) -> Iterator[Job | str]:
+    """The jobs for *inputs* (files, folders, Maildirs, ``-``) and, in their places, what
+    cannot be a job (a str, the message), as a stream: a folder is walked as the jobs are
+    taken, so that a million files cost no memory.
 
     Outputs: in place; or *output*, a file for one input or a folder (several inputs,
-    or a folder input, or an existing folder), where each input keeps its path under
-    the folder it came from; or, with neither, standard output (one file only). A folder
-    is walked for *include* globs (default :data:`DEFAULT_INCLUDE`) less *exclude*
-    globs; a glob matches the path under the folder or the file name. With
+    or a folder input, or an existing folder, or a name ending in "/"), where each input
+    keeps its path under the folder it came from; or, with neither, standard output (one
+    file only). A folder is walked for *include* globs (default :data:`DEFAULT_INCLUDE`)
+    less *exclude* globs; a glob matches the path under the folder or the file name. With
     *copy_others*, a folder's other files (but those *exclude* names) are copied to the
-    output folder unchanged, so that it is a complete mirror.
+    output folder unchanged, so that it is a complete mirror. *dry*: nothing is written
+    (``links``, ``explain``).
+
+    With *piece_size*, an mbox at least that large that is written to a file or only read
+    is done in pieces of about that size (:mod:`rewriter.pieces`), each a job.
     """
     include = tuple(include) or DEFAULT_INCLUDE
-    problems: list[str] = []
-    jobs: list[Job] = []
+    if len(inputs) > 1 and not in_place and output in (None, "-") and not dry:
+        yield "rewriter: several inputs need -o DIR (a folder for the outputs) or --in-place"
+        return
     # -o names a folder when it ends in "/", is one already, or takes several inputs.
     folder_output = (
         output is not None
@@ -340,44 +404,45 @@ def plan(
     several_trees = len(inputs) > 1
     skip = _resolved(Path(output)) if output not in (None, "-") else None
     root = output if output not in (None, "-") else None  # the output tree, when there is one
+
+    def checked(job: Job) -> Iterator[Job | str]:
+        # -o naming an input would change it without --in-place: refused, file by file.
+        if not job.in_place and job.target is not None and job.source != "-" and _same_file(job.source, job.target):
+            yield f"rewriter: {job.shown}: the output is the input itself; use --in-place to rewrite it"
+        elif piece_size is not None and not job.copy and not job.maildir and job.source != "-":
+            yield from _split(job, piece_size)
+        else:
+            yield job
+
     for given in inputs:
         if given == "-":
             if in_place:
-                problems.append("rewriter: <stdin>: cannot be rewritten in place")
+                yield "rewriter: <stdin>: cannot be rewritten in place"
                 continue
             target = None if output in (None, "-") else (str(Path(output) / "stdin") if folder_output else output)
-            jobs.append(Job("-", target, "<stdin>", root=root if folder_output else None))
+            yield Job("-", target, "<stdin>", root=root if folder_output else None, dry=dry)
             continue
         path = Path(given)
         if not path.exists() and not path.is_symlink():
-            problems.append(f"rewriter: {given}: no such file or folder")
+            yield f"rewriter: {given}: no such file or folder"
             continue
         if path.is_dir():
-            if not in_place and output in (None, "-"):
-                problems.append(f"rewriter: {given}: a folder needs -o DIR or --in-place")
+            if not in_place and output in (None, "-") and not dry:
+                yield f"rewriter: {given}: a folder needs -o DIR or --in-place"
                 continue
             base = Path(output) / _resolved(path).name if several_trees and output else Path(output or ".")
             if _is_maildir(path):
-                jobs.append(
-                    Job(
-                        given,
-                        given if in_place else str(base),
-                        given,
-                        maildir=True,
-                        in_place=in_place,
-                        root=root,
-                        tree=given,
-                    )
-                )
+                target = given if in_place else (None if dry else str(base))
+                yield Job(given, target, given, maildir=True, in_place=in_place, root=root, tree=given, dry=dry)
                 continue
             tree = given if in_place else root
-            for found, kind in _walk(path, include, exclude, skip, others=copy_others and not in_place):
+            for found, kind in _walk(path, include, exclude, skip, others=copy_others and not in_place and not dry):
                 if in_place and found.is_symlink():
                     continue  # its target, when in the tree, is rewritten as itself
                 relative = found.relative_to(path)
-                target = str(found) if in_place else str(base / relative)
+                target = str(found) if in_place else (None if dry else str(base / relative))
                 maildir, copy = kind == "maildir", kind == "other"
-                jobs.append(
+                yield from checked(
                     Job(
                         str(found),
                         target,
@@ -387,38 +452,55 @@ def plan(
                         root=tree,
                         tree=given,
                         copy=copy,
+                        dry=dry,
                     )
                 )
             continue
         alone = os.path.dirname(given) or "."  # a file named alone: its folder is its collection
         if in_place and path.is_symlink():
-            problems.append(f"rewriter: {given}: a symbolic link is not rewritten in place (name its target)")
+            yield f"rewriter: {given}: a symbolic link is not rewritten in place (name its target)"
         elif in_place and not path.is_file():
             # Replacing a named pipe or a device with a regular file would break whatever uses it.
-            problems.append(
-                f"rewriter: {given}: {kind_of(path.stat().st_mode)}, not a regular file: not rewritten in place"
-            )
+            yield f"rewriter: {given}: {kind_of(path.stat().st_mode)}, not a regular file: not rewritten in place"
         elif in_place:
-            jobs.append(Job(given, given, given, in_place=True, tree=alone))
-        elif output in (None, "-"):
-            jobs.append(Job(given, None, given, tree=alone))
+            yield from checked(Job(given, given, given, in_place=True, tree=alone))
+        elif output in (None, "-") or dry:
+            yield from checked(Job(given, None, given, tree=alone, dry=dry))
         elif folder_output:
-            jobs.append(Job(given, str(Path(output) / path.name), given, root=root, tree=alone))
+            yield from checked(Job(given, str(Path(output) / path.name), given, root=root, tree=alone))
         else:
-            jobs.append(Job(given, output, given, tree=alone))
-    # -o naming an input would change it without --in-place: refused, file by file.
-    kept_jobs = []
-    for job in jobs:
-        if not job.in_place and job.target is not None and job.source != "-" and _same_file(job.source, job.target):
-            problems.append(f"rewriter: {job.shown}: the output is the input itself; use --in-place to rewrite it")
-        else:
-            kept_jobs.append(job)
-    jobs = kept_jobs
-    to_stdout = [job for job in jobs if job.target is None]
-    if len(jobs) > 1 and to_stdout:
-        problems.append("rewriter: several inputs need -o DIR (a folder for the outputs) or --in-place")
-        jobs = [job for job in jobs if job.target is not None]
-    return jobs, problems
+            yield from checked(Job(given, output, given, tree=alone))
+
+
+def _split(job: Job, piece_size: int) -> Iterator[Job | str]:
+    """*job*, or its pieces when it is a large mbox (each with its format told, so that no
+    worker reads the head again). Only a file written to a file, or only read, is split."""
+    if job.target is None and not job.dry:
+        yield job  # standard output: streamed in one job, as it is read
+        return
+    try:
+        status = os.stat(job.source)
+    except OSError:
+        yield job  # the job says why it cannot be read
+        return
+    if not stat.S_ISREG(status.st_mode) or status.st_size < piece_size:
+        yield job
+        return
+    from rewriter.formats import detect_format
+
+    try:
+        with open(job.source, "rb") as stream:
+            fmt = detect_format(stream.read(65536), Path(job.source).name)
+            if fmt != "mbox":
+                yield replace(job, format=fmt)
+                return
+            from rewriter.mailbox import plan_mbox
+
+            stream.seek(0)
+            for piece in plan_mbox(stream, piece_size=piece_size):
+                yield replace(job, format="mbox", piece=piece, status=status if job.in_place else None)
+    except OSError as error:
+        yield f"rewriter: {job.shown}: {error.strerror or error}"
 
 
 # --------------------------------------------------------------------------
@@ -457,6 +539,76 @@ def process(
         url = None  # the engine reads the mark, below a <base> as always
     html_engine = rewrite_html if rewrite else find_links
     return fmt, html_engine(data, url=url, charset=settings.charset, policy=policy)
+
+
+def job_key(job: Job, *, whole: bool = False) -> str:
+    """What names *job* in a journal: its input and output, and for a piece its first byte
+    (*whole*: the container's, without the piece)."""
+    key = f"{job.source}\0{job.target}\0{'dry' if job.dry else 'write'}"
+    if job.piece is not None and not whole:
+        key += f"\0{job.piece.start}"
+    return key
+
+
+_OUTCOME_FIELDS = (
+    "shown",
+    "state",
+    "ok",
+    "messages",
+    "warnings",
+    "rewritten",
+    "kept",
+    "local",
+    "relative",
+    "no_base",
+    "bytes_in",
+    "bytes_out",
+    "records",
+    "details",
+    "format",
+    "rows",
+    "report",
+    "retried",
+)
+
+
+def outcome_json(outcome: Outcome) -> dict[str, object]:
+    """*outcome* as plain JSON values, for the journal (its standard-output bytes aside)."""
+    value: dict[str, object] = {name: getattr(outcome, name) for name in _OUTCOME_FIELDS}
+    value["identity"] = None if outcome.identity is None else list(outcome.identity)
+    piece = outcome.piece
+    value["piece"] = None if piece is None else [piece.start, piece.end, piece.first, piece.number, piece.last]
+    return value
+
+
+def outcome_from_json(value: dict[str, object]) -> Outcome:
+    """The :class:`Outcome` :func:`outcome_json` wrote."""
+    outcome = Outcome(str(value["shown"]))
+    for name in _OUTCOME_FIELDS:
+        if name in value:
+            setattr(outcome, name, value[name])
+    identity = value.get("identity")
+    if isinstance(identity, list) and len(identity) == 2:
+        outcome.identity = (int(identity[0]), int(identity[1]))
+    piece = value.get("piece")
+    if isinstance(piece, list) and len(piece) == 5:
+        outcome.piece = Piece(int(piece[0]), int(piece[1]), int(piece[2]), int(piece[3]), bool(piece[4]))
+    return outcome
+
+
+def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
+    """Do each job of a batch (:func:`run_job`); with ``report_text``, each outcome's records
+    become JSON Lines text here, in the worker."""
+    outcomes = []
+    for job in jobs:
+        outcome = run_job(job, settings)
+        if settings.report_text and outcome.records:
+            from rewriter.report import json_lines
+
+            outcome.report = json_lines(outcome.records)
+            outcome.records = []
+        outcomes.append(outcome)
+    return outcomes
 
 
 def job_settings(job: Job, settings: Settings) -> Settings:
@@ -588,13 +740,15 @@ def _standard_output() -> BinaryIO:
 
 def run_job(job: Job, settings: Settings) -> Outcome:
     """Do one job; every failure is in the outcome, never raised."""
-    outcome = Outcome(job.shown)
+    outcome = Outcome(job.shown, piece=job.piece)
     try:
         if job.copy:
             return _copy(job, outcome)
         settings = job_settings(job, settings)
         if job.maildir:
             return _maildir(job, settings, outcome)
+        if job.piece is not None:
+            return _piece(job, settings, outcome)
         if job.dry and job.source != "-" and _is_warc(job.source):
             return _warc_pages(job, settings, outcome)
         return _file(job, settings, outcome)
@@ -666,8 +820,13 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
 
     source = None if job.source == "-" else Path(job.source)
     with _opened(job) as (stream, read):
+        if source is not None:
+            status = read or os.fstat(stream.fileno())
+            outcome.identity = (status.st_size, status.st_mtime_ns)
         head = stream.read(65536)
-        fmt = settings.format if settings.format != "auto" else detect_format(head, source.name if source else None)
+        fmt = job.format or settings.format
+        if fmt == "auto":
+            fmt = detect_format(head, source.name if source else None)
         if fmt == "mbox":  # streamed, message by message
             outcome.format = fmt
             return _mbox(job, _Replayed(head, stream), source, settings, outcome, read)  # type: ignore[arg-type]
@@ -691,6 +850,7 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     elif job.in_place:
         if output != data:  # unchanged: not written at all (its time and any backup stay)
             write_atomically(Path(job.target), output, backup=settings.backup, root=_root(job), expect=read)
+            outcome.identity = _identity_now(job.target, outcome.identity)
     else:
         write_atomically(Path(job.target), output, mode=mode_of(source), root=_root(job))
     return outcome
@@ -742,28 +902,15 @@ def _mbox(
     from rewriter.mailbox import MAX_MESSAGE, rewrite_mbox
 
     def each(sink: BinaryIO) -> bool:
-        changed = False
-        for report in rewrite_mbox(
+        reports = rewrite_mbox(
             stream,
             sink,
             url=settings.url,
             policy=settings.policy,
             with_links=True,
             max_message=min(settings.max_size, MAX_MESSAGE),
-        ):
-            changed = changed or report.changed
-            outcome.bytes_in += report.size
-            outcome.bytes_out += report.output_size
-            if report.result is None:  # too large, or the engine failed on it: kept as it was
-                outcome.ok = False
-                outcome.messages.extend(
-                    f"rewriter: {outcome.shown}: message {report.index + 1}: {problem}" for problem in report.problems
-                )
-                continue
-            # The report's problems: the message's, and the mbox's own (quoted From lines).
-            tally(outcome, report.result, settings, {"message": report.index + 1}, report.problems, fmt="message")
-        outcome.state = "rewritten" if changed else "unchanged"
-        return changed
+        )
+        return _tally_messages(reports, outcome, settings)
 
     if job.dry:
         each(_Discarded())  # type: ignore[arg-type]  # the one method rewrite_mbox writes with
@@ -777,7 +924,94 @@ def _mbox(
     with replacing(Path(job.target), mode_of(source), backup, root=_root(job), expect=read) as replacement:
         # In place, an unchanged mbox is not written at all (its time and any backup stay).
         replacement.keep = each(replacement.stream) or not job.in_place
+    if job.in_place and replacement.keep:
+        outcome.identity = _identity_now(job.target, outcome.identity)
     return outcome
+
+
+def _tally_messages(reports: Iterable[MboxReport], outcome: Outcome, settings: Settings) -> bool:
+    """Count an mbox's (or a piece's) messages into *outcome*, as they are rewritten; whether
+    any changed."""
+    changed = False
+    for report in reports:
+        changed = changed or report.changed
+        if settings.units:
+            outcome.units.append(_unit(report))
+        outcome.bytes_in += report.size
+        outcome.bytes_out += report.output_size
+        if report.result is None:  # too large, or the engine failed on it: kept as it was
+            outcome.ok = False
+            outcome.messages.extend(
+                f"rewriter: {outcome.shown}: message {report.index + 1}: {problem}" for problem in report.problems
+            )
+            continue
+        # The report's problems: the message's, and the mbox's own (quoted From lines).
+        tally(outcome, report.result, settings, {"message": report.index + 1}, report.problems, fmt="message")
+    outcome.state = "rewritten" if changed else "unchanged"
+    return changed
+
+
+def _unit(report: MboxReport) -> dict[str, object]:
+    """One message's report as a plain dict (the engine's result left out)."""
+    from dataclasses import fields
+
+    return {
+        item.name: list(value) if isinstance(value := getattr(report, item.name), tuple) else value
+        for item in fields(report)
+        if item.name != "result"
+    }
+
+
+def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
+    """One piece of a large container: its messages or records, read from its own bytes,
+    written to the work folder (the caller joins the pieces in order), or only read."""
+    from rewriter.mailbox import MAX_MESSAGE, rewrite_mbox_piece
+
+    assert job.piece is not None
+    outcome.format = job.format
+    with open(job.source, "rb") as stream:
+        status = os.fstat(stream.fileno())
+        outcome.identity = (status.st_size, status.st_mtime_ns)
+
+        def each(sink: BinaryIO) -> bool:
+            assert job.piece is not None
+            reports = rewrite_mbox_piece(
+                stream,
+                job.piece,
+                sink,
+                url=settings.url,
+                policy=settings.policy,
+                with_links=True,
+                max_message=min(settings.max_size, MAX_MESSAGE),
+            )
+            return _tally_messages(reports, outcome, settings)
+
+        if job.dry or job.target is None:
+            each(_Discarded())  # type: ignore[arg-type]
+            return outcome
+        if settings.work is None:
+            return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
+        from rewriter.pipeline import pieces_path
+
+        with replacing(pieces_path(settings.work, job)) as replacement:
+            each(replacement.stream)
+    return outcome
+
+
+def replacing_target(job: Job, backup: str | None = None) -> contextlib.AbstractContextManager[Replacement]:
+    """The atomic replacement of *job*'s target, for a container put together from pieces:
+    its folders opened under the job's root, its mode from the input, in place its backup
+    and the check that the input is still the one planned."""
+    assert job.target is not None
+    source = Path(job.source)
+    return replacing(Path(job.target), mode_of(source), backup, root=_root(job), expect=job.status)
+
+
+def _identity_now(path: str, otherwise: tuple[int, int] | None) -> tuple[int, int] | None:
+    with contextlib.suppress(OSError):
+        status = os.stat(path)
+        return status.st_size, status.st_mtime_ns
+    return otherwise
 
 
 def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
@@ -881,33 +1115,27 @@ def _warm() -> None:
     sniff(b"<meta charset=utf-8>", None)
 
 
-def run(jobs: Sequence[Job], settings: Settings, workers: int = 1) -> Iterator[Outcome]:
-    """Do *jobs* with *workers* processes; the outcomes come in the order of *jobs*.
+def run(jobs: Iterable[Job], settings: Settings, workers: int = 1) -> Iterator[Outcome]:
+    """Do *jobs* with *workers* processes (:mod:`rewriter.pipeline`); the outcomes come in
+    the order of *jobs*."""
+    from rewriter.executors import Executor, Processes, Serial
+    from rewriter.pipeline import execute
 
-    The largest inputs start first, so that a big file does not finish the run alone.
-    """
-    if workers <= 1 or len(jobs) <= 1:
-        for job in jobs:
-            yield run_job(job, settings)
-        return
-    _warm()
-    order = sorted(range(len(jobs)), key=lambda index: -_size(jobs[index]))
-    # Objects the workers inherit stay out of their collector's sight: its passes would
-    # otherwise write to every inherited object and copy each page of them (gc.freeze docs).
-    gc.freeze()
+    jobs = list(jobs) if isinstance(jobs, (list, tuple)) else jobs
+    few = isinstance(jobs, list) and len(jobs) <= 1
+    executor: Executor = Serial() if workers <= 1 or few else Processes(workers)
+    if isinstance(executor, Processes):
+        _warm()
+        # Objects the workers inherit stay out of their collector's sight: its passes would
+        # otherwise write to every inherited object and copy each page of them (gc.freeze docs).
+        gc.freeze()
     try:
-        yield from _in_workers(jobs, settings, workers, order)
+        for item in execute(jobs, settings, executor):
+            if isinstance(item, Outcome):
+                yield item
     finally:
-        gc.unfreeze()
-
-
-def _in_workers(jobs: Sequence[Job], settings: Settings, workers: int, order: list[int]) -> Iterator[Outcome]:
-    def lost(index: int, reason: str) -> Outcome:  # the job's worker died (killed, out of memory)
-        return Outcome(jobs[index].shown).fail(f"not rewritten: {reason}")
-
-    from rewriter.workers import run_ordered  # multiprocessing: imported only when there are workers
-
-    yield from run_ordered(functools.partial(run_job, settings=settings), jobs, order, workers, lost)
+        if isinstance(executor, Processes):
+            gc.unfreeze()
 
 
 def totals(outcomes: Iterable[Outcome]) -> dict[str, int]:

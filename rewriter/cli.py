@@ -38,7 +38,9 @@ from rewriter.policy import Policy
 from rewriter.resolve import RULES, Resolver, UnresolvableReference
 
 if TYPE_CHECKING:
-    from rewriter.batch import Outcome, Settings
+    from rewriter.batch import Job, Outcome, Settings
+    from rewriter.journal import Journal
+    from rewriter.report import ReportFile
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
@@ -213,6 +215,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="run on Dask: a dask.distributed scheduler address (tcp://host:8786), or 'local' for Dask's local "
         "processes (needs the dask extra; workers read and write the paths, so a cluster needs a shared file system)",
+    )
+    _switch(
+        rewrite,
+        "--resume",
+        "go on with a run that was stopped (killed, or the machine went down): the inputs its journal says are "
+        "done, and are unchanged since, are not done again (the journal is kept in OUT/.rewriter-run/, or beside "
+        "an output file, until a run ends)",
     )
     _switch(rewrite, "--quiet", "say nothing but errors: no progress bar, no line per file, no summary", short="-q")
     _switch(rewrite, "--verbose", "also name each link left relative (--report has every link)", short="-v")
@@ -446,7 +455,8 @@ def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
 
 
 def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from rewriter.batch import plan, run
+    from rewriter.batch import iter_plan
+    from rewriter.pieces import PIECE_SIZE
 
     if args.backup and not args.in_place:
         err.write("rewriter rewrite: --backup goes with --in-place\n")
@@ -460,65 +470,291 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.output and args.output != "-" and len(args.files) > 1 and Path(args.output).is_file():
         err.write(f"rewriter rewrite: several inputs need -o DIR, and {args.output} is a file\n")
         return EXIT_USAGE
+    if len(args.files) > 1 and not args.in_place and args.output in (None, "-"):
+        err.write("rewriter: several inputs need -o DIR (a folder for the outputs) or --in-place\n")
+        return EXIT_USAGE
+    if args.resume and not args.in_place and args.output in (None, "-"):
+        err.write("rewriter rewrite: --resume needs -o or --in-place: a run to standard output keeps no journal\n")
+        return EXIT_USAGE
     warc_status, args.files = _rewrite_warcs(args, err)
     if warc_status == EXIT_USAGE or not args.files:
         return warc_status
-    jobs, problems = plan(
-        args.files,
-        args.output,
-        in_place=args.in_place,
-        include=args.include or (),
-        exclude=args.exclude or (),
-        copy_others=not args.no_copy_others,
-    )
-    for problem in problems:
-        err.write(problem + "\n")
-    if problems and any("several inputs need" in problem for problem in problems):
-        return EXIT_USAGE
-    batch = len(jobs) > 1 or any(Path(name).is_dir() for name in args.files if name != "-")
+    batch = len(args.files) > 1 or any(Path(name).is_dir() for name in args.files if name != "-")
     quiet = args.quiet or not batch
-    workers = args.jobs or os.cpu_count() or 1
-    settings = _settings(args, records=bool(args.report))
+    options = {
+        "in_place": args.in_place,
+        "include": args.include or (),
+        "exclude": args.exclude or (),
+        "copy_others": not args.no_copy_others,
+    }
+    settings = replace(_settings(args, records=bool(args.report)), report_text=bool(args.report))
+    journal = _journal(args, err, batch)
+    if isinstance(journal, int):
+        return journal
+    executor = _executor(args, err)
+    if isinstance(executor, int):
+        return executor
     started = time.perf_counter()
-    progress = _progress(len(jobs), err, quiet)
-    status = EXIT_SOME_FAILED if problems or warc_status else EXIT_OK
-    outcomes = []
-    records: list[dict[str, object]] = []
-    if args.dask:
-        from rewriter.dask import DaskMissing, run_jobs
+    total = 0
+    if not quiet and getattr(err, "isatty", lambda: False)():  # the bar's length: a walk that keeps nothing
+        total = sum(1 for item in iter_plan(args.files, args.output, **options) if not isinstance(item, str))
+    progress = _progress(total, err, quiet)
+    plan = iter_plan(args.files, args.output, piece_size=PIECE_SIZE if journal is not None else None, **options)
+    status = warc_status
+    run = _RunTotals()
+    report = None
+    try:
+        if args.report:
+            try:
+                report = _report_file(Path(args.report))
+            except OSError as error:
+                err.write(f"rewriter rewrite: cannot write the report {args.report}: {error.strerror or error}\n")
+                return EXIT_SOME_FAILED
+        for item in _released(plan, settings, executor, journal):
+            if isinstance(item, str):
+                progress.write(item)
+                run.unplanned += 1
+                status = EXIT_SOME_FAILED
+                continue
+            if report is not None:
+                report.add(item.report)
+            item.report = ""
+            if item.output is not None:
+                try:
+                    _write_bytes(out, item.output)
+                except OSError as error:
+                    progress.write(f"rewriter: {item.shown}: cannot write to standard output: {error.strerror}")
+                    item.ok = False
+                item.output = None
+            for line in run.add(item, quiet=args.quiet, verbose=args.verbose):
+                progress.write(line)
+            if not item.ok:
+                status = EXIT_SOME_FAILED
+            if item.piece is None or item.piece.last:
+                progress.update(1)
+        if report is not None:
+            try:
+                report.commit()
+            except OSError as error:
+                err.write(f"rewriter rewrite: cannot write the report {args.report}: {error.strerror or error}\n")
+                status = EXIT_SOME_FAILED
+            report = None
+        if journal is not None:
+            journal.close(finished=True)
+            journal = None
+    finally:
+        progress.close()
+        if report is not None:
+            report.discard()
+        if journal is not None:
+            journal.close(finished=False)
+        close = getattr(executor, "close", None)
+        if close is not None:
+            close()
+    if not quiet:
+        err.write(_summary(run.figures, time.perf_counter() - started, run.unplanned) + "\n")
+        for line in run.closing():
+            err.write(line + "\n")
+    return status
 
+
+def _released(
+    plan: Iterable[Job | str], settings: Settings, executor: object, journal: Journal | None
+) -> Iterator[Outcome | str]:
+    """The pipeline's outcomes; before forking workers, the engines are imported (so that
+    each worker starts with them) and the collector's objects frozen."""
+    import gc
+
+    from rewriter.executors import Processes
+    from rewriter.pipeline import execute
+
+    forking = isinstance(executor, Processes)
+    if forking:
+        from rewriter.batch import _warm
+
+        _warm()
+        gc.freeze()
+    try:
+        yield from execute(plan, settings, executor, journal=journal)  # type: ignore[arg-type]
+    finally:
+        if forking:
+            gc.unfreeze()
+
+
+def _report_file(path: Path) -> ReportFile:
+    from rewriter.report import ReportFile
+
+    return ReportFile(path)
+
+
+def _executor(args: argparse.Namespace, err: TextIO) -> object | int:
+    """The executor the options ask for, or the exit status of why there is none."""
+    from rewriter.executors import DaskExecutor, DaskMissing, Processes, Serial
+
+    workers = args.jobs or os.cpu_count() or 1
+    if args.dask:
         try:
-            done: Iterable[Outcome] = run_jobs(jobs, settings, client=None if args.dask == "local" else args.dask)
+            executor = DaskExecutor(None if args.dask == "local" else args.dask, workers=args.jobs)
+            executor.open()
         except DaskMissing as error:
             err.write(f"rewriter rewrite: {error}\n")
             return EXIT_USAGE
         except OSError as error:  # the scheduler cannot be reached
             err.write(f"rewriter rewrite: Dask at {args.dask}: {error.strerror or error}\n")
             return EXIT_SOME_FAILED
+        return executor
+    single = len(args.files) == 1 and not (args.files[0] != "-" and Path(args.files[0]).is_dir())
+    if workers <= 1 or (single and not _large(args.files[0])):
+        return Serial()
+    return Processes(workers)
+
+
+def _large(name: str) -> bool:
+    """Whether the one input is large enough to be done in pieces (then by several workers)."""
+    from rewriter.pieces import PIECE_SIZE
+
+    with contextlib.suppress(OSError):
+        return name != "-" and os.stat(name).st_size >= PIECE_SIZE
+    return False
+
+
+# The options a journal is bound to: a run resumed with other values would write other outputs.
+_JOURNAL_OPTIONS = (
+    "files",
+    "output",
+    "in_place",
+    "backup",
+    "include",
+    "exclude",
+    "no_copy_others",
+    "max_size",
+    "url",
+    "url_root",
+    "url_map",
+    "absolutize_local",
+    "charset",
+    "format",
+    "rules",
+    "non_strict",
+    "absolutize_fragments",
+    "remove_base",
+    "no_lazy",
+    "no_conditional_comments",
+    "canonical_base",
+    "require_base",
+    "report",
+)
+
+
+def _journal(args: argparse.Namespace, err: TextIO, batch: bool) -> Journal | int | None:
+    """The run's journal (None for a run that keeps none: standard output, or one small
+    file), or the exit status of why it cannot be kept."""
+    from rewriter.journal import Journal, JournalError, work_folder_for
+
+    if args.output in (None, "-") and not args.in_place:
+        return None
+    if not batch and not _large(args.files[0]):
+        return None
+    if args.in_place:
+        first = Path(args.files[0])
+        folder = work_folder_for(first, folder=first.is_dir())
     else:
-        done = run(jobs, settings, workers)
-    for outcome in done:
-        for line in _said(outcome, quiet=args.quiet, verbose=args.verbose):
-            progress.write(line)
-        if outcome.output is not None:
-            try:
-                _write_bytes(out, outcome.output)
-            except OSError as error:
-                progress.write(f"rewriter: {outcome.shown}: cannot write to standard output: {error.strerror}")
-                outcome.ok = False
-        if not outcome.ok:
-            status = EXIT_SOME_FAILED
-        records.extend(outcome.records)
-        outcome.records = []
-        outcome.output = None
-        outcomes.append(outcome)
-        progress.update(1)
-    progress.close()
-    if args.report and not _write_report(Path(args.report), records, err):
-        status = EXIT_SOME_FAILED
-    if not quiet:
-        err.write(_summary(outcomes, time.perf_counter() - started, len(problems)) + "\n")
-    return status
+        output = Path(args.output)
+        as_folder = len(args.files) > 1 or args.output.endswith(("/", os.sep)) or output.is_dir()
+        as_folder = as_folder or any(Path(name).is_dir() for name in args.files if name != "-")
+        folder = work_folder_for(output, folder=as_folder)
+    fingerprint = {name: _plain(getattr(args, name, None)) for name in _JOURNAL_OPTIONS}
+    existed = (folder / "journal.jsonl").exists()
+    if args.resume and not existed and not args.quiet:
+        err.write(f"rewriter rewrite: no journal at {folder}: nothing to resume, the run starts from the beginning\n")
+    elif existed and not args.resume and not args.quiet:
+        err.write(
+            f"rewriter rewrite: {folder} holds the journal of a run that did not finish: starting over "
+            "(--resume goes on from where it stopped)\n"
+        )
+    try:
+        return Journal.open(folder, fingerprint, resume=args.resume)
+    except JournalError as error:
+        err.write(f"rewriter rewrite: cannot resume: {error}\n")
+        return EXIT_USAGE
+    except OSError as error:
+        err.write(f"rewriter rewrite: cannot keep the journal in {folder}: {error.strerror or error}\n")
+        return EXIT_SOME_FAILED
+
+
+def _plain(value: object) -> object:
+    """An option's value as JSON can hold it."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return str(value)
+
+
+class _RunTotals:
+    """The run's figures, kept as the outcomes go by (none of them is held), and what
+    standard error says for each input; a container done in pieces is said once, at its end."""
+
+    def __init__(self) -> None:
+        from rewriter.batch import totals
+
+        self.figures = totals([])
+        self.unplanned = 0
+        self.retried: list[str] = []
+        self.resumed = 0
+        self.container: Outcome | None = None  # the pieces of one container so far
+
+    def add(self, outcome: Outcome, *, quiet: bool, verbose: bool) -> list[str]:
+        from rewriter.batch import totals
+
+        if outcome.retried is not None:
+            self.retried.append(
+                outcome.shown if outcome.piece is None else f"{outcome.shown} (piece {outcome.piece.number + 1})"
+            )
+        self.resumed += outcome.resumed
+        if outcome.piece is not None:
+            outcome = self._merged(outcome)
+            if outcome is None:
+                return []
+        for name, value in totals([outcome]).items():
+            self.figures[name] += value
+        return _said(outcome, quiet=quiet, verbose=verbose)
+
+    def _merged(self, piece: Outcome) -> Outcome | None:
+        """The container's outcome when *piece* is its last, else None (its counts kept)."""
+        assert piece.piece is not None
+        if piece.piece.number == 0 or self.container is None:
+            self.container = replace(piece, piece=None, records=[], report="")
+        else:
+            whole = self.container
+            for name in ("rewritten", "kept", "local", "relative", "no_base", "bytes_in", "bytes_out"):
+                setattr(whole, name, getattr(whole, name) + getattr(piece, name))
+            whole.messages += piece.messages
+            whole.warnings += piece.warnings
+            whole.details += piece.details
+            whole.ok = whole.ok and piece.ok
+            if piece.state == "failed" or whole.state == "failed":
+                whole.state = "failed"
+            elif piece.state == "rewritten":
+                whole.state = "rewritten"
+        if not piece.piece.last:
+            return None
+        whole, self.container = self.container, None
+        return whole
+
+    def closing(self) -> list[str]:
+        """What follows the summary: the jobs done twice, the jobs taken from a journal."""
+        lines = []
+        if self.resumed:
+            lines.append(
+                f"rewriter: {self.resumed:,} done by the run that was stopped (its journal says so): not done again"
+            )
+        if self.retried:
+            named = ", ".join(self.retried[:10]) + (
+                f" and {len(self.retried) - 10:,} more" if len(self.retried) > 10 else ""
+            )
+            lines.append(f"rewriter: retried after their worker stopped: {named}")
+        return lines
 
 
 def _warcs(names: list[str]) -> list[str]:
@@ -636,10 +872,7 @@ def _progress(total: int, err: TextIO, quiet: bool) -> _Silent:
     return _Bar(total, err)
 
 
-def _summary(outcomes: list[Outcome], seconds: float, unplanned: int) -> str:
-    from rewriter.batch import totals
-
-    figures = totals(outcomes)
+def _summary(figures: dict[str, int], seconds: float, unplanned: int) -> str:
     failed = figures["failed_files"] + unplanned
     files = figures["files"] + unplanned
     kept = f"{figures['kept']:,} kept"
@@ -662,22 +895,6 @@ def _summary(outcomes: list[Outcome], seconds: float, unplanned: int) -> str:
     )
 
 
-def _write_report(path: Path, records: list[dict[str, object]], err: TextIO) -> bool:
-    """Every link as JSON Lines, or one JSON array for a .json file, written atomically."""
-    from rewriter.batch import write_atomically
-
-    if path.suffix.lower() == ".json":
-        text = _json(records, indent=1) + "\n"
-    else:
-        text = "".join(_json(record) + "\n" for record in records)
-    try:
-        write_atomically(path, text.encode("utf-8", "surrogateescape"))
-    except OSError as error:
-        err.write(f"rewriter rewrite: cannot write the report {path}: {error.strerror or error}\n")
-        return False
-    return True
-
-
 def _write_bytes(out: TextIO | None, data: bytes) -> None:
     """Bytes to a text stream: to its binary buffer when it has one (a real stdout)."""
     if out is None:
@@ -691,48 +908,72 @@ def _write_bytes(out: TextIO | None, data: bytes) -> None:
     buffer.flush()
 
 
-def _dry_run(verb: str, args: argparse.Namespace, *, explain: bool) -> Outcome:
-    """Read FILE through the steps of a rewrite, writing nothing: every document of it (each
-    message of an mbox or a Maildir, each page of a WARC) with its links and, for *explain*,
-    its rows. What went wrong and the links left relative are said as ``rewrite`` says them."""
-    from rewriter.batch import Job, Outcome, run_job
+def _dry_run(verb: str, args: argparse.Namespace, *, explain: bool) -> Iterator[Outcome]:
+    """Read FILE through the steps of a rewrite (the same plan and pipeline), writing nothing:
+    every document of it (each message of an mbox or a Maildir, each page of a WARC) with its
+    links and, for *explain*, its rows; an outcome for each job (a piece of a large mbox, or
+    the whole file), as they are done."""
+    from rewriter.batch import Outcome, iter_plan
+    from rewriter.executors import Serial
+    from rewriter.pieces import PIECE_SIZE
+    from rewriter.pipeline import execute
 
     name = args.files[0]
-    maildir = name != "-" and os.path.isdir(name)
-    tree = None if name == "-" else (name if maildir else os.path.dirname(name) or ".")
-    if maildir:
+    if name != "-" and os.path.isdir(name):
         from rewriter.mailbox import is_maildir  # a folder is read only when it is a Maildir
 
         if not is_maildir(Path(name)):
             problem = f"a folder, and not a Maildir (cur/, new/, tmp/): {verb} reads one file or Maildir"
-            return Outcome(name).fail(problem)
-    job = Job(name, None, _shown(name), maildir=maildir, tree=tree, dry=True)
+            yield Outcome(name).fail(problem)
+            return
     settings = replace(_settings(args, records=not explain), explain=explain)
-    return run_job(job, settings)
+    for item in execute(iter_plan([name], dry=True, piece_size=PIECE_SIZE), settings, Serial()):
+        yield item if isinstance(item, Outcome) else Outcome(name).fail(item.removeprefix(f"rewriter: {name}: "))
 
 
 def _run_links(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    outcome = _dry_run("links", args, explain=False)
     places = ("record", "message", "part")  # a WARC's page, an mbox's or a Maildir's message, a part
-    for record in outcome.records:
-        record.pop("file", None)
-        if args.json:
-            out.write(_json(record) + "\n")
+    said = _RunTotals()
+    ok = True
+    for outcome in _dry_run("links", args, explain=False):
+        for record in outcome.records:
+            record.pop("file", None)
+            if args.json:
+                out.write(_json(record) + "\n")
+                continue
+            # One line a link, tab-separated: each field escaped (its tabs and line ends too).
+            resolved = record["resolved"] if record["resolved"] is not None else "-"
+            fields = [str(record[place]) for place in places if place in record]
+            fields += [str(record[key]) for key in ("element", "attribute", "status", "original")] + [str(resolved)]
+            out.write("\t".join(escape_controls(field) for field in fields) + "\n")
+        outcome.records = []
+        ok = ok and outcome.ok
+        for line in said.add(outcome, quiet=False, verbose=False):
+            err.write(line + "\n")
+    return EXIT_OK if ok else EXIT_SOME_FAILED
+
+
+def _whole(outcomes: Iterable[Outcome]) -> Outcome:
+    """One outcome of a file done in pieces: rows, messages and warnings together."""
+    whole: Outcome | None = None
+    for outcome in outcomes:
+        if whole is None:
+            whole = outcome
             continue
-        # One line a link, tab-separated: each field escaped (its tabs and line ends too).
-        resolved = record["resolved"] if record["resolved"] is not None else "-"
-        fields = [str(record[place]) for place in places if place in record]
-        fields += [str(record[key]) for key in ("element", "attribute", "status", "original")] + [str(resolved)]
-        out.write("\t".join(escape_controls(field) for field in fields) + "\n")
-    for line in _said(outcome):
-        err.write(line + "\n")
-    return EXIT_OK if outcome.ok else EXIT_SOME_FAILED
+        whole.rows += outcome.rows
+        whole.messages += outcome.messages
+        whole.warnings += outcome.warnings
+        whole.ok = whole.ok and outcome.ok
+        if outcome.state == "failed":
+            whole.state = "failed"
+    assert whole is not None
+    return whole
 
 
 def _run_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The MIME tree (or the one document) of each document of FILE: each part's type, base,
     where the base came from, and how many links were rewritten, kept and left relative."""
-    outcome = _dry_run("explain", args, explain=True)
+    outcome = _whole(_dry_run("explain", args, explain=True))
     for line in outcome.messages:
         err.write(line + "\n")
     if outcome.state == "failed" and not outcome.rows:

@@ -1,22 +1,22 @@
-"""Scale-out on Dask: files, mbox messages and WARC pages rewritten as ``dask.bag`` tasks.
+"""Scale-out on Dask: the pipeline of :mod:`rewriter.pipeline` with its jobs as Dask tasks.
 
-The engines are the ones every other entry point uses; only where the work runs changes.
-:func:`run_jobs` does a plan of :class:`rewriter.batch.Job` (``batch.plan``) with
-:func:`rewriter.batch.run_job` in Dask tasks, and gives the outcomes in plan order, as
-``batch.run`` does. :func:`rewrite_files` plans globs, files and folders under an output
-folder and returns one plain dict per file. :func:`rewrite_mbox_messages` splits an mbox
-with the splitter of :mod:`rewriter.mailbox` and rewrites its messages in tasks; the
-output is byte-identical to :func:`rewriter.mailbox.rewrite_mbox`'s. :func:`rewrite_warc_records`
-rewrites the pages of a WARC in tasks; the mirror and the report are those of
-:func:`rewriter.warc.rewrite_warc`.
+Nothing here rewrites anything: every function plans jobs as ``rewriter rewrite`` plans
+them (:func:`rewriter.batch.iter_plan`), and runs them through
+:func:`rewriter.pipeline.execute` on a :class:`rewriter.executors.DaskExecutor`, so that
+outputs and reports are byte for byte those of the serial run. :func:`run_jobs` does a
+plan; :func:`rewrite_files` plans files, folders and glob patterns under an output folder;
+:func:`rewrite_mbox_messages` does one mbox in pieces (each piece a task) and gives a record
+per message as the pieces finish; :func:`rewrite_warc_records` mirrors a WARC into a folder
+as one task (read on the worker).
 
-Where the tasks run: Dask's local scheduler by default (``scheduler="processes"``, or
-``"threads"``, ``"synchronous"``), or a ``dask.distributed`` cluster given as ``client``
-(a ``Client``, a cluster object, or a scheduler address such as ``"tcp://10.0.0.5:8786"``).
-Workers read and write the paths they are given: on a cluster of several machines they
-must see one shared file system. Standard input (``-``) is always read here, never in a task.
-Without Dask the module still imports, and each function raises :class:`DaskMissing` (an
-``ImportError``) naming the extra to install: ``pip install 'rewriter[dask]'``.
+Where the tasks run: a ``dask.distributed`` cluster given as ``client`` (a ``Client``, a
+cluster object, or a scheduler address such as ``"tcp://10.0.0.5:8786"``), else Dask's local
+scheduler (``scheduler="processes"``, ``"threads"``, ``"synchronous"``), or a ``LocalCluster``
+on 127.0.0.1 with ``scheduler="distributed"``. Workers read and write the paths they are
+given: on a cluster of several machines they must see one shared file system. Standard input
+(``-``) is always read here, never in a task. Without Dask the module still imports, and each
+function raises :class:`DaskMissing` (an ``ImportError``) naming the extra to install:
+``pip install 'rewriter[dask]'``.
 
 >>> import pathlib, tempfile
 >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -32,24 +32,20 @@ b'<a href=http://example.org/x>x</a>'
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import glob
-import heapq
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING
 
-from rewriter.batch import Job, Outcome, Settings, plan, run_job
+from rewriter.batch import Job, Outcome, Settings, iter_plan, run_job
+from rewriter.executors import EXTRA_HINT, DaskExecutor, DaskMissing, Scheduler
 from rewriter.files import is_temporary
 from rewriter.policy import DEFAULT_POLICY, Policy
 
-EXTRA_HINT = "pip install 'rewriter[dask]'"
-
 try:
-    import dask
-    import dask.bag
+    import dask  # noqa: F401
 
     _MISSING: ImportError | None = None
 except ImportError as error:  # pragma: no cover - depends on the environment
@@ -57,21 +53,11 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     # The module still imports (pytest --doctest-modules collects it); its example needs Dask.
     __doc__ = (__doc__ or "").split("\n>>> ", 1)[0] + f"\n\n(The example needs Dask: {EXTRA_HINT}.)\n"
 
-
-class DaskMissing(ImportError):
-    """Dask is not installed: raised by every function of this module that needs it."""
-
-
-def _require() -> None:
-    if _MISSING is not None:
-        raise DaskMissing(f"rewriter.dask needs Dask and dask.distributed: {EXTRA_HINT}") from _MISSING
-
-
 if TYPE_CHECKING:
     from distributed import Client
 
     from rewriter.mailbox import MboxReport
-    from rewriter.warc import WarcDocument, WarcEntry, WarcReport, _Planned
+    from rewriter.warc import WarcEntry, WarcReport
 
 __all__ = [
     "EXTRA_HINT",
@@ -83,151 +69,59 @@ __all__ = [
     "run_jobs",
 ]
 
-Scheduler = Literal["processes", "threads", "synchronous"]
-T = TypeVar("T")
-R = TypeVar("R")
-
-WINDOW = 64 << 20  # mbox messages or WARC bodies held in memory at once, in bytes
-TASKS_PER_THREAD = 4  # batches per worker thread: big enough to amortise, small enough to balance
+WINDOW = 64 << 20  # the size of one piece of an mbox: one task's share
 
 
-# --------------------------------------------------------------------------
-# Where the tasks run
-# --------------------------------------------------------------------------
+def _require() -> None:
+    if _MISSING is not None:
+        raise DaskMissing(f"rewriter.dask needs Dask and dask.distributed: {EXTRA_HINT}") from _MISSING
 
 
-@contextlib.contextmanager
-def _connected(client: Client | str | None) -> Iterator[Client | None]:
-    """A distributed ``Client`` for *client* (opened and closed here for an address or a
-    cluster), or None for the local scheduler."""
-    if client is None or _is_client(client):
-        yield client
-        return
-    try:
-        from distributed import Client
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise DaskMissing(f"a Dask cluster needs dask.distributed: {EXTRA_HINT}") from error
-    with Client(client) as connected:  # an address ("tcp://host:port") or a cluster object
-        yield connected
-
-
-def _is_client(value: object) -> bool:
-    return type(value).__name__ == "Client" and hasattr(value, "compute") and hasattr(value, "nthreads")
-
-
-def _threads(client: Client | None, workers: int | None) -> int:
-    """How many tasks can run at once."""
-    if client is not None:
-        return max(1, sum(client.nthreads().values()))
-    return max(1, workers or os.cpu_count() or 1)
-
-
-def _bins(sizes: Sequence[int], count: int) -> list[list[int]]:
-    """Item indices in *count* batches of about equal size: the largest first, each to the
-    lightest batch so far (so that a big file does not finish the run alone)."""
-    count = max(1, min(count, len(sizes)))
-    heap = [(0, number) for number in range(count)]
-    bins: list[list[int]] = [[] for _ in range(count)]
-    for index in sorted(range(len(sizes)), key=lambda index: (-sizes[index], index)):
-        load, number = heapq.heappop(heap)
-        bins[number].append(index)
-        heapq.heappush(heap, (load + max(sizes[index], 1), number))
-    return [batch for batch in bins if batch]
-
-
-def _apply(batch: list[tuple[int, Any]], function: Callable[..., Any], *args: Any) -> list[tuple[int, Any]]:
-    """One task: *function* on each item of a batch, with its position."""
-    return [(index, function(item, *args)) for index, item in batch]
-
-
-def _map(
-    function: Callable[..., R],
-    items: Sequence[T],
-    sizes: Sequence[int],
-    args: tuple[Any, ...],
-    client: Client | None,
-    scheduler: Scheduler,
-    workers: int | None,
-) -> list[R | BaseException]:
-    """``function(item, *args)`` for every item, in a ``dask.bag`` of balanced batches;
-    the results in item order. A batch whose task failed (a worker died) gives the
-    exception for each of its items."""
-    if not items:
-        return []
-    count = _threads(client, workers) * TASKS_PER_THREAD
-    batches = [[(index, items[index]) for index in batch] for batch in _bins(sizes, count)]
-    bag = dask.bag.from_sequence(batches, npartitions=len(batches)).map(_apply, function, *args)
-    parts = bag.to_delayed()
-    results: list[Any] = [None] * len(items)
-    done: list[Any]
-    if client is not None:
-        futures = client.compute(parts)
-        done = []
-        for future in futures:
-            try:
-                done.append(future.result())
-            except Exception as error:  # the task's worker died, or the task could not be sent
-                done.append(error)
-    else:
-        try:
-            options = {} if workers is None or scheduler == "synchronous" else {"num_workers": workers}
-            done = list(dask.compute(*parts, scheduler=scheduler, **options))
-        except Exception as error:  # the local pool broke: every item fails alike
-            done = [error] * len(parts)
-    for batch, part in zip(batches, done, strict=True):
-        if isinstance(part, BaseException):
-            for index, _ in batch:
-                results[index] = part
-            continue
-        for values in part:  # a partition: the list of what _apply gave for its one batch
-            for index, value in values:
-                results[index] = value
-    return results
-
-
-# --------------------------------------------------------------------------
-# Files: the batch engine's jobs
-# --------------------------------------------------------------------------
-
-
-def _size(job: Job) -> int:
-    with contextlib.suppress(OSError):
-        return os.stat(job.source).st_size
-    return 0
+def _executor(client: Client | str | None, scheduler: Scheduler, workers: int | None) -> DaskExecutor:
+    _require()
+    return DaskExecutor(client, workers=workers, scheduler="distributed" if client is not None else scheduler)
 
 
 def run_jobs(
-    jobs: Sequence[Job],
+    jobs: Iterable[Job],
     settings: Settings = Settings(),  # noqa: B008 - immutable
     *,
     client: Client | str | None = None,
     scheduler: Scheduler = "processes",
     workers: int | None = None,
 ) -> list[Outcome]:
-    """Do *jobs* with :func:`rewriter.batch.run_job` in Dask tasks; the outcomes in the order
-    of *jobs*, as :func:`rewriter.batch.run` gives them (a drop-in for it).
-
-    *client*: a ``distributed.Client``, a cluster, or a scheduler address; None runs on
-    the local *scheduler* with *workers* processes or threads (default: the cores). A job
-    reading standard input is done here. A task whose worker dies fails its jobs, each
-    reported in its outcome; nothing is raised for what the inputs hold.
-    """
+    """Do *jobs* in Dask tasks; the outcomes in the order of *jobs*, as
+    :func:`rewriter.batch.run` gives them (a drop-in for it). A job reading standard input is
+    done here. A task whose worker dies is tried once more, then fails its jobs, each reported
+    in its outcome; nothing is raised for what the inputs hold."""
     _require()
     jobs = list(jobs)
-    outcomes: list[Outcome | None] = [None] * len(jobs)
-    remote = [index for index, job in enumerate(jobs) if job.source != "-"]
-    for index, job in enumerate(jobs):
-        if job.source == "-":
-            outcomes[index] = run_job(job, settings)
-    if remote:
-        with _connected(client) as connected:
-            chosen = [jobs[index] for index in remote]
-            done = _map(run_job, chosen, [_size(job) for job in chosen], (settings,), connected, scheduler, workers)
-        for index, outcome in zip(remote, done, strict=True):
-            if isinstance(outcome, BaseException):
-                outcome = Outcome(jobs[index].shown).fail(f"not rewritten: the worker stopped: {outcome}")
-            outcomes[index] = outcome
-    return outcomes  # type: ignore[return-value]
+    here = {index: run_job(job, settings) for index, job in enumerate(jobs) if job.source == "-"}
+    remote = [job for job in jobs if job.source != "-"]
+    done = iter(_execute(remote, settings, client, scheduler, workers))
+    return [here[index] if index in here else next(done) for index in range(len(jobs))]
+
+
+def _execute(
+    plan: Iterable[Job | str],
+    settings: Settings,
+    client: Client | str | None,
+    scheduler: Scheduler,
+    workers: int | None,
+    journal: object = None,
+) -> Iterator[Outcome]:
+    """The pipeline's outcomes on Dask; a problem of the plan becomes a failed outcome."""
+    from rewriter.pipeline import execute
+
+    with _executor(client, scheduler, workers) as executor:
+        for item in execute(plan, settings, executor, journal=journal):  # type: ignore[arg-type]
+            if isinstance(item, str):
+                failed = Outcome(item.split(": ", 2)[1] if item.count(": ") >= 2 else "")
+                failed.state, failed.ok = "failed", False
+                failed.messages.append(item)
+                yield failed
+            else:
+                yield item
 
 
 def _has_magic(text: str) -> bool:
@@ -245,12 +139,11 @@ def _glob_jobs(pattern: str, out_dir: Path, exclude: Sequence[str]) -> list[Job]
     jobs = []
     for found in sorted(glob.glob(pattern, recursive=True)):
         path = Path(found)
-        name = path.name
-        if is_temporary(name):
+        if is_temporary(path.name):
             continue  # ours, left by a killed run
         if not path.is_file() or path.is_symlink():
             continue
-        relative = path.relative_to(root) if path.is_relative_to(root) else Path(name)
+        relative = path.relative_to(root) if path.is_relative_to(root) else Path(path.name)
         if _matches(relative.as_posix(), exclude):
             continue
         jobs.append(Job(found, str(out_dir / relative), found, root=str(out_dir)))  # no link below out_dir followed
@@ -259,13 +152,15 @@ def _glob_jobs(pattern: str, out_dir: Path, exclude: Sequence[str]) -> list[Job]
 
 def as_record(report: Outcome | MboxReport | WarcEntry) -> dict[str, object]:
     """A plain dict of one report: a file's :class:`~rewriter.batch.Outcome` (without its
-    output bytes), an mbox message's :class:`~rewriter.mailbox.MboxReport` (without the
-    engine's result), or a WARC record's :class:`~rewriter.warc.WarcEntry`. Tuples become lists.
+    output bytes and pipeline bookkeeping), an mbox message's
+    :class:`~rewriter.mailbox.MboxReport` (without the engine's result), or a WARC record's
+    :class:`~rewriter.warc.WarcEntry`. Tuples become lists.
 
     >>> as_record(Outcome("a.html", "rewritten", rewritten=2))["rewritten"]
     2
     """
-    fields = [field.name for field in dataclasses.fields(report) if field.name not in ("output", "result")]
+    left_out = ("output", "result", "report", "identity", "retried", "resumed", "piece", "units")
+    fields = [field.name for field in dataclasses.fields(report) if field.name not in left_out]
     record: dict[str, object] = {}
     for name in fields:
         value = getattr(report, name)
@@ -297,55 +192,38 @@ def rewrite_files(
     _require()
     names = [inputs] if isinstance(inputs, str) else list(inputs)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)  # a folder, so that plan() puts every input under it
+    out.mkdir(parents=True, exist_ok=True)  # a folder, so that the plan puts every input under it
     patterns = [name for name in names if _has_magic(name) and not os.path.lexists(name)]
     literal = [name for name in names if name not in patterns]
-    jobs: list[Job] = []
-    problems: list[tuple[str | None, str]] = []
+    planned: list[Job | str] = []
     if literal:
-        planned, found = plan(literal, str(out), include=include, exclude=exclude)
-        jobs += planned
-        problems += [(None, problem) for problem in found]
+        planned += iter_plan(literal, str(out), include=include, exclude=exclude)
     for pattern in patterns:
         matched = _glob_jobs(pattern, out, exclude)
-        if not matched:
-            problems.append((pattern, f"rewriter: {pattern}: no file matches"))
-        jobs += matched
-    unique: dict[str, Job] = {}
-    for job in jobs:
-        key = job.target or job.source
-        if key in unique:
-            problems.append((job.shown, f"rewriter: {job.shown}: its output {key} is another input's: skipped"))
-        else:
-            unique[key] = job
-    jobs = list(unique.values())
-    outcomes = run_jobs(jobs, settings, client=client, scheduler=scheduler, workers=workers)
-    records = [{**as_record(outcome), "target": job.target} for job, outcome in zip(jobs, outcomes, strict=True)]
-    for shown, problem in problems:
-        failed = Outcome(shown or "")
-        failed.state, failed.ok = "failed", False
-        failed.messages.append(problem)
-        records.append({**as_record(failed), "file": shown, "target": None})
-    return records
-
-
-# --------------------------------------------------------------------------
-# mbox: one task per batch of messages
-# --------------------------------------------------------------------------
-
-
-def _message_task(
-    item: tuple[int, bool, bytes], url: str | None, policy: Policy
-) -> tuple[bytes, tuple[int, int, int, int], tuple[str, ...], int, int]:
-    """One message as :func:`rewriter.mailbox.rewrite_mbox` rewrites it: (output, counts,
-    problems, quoted, relative)."""
-    from rewriter.mailbox import rewrite_mbox_message
-
-    index, has_separator, message = item
-    output, counts, problems, quoted, relative, _ = rewrite_mbox_message(
-        message, url, policy, unseparated=not has_separator and index == 0
-    )
-    return output, counts, tuple(problems), quoted, relative
+        planned += matched or [f"rewriter: {pattern}: no file matches"]
+    unique: list[Job | str] = []
+    seen: set[str] = set()
+    for item in planned:
+        if isinstance(item, Job):
+            key = item.target or item.source
+            if key in seen:
+                item = f"rewriter: {item.shown}: its output {key} is another input's: skipped"
+            seen.add(key)
+        unique.append(item)
+    jobs = [item for item in unique if isinstance(item, Job)]
+    outcomes = iter(run_jobs(jobs, settings, client=client, scheduler=scheduler, workers=workers))
+    records = []
+    problems = []
+    for item in unique:
+        if isinstance(item, str):
+            shown = next((name for name in (*patterns, *literal) if item.startswith(f"rewriter: {name}: ")), None)
+            failed = Outcome(shown or "")
+            failed.state, failed.ok = "failed", False
+            failed.messages.append(item)
+            problems.append({**as_record(failed), "file": shown, "target": None})
+            continue
+        records.append({**as_record(next(outcomes)), "target": item.target})
+    return records + problems
 
 
 def rewrite_mbox_messages(
@@ -359,82 +237,51 @@ def rewrite_mbox_messages(
     workers: int | None = None,
     max_message: int | None = None,
     window: int = WINDOW,
-) -> list[dict[str, object]]:
-    """Rewrite the mbox at *mbox_path* into *out_path*, its messages in Dask tasks; one
-    record per message (:func:`as_record` of the :class:`~rewriter.mailbox.MboxReport`
-    that :func:`~rewriter.mailbox.rewrite_mbox` would yield).
+) -> Iterator[dict[str, object]]:
+    """Rewrite the mbox at *mbox_path* into *out_path*, in pieces of about *window* bytes,
+    each a Dask task; yield a record per message (:func:`as_record` of the
+    :class:`~rewriter.mailbox.MboxReport` that :func:`~rewriter.mailbox.rewrite_mbox` would
+    yield) as the pieces finish, in order, holding none of them.
 
-    The mbox is split here, *window* bytes of messages at a time; each window's messages
-    are rewritten in tasks and written back in order, so that the output is byte for byte
-    ``rewrite_mbox``'s. A message over *max_message* bytes (default ``MAX_MESSAGE``) is
-    copied through unchanged, as there. *out_path* is written atomically, with the mode
-    of the input.
+    The output is byte for byte ``rewrite_mbox``'s. A message over *max_message* bytes
+    (default ``MAX_MESSAGE``) is copied through unchanged, as there. *out_path* is written
+    atomically, with the mode of the input, when the last piece is done; until then the
+    pieces wait in ``.NAME.rewriter-run`` beside it.
     """
     _require()
-    from rewriter.files import mode_of, replacing
-    from rewriter.mailbox import CHUNK_SIZE, MAX_MESSAGE, MboxReport, _split
+    from rewriter.journal import Journal, work_folder_for
+    from rewriter.mailbox import MAX_MESSAGE
 
+    source, target = Path(mbox_path), Path(out_path)
     limit = MAX_MESSAGE if max_message is None else max_message
-    source_path = Path(mbox_path)
-    records: list[dict[str, object]] = []
-    pending: list[tuple[int, int, bytes, bytes]] = []  # index, offset, separator, message
-    with contextlib.ExitStack() as stack:
-        connected = stack.enter_context(_connected(client))
-        source = stack.enter_context(open(source_path, "rb"))
-        target = stack.enter_context(replacing(Path(out_path), mode_of(source_path))).stream
-
-        def flush() -> None:
-            items = [(index, bool(separator), message) for index, _, separator, message in pending]
-            sizes = [len(message) for _, _, _, message in pending]
-            done = _map(_message_task, items, sizes, (url, policy), connected, scheduler, workers)
-            for (index, offset, separator, message), result in zip(pending, done, strict=True):
-                if isinstance(result, BaseException):
-                    problem = f"not rewritten, kept as it was: the worker stopped: {result}"
-                    result = (message, (0, 0, 0, 0), (problem,), 0, 0)
-                output, counts, problems, quoted, relative = result
-                target.write(separator)
-                target.write(output)
-                report = MboxReport(
-                    index, offset, len(message), len(output), output != message, *counts, quoted, problems, relative
-                )
-                records.append(as_record(report))
-            pending.clear()
-
-        def spill(data: bytes) -> None:  # an oversize message, as it is read: what came before goes first
-            flush()
-            target.write(data)
-
-        offset = held = 0
-        for index, (separator, message, size) in enumerate(_split(source, CHUNK_SIZE, limit, spill)):
-            if message is None:
-                flush()
-                problem = f"larger than {limit:,} bytes ({size:,}): copied unchanged, not rewritten"
-                records.append(as_record(MboxReport(index, offset, size, size, False, problems=(problem,))))
-                offset += size
-                continue
-            pending.append((index, offset, separator, message))
-            offset += len(separator) + len(message)
-            held += len(message)
-            if held >= window:
-                flush()
-                held = 0
-        flush()
-    return records
+    settings = Settings(url=url, policy=policy, max_size=limit, units=True, format="mbox")
+    job = Job(str(source), str(target), str(source), format="mbox")
+    journal = Journal.open(work_folder_for(target, folder=False), {}, resume=False)
+    finished = False
+    try:
+        for outcome in _execute(_pieces(job, window), settings, client, scheduler, workers, journal):
+            yield from outcome.units
+            for message in outcome.messages if outcome.state == "failed" and not outcome.units else ():
+                raise OSError(message)
+        finished = True
+    finally:
+        journal.close(finished=finished)
 
 
-# --------------------------------------------------------------------------
-# WARC: one task per batch of pages
-# --------------------------------------------------------------------------
+def _pieces(job: Job, size: int) -> Iterator[Job]:
+    """*job*'s mbox as pieces of about *size* bytes (one piece at least)."""
+    from rewriter.mailbox import plan_mbox
+
+    with open(job.source, "rb") as stream:
+        for piece in plan_mbox(stream, piece_size=max(1, size)):
+            yield dataclasses.replace(job, piece=piece)
 
 
-def _page_task(item: tuple[_Planned, WarcDocument], policy: Policy) -> tuple[list[str], int, bytes | None]:
-    """One page as :func:`rewriter.warc.rewrite_warc` rewrites it: (the record's problems,
-    links rewritten, output to write or None)."""
-    from rewriter.warc import _rendered
+def _mirror_task(job: tuple[str, str, Policy]) -> WarcReport:
+    from rewriter.warc import rewrite_warc
 
-    planned, document = item
-    output = _rendered(planned, document, policy, {}, {}, False)
-    return planned.problems, planned.links, output
+    warc, out_dir, policy = job
+    return rewrite_warc(Path(warc), Path(out_dir), policy=policy)
 
 
 def rewrite_warc_records(
@@ -447,52 +294,16 @@ def rewrite_warc_records(
     workers: int | None = None,
     window: int = WINDOW,
 ) -> WarcReport:
-    """:func:`rewriter.warc.rewrite_warc` with the pages rewritten in Dask tasks: the same
-    files, manifest and :class:`~rewriter.warc.WarcReport` (``[as_record(entry) for entry
-    in report.entries]`` gives the records as dicts).
+    """:func:`rewriter.warc.rewrite_warc` as a Dask task (the WARC read and its mirror
+    written on the worker): the same files, manifest and :class:`~rewriter.warc.WarcReport`.
+    *window* is kept for callers of earlier releases and changes nothing. (A WARC rewritten
+    into a WARC, ``rewriter rewrite crawl.warc.gz -o out.warc.gz``, is done in pieces, each a
+    task: :func:`rewrite_files`.)"""
+    from rewriter.workers import Failed
 
-    Reading, naming and writing stay here (names are picked in one folder walk, and every
-    file is written exclusively through the folder's descriptor); the pages go to the
-    tasks *window* bytes of bodies at a time.
-    """
-    _require()
-    from rewriter.warc import WarcDocument, WarcReport, _finish, _Folders, _open, _read_source, _store
-
-    # rewriter.warc._mirror(unpack=False), but for where the pages are rewritten.
-    warc, out_dir = Path(warc), Path(out_dir)
-
-    opened = _open(warc, out_dir, policy, unpack=False)
-    if isinstance(opened, WarcReport):
-        return opened
-    root, manifest, entries, planned, problems = opened
-    with root:
-        by_offset = {item.offset: item for item in planned if item.file is not None}
-        folders = _Folders(root)
-        try:
-            with _connected(client) as connected:
-                pending: list[tuple[_Planned, WarcDocument]] = []
-
-                def flush() -> None:
-                    sizes = [len(document.body or b"") for _, document in pending]
-                    done = _map(_page_task, pending, sizes, (policy,), connected, scheduler, workers)
-                    for (item, _), result in zip(pending, done, strict=True):
-                        if isinstance(result, BaseException):
-                            item.problems.append(f"offset {item.offset}: not rewritten: the worker stopped: {result}")
-                            continue
-                        item.problems, item.links, output = result
-                        if output is not None:
-                            _store(folders, item, output)
-                    pending.clear()
-
-                held = 0
-                for item in _read_source(warc, lambda offset, *_: offset in by_offset):
-                    if isinstance(item, WarcDocument) and item.offset in by_offset:
-                        pending.append((by_offset[item.offset], item))
-                        held += len(item.body or b"")
-                        if held >= window:
-                            flush()
-                            held = 0
-                flush()
-        finally:
-            folders.close()
-        return _finish(warc, out_dir, root, manifest, entries, problems)
+    with _executor(client, scheduler, workers) as executor:
+        for _, result in executor.map(_mirror_task, [(str(warc), str(out_dir), policy)]):
+            if isinstance(result, Failed):
+                raise OSError(f"{warc}: the Dask task stopped: {result.reason}")
+            return result
+    raise AssertionError("unreachable: one task gives one result")

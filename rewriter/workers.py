@@ -1,11 +1,12 @@
-"""Worker processes that do a list of jobs and give the results back in list order.
+"""Worker processes that do a stream of jobs and give each result back as it finishes.
 
-Each worker is a process with one pipe to the parent. The parent keeps two jobs in hand
-for every worker (so a worker never waits for the parent between jobs) and reads the
-results as they come, holding early ones until their turn. A worker that dies (killed,
-out of memory, a crash in a C library) costs the job it was doing, which comes back
-through *lost*; the jobs it held but had not started go to the other workers, and a new
-worker takes its place.
+Each worker is a process with one pipe to the parent. The parent takes jobs from the
+stream only as workers need them, keeps two in hand for every worker (so a worker never
+waits for the parent between jobs) and yields each result with the job's index as it
+comes (:func:`map_unordered`); :func:`run_ordered` puts them back in list order. A worker
+that dies (killed, out of memory, a crash in a C library) costs the job it was doing,
+which comes back as a :class:`Failed`; the jobs it held but had not started go to the
+other workers, and a new worker takes its place.
 
 Why not :class:`concurrent.futures.ProcessPoolExecutor`: measured on the HTML corpus
 (docs/decisions.md), it left each worker idle 0.55 ms between jobs, 4.5 % of a run, and
@@ -25,6 +26,8 @@ of its own), so that no file is rewritten after the command is gone:
 
 A temporary file the killed worker was writing is left, as one of the parent's would be.
 
+>>> sorted(map_unordered(abs, [-3, 4, -5], workers=2))
+[(0, 3), (1, 4), (2, 5)]
 >>> list(run_ordered(abs, [-3, 4, -5], [2, 0, 1], workers=2, lost=lambda index, why: None))
 [3, 4, 5]
 """
@@ -39,12 +42,12 @@ import signal
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -55,11 +58,16 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _ORPHANED = 70  # a worker's exit status when its parent is gone (no one reads it)
 
 
+__all__ = ["Failed", "default_context", "map_unordered", "run_ordered"]
+
+
 @dataclass(frozen=True, slots=True)
-class _Failed:
-    """A job without a result: its function raised, its result would not pickle, or its worker died."""
+class Failed:
+    """A job without a result: its function raised, its result would not pickle, or its
+    worker died (*died*: then the job may be tried again)."""
 
     reason: str
+    died: bool = False
 
 
 def default_context() -> BaseContext:
@@ -70,20 +78,20 @@ def default_context() -> BaseContext:
     return multiprocessing.get_context()
 
 
-def _done(work: Callable[[Item], Result], item: Item) -> Result | _Failed:
-    """*work*'s result for *item*; what it raised, as a :class:`_Failed`."""
+def _done(work: Callable[..., Result], item: object, shared: tuple[Any, ...]) -> Result | Failed:
+    """``work(item, *shared)``; what it raised, as a :class:`Failed`."""
     try:
-        return work(item)
+        return work(item, *shared)
     except Exception as error:  # the job fails; the worker goes on
-        return _Failed(f"{type(error).__name__}: {error}")
+        return Failed(f"{type(error).__name__}: {error}")
 
 
-def _pickled(work: Callable[[Item], Result], item: Item) -> bytes:
-    """:func:`_done`, pickled for the pipe; a result that will not pickle is a :class:`_Failed`."""
+def _pickled(work: Callable[..., Result], item: object, shared: tuple[Any, ...]) -> bytes:
+    """:func:`_done`, pickled for the pipe; a result that will not pickle is a :class:`Failed`."""
     try:
-        return pickle.dumps(_done(work, item), pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps(_done(work, item, shared), pickle.HIGHEST_PROTOCOL)
     except Exception as error:
-        return pickle.dumps(_Failed(f"its result could not be pickled: {error}"), pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps(Failed(f"its result could not be pickled: {error}"), pickle.HIGHEST_PROTOCOL)
 
 
 def _die_with_parent() -> None:
@@ -140,16 +148,16 @@ def _guard(expected_parent: int | None, lifeline: Connection | None, deathsig: b
 
 
 def _serve(
-    work: Callable[[Item], Result],
-    items: Sequence[Item],
+    work: Callable[..., Result],
+    shared: tuple[Any, ...],
     pipe: Connection,
     inherited: list[Connection],
     lifeline: Connection | None = None,
     expected_parent: int | None = None,
     deathsig: bool = False,
 ) -> None:
-    """A worker's life: take a job index, send back its pickled result, until told to stop
-    or its parent is gone (see the module docstring)."""
+    """A worker's life: take a pickled job, send back its pickled result, until told to
+    stop or its parent is gone (see the module docstring)."""
     for connection in inherited:  # fork: the parent's ends, which would keep our pipes open
         connection.close()
     _guard(expected_parent, lifeline, deathsig)
@@ -159,8 +167,7 @@ def _serve(
         while (message := pipe.recv_bytes()) != _STOP:
             if _parent_gone(expected_parent, lifeline):
                 break  # jobs sent before the parent died are still in the pipe: none is started
-            index = int.from_bytes(message, "little")
-            pipe.send_bytes(_pickled(work, items[index]))
+            pipe.send_bytes(_pickled(work, pickle.loads(message), shared))
     except (EOFError, OSError, KeyboardInterrupt, SystemExit):
         pass  # the parent is gone or stopping us: nothing to report to
     finally:
@@ -171,7 +178,7 @@ def _serve(
 class _Worker:
     process: BaseProcess
     pipe: Connection
-    held: deque[int] = field(default_factory=deque)  # job indices sent, in the order it does them
+    held: deque[tuple[int, Any]] = field(default_factory=deque)  # (index, job) sent, in the order it does them
 
 
 def _death(process: BaseProcess) -> str:
@@ -186,14 +193,16 @@ def _death(process: BaseProcess) -> str:
 
 
 class _Crew(Generic[Item, Result]):
-    """The parent's side: the workers, the jobs not yet sent, the results not yet given."""
+    """The parent's side: the workers, the jobs not yet taken, the results not yet given."""
 
     def __init__(
-        self, work: Callable[[Item], Result], items: Sequence[Item], order: Sequence[int], context: BaseContext
+        self, work: Callable[..., Result], items: Iterable[Item], shared: tuple[Any, ...], context: BaseContext
     ) -> None:
-        self.work, self.items, self.context = work, items, context
-        self.waiting: deque[int] = deque(order)
-        self.results: dict[int, Result | _Failed] = {}
+        self.work, self.shared, self.context = work, shared, context
+        self.stream = enumerate(items)  # taken only as workers need jobs: the stream may be endless
+        self.exhausted = False
+        self.again: deque[tuple[int, Item]] = deque()  # jobs a dead worker held but had not started
+        self.results: deque[tuple[int, Result | Failed]] = deque()
         self.workers: dict[Connection, _Worker] = {}
         self.stopped: list[_Worker] = []
         # Every worker reads the lifeline; only this process holds its writing end, and
@@ -202,6 +211,21 @@ class _Crew(Generic[Item, Result]):
         # Whom a worker finds as its parent while this one lives (forkserver: the server).
         method = context.get_start_method()
         self.parent = os.getpid() if method in ("fork", "spawn") else None
+
+    def next_job(self) -> tuple[int, Item] | None:
+        if self.again:
+            return self.again.popleft()
+        if self.exhausted:
+            return None
+        job = next(self.stream, None)
+        if job is None:
+            self.exhausted = True
+        return job
+
+    @property
+    def pending(self) -> bool:
+        """Jobs are left: not yet taken, or held by a worker."""
+        return bool(self.again) or not self.exhausted or any(worker.held for worker in self.workers.values())
 
     def start(self) -> _Worker | None:
         """One more worker (None when the system will not start one); it has no job yet."""
@@ -212,7 +236,7 @@ class _Crew(Generic[Item, Result]):
         # PR_SET_PDEATHSIG fires when the *thread* that started the worker ends: only the
         # main thread lives as long as the process. From another, the watchdog alone.
         deathsig = threading.current_thread() is threading.main_thread()
-        arguments = (self.work, self.items, theirs, inherited, self.lifeline, self.parent, deathsig)
+        arguments = (self.work, self.shared, theirs, inherited, self.lifeline, self.parent, deathsig)
         process = self.context.Process(target=_serve, args=arguments, daemon=True)
         try:
             process.start()
@@ -237,10 +261,15 @@ class _Crew(Generic[Item, Result]):
         """Send *worker* its next job; with none left and none held, tell it to stop."""
         if self.workers.get(worker.pipe) is not worker:
             return  # stopped already
-        if self.waiting:
-            index = self.waiting.popleft()
-            worker.held.append(index)
-            message = index.to_bytes(8, "little")
+        job = self.next_job()
+        if job is not None:
+            try:
+                message = pickle.dumps(job[1], pickle.HIGHEST_PROTOCOL)
+            except Exception as error:  # a job that will not pickle fails alone
+                self.results.append((job[0], Failed(f"it could not be sent to a worker: {error}")))
+                self.hand(worker)
+                return
+            worker.held.append(job)
         elif worker.held:
             return
         else:
@@ -256,17 +285,18 @@ class _Crew(Generic[Item, Result]):
         except (EOFError, OSError):
             self.bury(worker)
             return
-        index = worker.held.popleft()
+        index, _ = worker.held.popleft()
         try:
-            self.results[index] = pickle.loads(payload)
+            self.results.append((index, pickle.loads(payload)))
         except Exception as error:  # a result that pickles but will not load back
-            self.results[index] = _Failed(f"its result could not be read: {type(error).__name__}: {error}")
+            self.results.append((index, Failed(f"its result could not be read: {type(error).__name__}: {error}")))
         self.hand(worker)
 
     def do_here(self) -> None:
         """The next job, done in this process: no worker could be started."""
-        index = self.waiting.popleft()
-        self.results[index] = _done(self.work, self.items[index])
+        job = self.next_job()
+        if job is not None:
+            self.results.append((job[0], _done(self.work, job[1], self.shared)))
 
     def bury(self, worker: _Worker) -> None:
         """A worker died: the job it was doing fails, the ones it held go back in line."""
@@ -274,9 +304,10 @@ class _Crew(Generic[Item, Result]):
         worker.pipe.close()
         why = _death(worker.process)
         if worker.held:
-            self.results[worker.held.popleft()] = _Failed(f"the worker stopped ({why})")
-            self.waiting.extendleft(reversed(worker.held))
-        if self.waiting:
+            index, _ = worker.held.popleft()
+            self.results.append((index, Failed(f"the worker stopped ({why})", died=True)))
+            self.again.extendleft(reversed(worker.held))
+        if self.again or not self.exhausted:
             self.hire(1)
 
     def close(self, finished: bool) -> None:
@@ -293,6 +324,44 @@ class _Crew(Generic[Item, Result]):
         self.lifeline.close()
 
 
+def map_unordered(
+    work: Callable[..., Result],
+    items: Iterable[Item],
+    workers: int,
+    *,
+    shared: tuple[Any, ...] = (),
+    context: BaseContext | None = None,
+) -> Iterator[tuple[int, Result | Failed]]:
+    """``(index, work(item, *shared))`` for every item, done by *workers* processes and
+    yielded as each finishes; *index* is the item's place in *items*.
+
+    *items* is read only as workers need jobs (at most two ahead for each), so that an
+    endless stream or a walk of a million files costs no memory here. A job whose worker
+    dies, whose *work* raises, or whose item or result will not pickle gives a
+    :class:`Failed`. *work* and *shared* reach the workers once each: inherited with fork
+    (*context*, default :func:`default_context`), else pickled at the worker's start.
+    """
+    crew: _Crew[Item, Result] = _Crew(work, items, shared, context or default_context())
+    finished = False
+    try:
+        crew.hire(max(1, workers))
+        while True:
+            while crew.results:
+                yield crew.results.popleft()
+            if not crew.pending:
+                break
+            if not crew.workers:
+                crew.do_here()
+                continue
+            for pipe in wait(list(crew.workers)):
+                worker = crew.workers.get(pipe)  # type: ignore[call-overload]
+                if worker is not None:
+                    crew.receive(worker)
+        finished = True
+    finally:
+        crew.close(finished)
+
+
 def run_ordered(
     work: Callable[[Item], Result],
     items: Sequence[Item],
@@ -305,23 +374,13 @@ def run_ordered(
     *order* (indices into *items*), yielded in the order of *items*.
 
     A job whose worker dies, or whose *work* raises, yields ``lost(index, reason)``.
-    *context* is how workers start (default: :func:`default_context`). With fork, *work*
-    and *items* reach the workers without being pickled; otherwise they must pickle, and
-    the results always must.
     """
-    crew: _Crew[Item, Result] = _Crew(work, items, order, context or default_context())
-    finished = False
-    try:
-        crew.hire(min(workers, len(order)))
-        for turn in range(len(items)):
-            while turn not in crew.results:
-                if not crew.workers:
-                    crew.do_here()
-                    continue
-                for pipe in wait(list(crew.workers)):
-                    crew.receive(crew.workers[pipe])  # type: ignore[index]
-            result = crew.results.pop(turn)
-            yield lost(turn, result.reason) if isinstance(result, _Failed) else result
-        finished = True
-    finally:
-        crew.close(finished)
+    held: dict[int, Result] = {}
+    turn = 0
+    ordered = list(order)
+    for position, result in map_unordered(work, (items[index] for index in ordered), workers, context=context):
+        index = ordered[position]
+        held[index] = lost(index, result.reason) if isinstance(result, Failed) else result
+        while turn in held:
+            yield held.pop(turn)
+            turn += 1

@@ -286,6 +286,8 @@ def _look_after_kill(folder: Path, batch: Batch, trial: Trial, backup: str | Non
                 )
             continue
         path = Path(relative)
+        if relative.startswith(".rewriter-run/"):
+            continue  # the journal of the killed run (rewriter.journal): what --resume reads
         if backup and relative.endswith(backup) and relative[: -len(backup)] in batch.old:
             # A backup is a hard link to (or copy of) the old file, made before the rename.
             assert data == batch.old[relative[: -len(backup)]], f"{relative} is not the old file"

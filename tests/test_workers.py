@@ -173,7 +173,12 @@ def test_a_page_that_kills_its_worker_fails_alone(tmp_path: Path, monkeypatch: p
     states = {Path(outcome.shown).name: (outcome.state, outcome.messages) for outcome in outcomes}
     assert states.pop("c.html") == (
         "failed",
-        [f"rewriter: {jobs[2].shown}: not rewritten: the worker stopped (killed by SIGKILL)"],
+        [
+            f"rewriter: {jobs[2].shown}: not rewritten: the worker stopped (killed by SIGKILL), "
+            "and again when it was tried once more"
+        ],
     )
+    retried = {Path(outcome.shown).name: outcome.retried for outcome in outcomes if outcome.retried}
+    assert retried == {"c.html": "the worker stopped (killed by SIGKILL)"}
     assert {state for state, _ in states.values()} == {"rewritten"}
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [f"{name}.html" for name in "abdef"]
