@@ -191,6 +191,30 @@ def test_any_input_splits_byte_for_byte(data: bytes, chunk_size: int, seekable: 
     assert all(separator.lstrip(b"\xef\xbb\xbf").startswith(b"From ") for separator, _ in pairs[1:])
 
 
+@pytest.mark.parametrize(
+    ("data", "limit", "expected"),
+    [
+        # Reads of 3 bytes or fewer made this one oversize message of 8 bytes, longer reads
+        # a line break and an oversize From_ line.
+        (b"\nFrom a\n", 3, [(b"", b"\n", 1), (b"", None, 7)]),
+        # On a pipe read a byte at a time, the Content-Length's look ahead spilled the next
+        # message's From_ line with a 19-byte "oversize" one, and the output lost bytes.
+        (b"Content-Length: 9\n\nFrom b\n", 25, [(b"", b"Content-Length: 9\n\n", 19), (b"From b\n", b"", 7)]),
+        # Exactly at the limit is not over it, whatever the reads.
+        (b"From a\nA: b\n\nFrom b\n", 13, [(b"From a\n", b"A: b\n\n", 13), (b"From b\n", b"", 7)]),
+    ],
+)
+def test_oversize_is_told_by_the_message_not_by_the_reads(
+    data: bytes, limit: int, expected: list[tuple[bytes, bytes | None, int]]
+) -> None:
+    for chunk_size in CHUNK_SIZES:
+        for stream in (io.BytesIO(data), Unseekable(data)):
+            spilled: list[bytes] = []
+            assert list(mailbox._split(stream, chunk_size, limit, spilled.append)) == expected  # type: ignore[arg-type]
+            sizes = [size for _, message, size in expected if message is None]
+            assert len(b"".join(spilled)) == sum(sizes)
+
+
 def test_chunk_size_must_be_positive() -> None:
     with pytest.raises(ValueError):
         list(iter_mbox(io.BytesIO(b"From a\n"), 0))
