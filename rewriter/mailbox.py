@@ -38,6 +38,7 @@ from typing import BinaryIO, Protocol
 
 from rewriter.formats import detect_format, is_warc
 from rewriter.mime import MessageResult, rewrite_message
+from rewriter.pieces import PIECE_SIZE, Piece
 from rewriter.policy import DEFAULT_POLICY, Policy
 
 __all__ = [
@@ -48,9 +49,11 @@ __all__ = [
     "is_warc",
     "iter_maildir",
     "iter_mbox",
+    "plan_mbox",
     "rewrite_maildir",
     "rewrite_mbox",
     "rewrite_mbox_message",
+    "rewrite_mbox_piece",
 ]
 
 
@@ -499,8 +502,22 @@ def rewrite_mbox(
     >>> target.getvalue().splitlines()[-1]
     b'<img src=http://example.org/docs/logo.png>'
     """
-    offset = 0
-    for index, (separator, message, size) in enumerate(_split(source, CHUNK_SIZE, max_message, target.write)):
+    yield from _rewrite_messages(source, target, 0, 0, url, policy, with_links, max_message)
+
+
+def _rewrite_messages(
+    source: _Source,
+    target: BinaryIO,
+    first: int,
+    offset: int,
+    url: str | None,
+    policy: Policy,
+    with_links: bool,
+    max_message: int,
+) -> Iterator[MboxReport]:
+    """:func:`rewrite_mbox`, the messages of *source* counted from index *first* and
+    stream offset *offset* (a piece's, for :func:`rewrite_mbox_piece`)."""
+    for index, (separator, message, size) in enumerate(_split(source, CHUNK_SIZE, max_message, target.write), first):
         if message is None:
             problem = f"larger than {max_message:,} bytes ({size:,}): copied unchanged, not rewritten"
             yield MboxReport(index, offset, size, size, False, problems=(problem,))
@@ -532,6 +549,138 @@ def rewrite_mbox(
         # messages, their outputs and results would be alive at once.
         del message, output, result
         yield report
+
+
+# ---------------------------------------------------------------------------
+# A large mbox in pieces (issue 20)
+# ---------------------------------------------------------------------------
+
+
+def _forget(data: bytes) -> None:
+    """The spill of a scan that only looks for boundaries: an oversize message's bytes
+    are not needed."""
+
+
+def plan_mbox(stream: BinaryIO, *, piece_size: int = PIECE_SIZE, max_message: int = MAX_MESSAGE) -> Iterator[Piece]:
+    """The pieces of the mbox *stream* (all of it, from offset 0), for
+    :func:`rewrite_mbox_piece`: one scan, yielding each piece as soon as it is closed.
+
+    The pieces cover the file exactly and in order, and each begins where
+    :func:`rewrite_mbox` (with the same *max_message*, which decides which messages are
+    oversize and so where some end) begins a message: the scan is its splitter's. A piece
+    holds as many whole messages as fit in *piece_size* bytes, and more than *piece_size*
+    only when it is one message (an oversize one, or a large *max_message*); a piece is
+    yielded once the message after it is found not to fit, so the last one is known
+    (``last=True``). A byte order mark is part of the first From_ line, and text before
+    the first From_ line is the first message (index 0, reported as not behind a From_
+    line), both in the first piece, as :func:`rewrite_mbox` reads them. An empty file has
+    one piece, empty and last, whose rewrite writes nothing. Memory stays
+    flat: the scan holds one message (at most about 2.5 times *max_message*) and forgets an
+    oversize one as it is read. *stream* must be seekable, as the pieces are read by seeking.
+
+    >>> import io
+    >>> mbox = b"From a\\n\\none\\nFrom b\\n\\ntwo\\nFrom c\\n\\nthree\\n"
+    >>> [(p.start, p.end, p.first, p.number, p.last) for p in plan_mbox(io.BytesIO(mbox), piece_size=25)]
+    [(0, 24, 0, 0, False), (24, 38, 2, 1, True)]
+    >>> list(plan_mbox(io.BytesIO(b"")))
+    [Piece(start=0, end=0, first=0, number=0, last=True)]
+    """
+    if piece_size < 1:
+        raise ValueError("piece_size must be positive")
+    if not stream.seekable():
+        raise ValueError("plan_mbox needs a seekable stream: each piece is read by seeking to it")
+    return _plan(stream, piece_size, max_message)
+
+
+def _plan(stream: BinaryIO, piece_size: int, max_message: int) -> Iterator[Piece]:
+    stream.seek(0)
+    start = first = number = end = 0
+    for index, (begin, _, end) in enumerate(_MboxSplitter(stream, CHUNK_SIZE, max_message, _forget).messages()):
+        if end - start > piece_size and begin > start:  # this message does not fit: the piece closes before it
+            yield Piece(start, begin, first, number)
+            start, first, number = begin, index, number + 1
+    yield Piece(start, end, first, number, last=True)
+
+
+class _Window:
+    """The bytes ``[start, end)`` of a seekable stream as a stream of their own, offsets
+    counted from *start*: reads and seeks never reach past *end*, so a piece's split sees
+    the end of the stream exactly where the piece ends."""
+
+    def __init__(self, stream: BinaryIO, start: int, end: int) -> None:
+        self.stream = stream
+        self.start = start
+        self.end = end
+        self.position = start
+        stream.seek(start)
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position - self.start
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET, /) -> int:
+        if whence != os.SEEK_SET:
+            raise ValueError("only absolute seeks")
+        self.position = self.start + min(max(offset, 0), self.end - self.start)
+        self.stream.seek(self.position)
+        return self.position - self.start
+
+    def read(self, size: int = -1, /) -> bytes:
+        left = self.end - self.position
+        data = self.stream.read(left if size < 0 else min(size, left)) if left > 0 else b""
+        self.position += len(data)
+        return data
+
+
+def rewrite_mbox_piece(
+    stream: BinaryIO,
+    piece: Piece,
+    target: BinaryIO,
+    *,
+    url: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+    with_links: bool = False,
+    max_message: int = MAX_MESSAGE,
+) -> Iterator[MboxReport]:
+    """Rewrite the messages of one piece (of :func:`plan_mbox`) of the mbox *stream* into
+    *target*, yielding one report each, as :func:`rewrite_mbox` does for the whole file.
+
+    Only the piece's bytes are read (*stream* is seeked to ``piece.start``; the split stops
+    at ``piece.end`` as at the end of a file). Reports count ``index`` and ``offset`` in the
+    whole file. The outputs of every piece of a plan, joined in order, are
+    :func:`rewrite_mbox`'s output byte for byte, and the reports are its reports, given the
+    same *max_message* to both :func:`plan_mbox` and this: it is the same loop, and the
+    split ends each message inside a piece where it ends in the whole file (a piece ends
+    where a message does, and a message's end depends on no byte after the From_ line
+    that follows it). The first message of the file is reported as not behind a From_
+    line in the first piece only. A piece not beginning with a From_ line (but for the
+    first) is refused: it was not planned on this file.
+
+    >>> import io
+    >>> mbox = (b"From a\\nContent-Type: text/html\\nContent-Location: http://example.org/\\n\\n"
+    ...         b"<img src=a.png>\\n" * 3)
+    >>> pieces = list(plan_mbox(io.BytesIO(mbox), piece_size=100))
+    >>> target = io.BytesIO()
+    >>> [(p.start, p.end, p.first) for p in pieces]
+    [(0, 86, 0), (86, 172, 1), (172, 258, 2)]
+    >>> [(r.index, r.offset, r.rewritten_links) for r in rewrite_mbox_piece(io.BytesIO(mbox), pieces[1], target)]
+    [(1, 86, 1)]
+    >>> target.getvalue().splitlines()[-1]
+    b'<img src=http://example.org/a.png>'
+    >>> joined, whole = io.BytesIO(), io.BytesIO()
+    >>> for piece in pieces:
+    ...     _ = list(rewrite_mbox_piece(io.BytesIO(mbox), piece, joined))
+    >>> _ = list(rewrite_mbox(io.BytesIO(mbox), whole))
+    >>> joined.getvalue() == whole.getvalue()
+    True
+    """
+    window = _Window(stream, piece.start, piece.end)
+    if piece.start and window.read(5) != b"From ":
+        raise ValueError(f"piece {piece.number} does not begin with a From_ line at offset {piece.start}")
+    window.seek(0)
+    yield from _rewrite_messages(window, target, piece.first, piece.start, url, policy, with_links, max_message)
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import SHARED, shared_path
+from conftest import SHARED, Unseekable, shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,19 +37,6 @@ def split(data: bytes, chunk_size: int = 1 << 20) -> list[tuple[bytes, bytes]]:
     pairs = list(iter_mbox(io.BytesIO(data), chunk_size))
     assert b"".join(separator + message for separator, message in pairs) == data
     return pairs
-
-
-class Unseekable(io.RawIOBase):
-    """A pipe: no seek, and short reads."""
-
-    def __init__(self, data: bytes) -> None:
-        self.stream = io.BytesIO(data)
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        return self.stream.read(min(size, 3) if size > 0 else size)
 
 
 # A stand-in for rewriter.mime.rewrite_message: rewrites "src=logo.png" only.
