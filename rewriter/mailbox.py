@@ -6,7 +6,9 @@ of the mbox): :func:`iter_mbox` yields each ``From `` separator line as found an
 message bytes after it, and the pieces it yields always add up to the input, byte for
 byte. :func:`rewrite_mbox` writes each separator unchanged and each message as
 :func:`rewriter.mime.rewrite_message` returns it (quoting a ``From `` line the rewrite
-made, and moving a right Content-Length by the change in size). A Maildir is a folder of message
+made, and moving a right Content-Length by the change in size). A large mbox can be done in
+pieces, each by a worker of its own: :func:`plan_mbox` scans it once for them, and the outputs of
+:func:`rewrite_mbox_piece` for each, joined, are :func:`rewrite_mbox`'s. A Maildir is a folder of message
 files; :func:`rewrite_maildir` replaces the ones that change (see
 ../shared/research/mime-base-urls.md §3.4 for why neither goes through the stdlib
 ``mailbox`` module: it re-quotes ``From `` lines and changes line breaks).
