@@ -99,7 +99,8 @@ def _only_line_breaks(data: bytes) -> bool:
 
 
 class _Source(Protocol):
-    """What the splitter reads: a binary stream (seeking only if it says it can)."""
+    """What the splitter reads: a binary stream (seeking only if it says it can; one with
+    ``read`` alone is read as a pipe)."""
 
     def read(self, size: int = -1, /) -> bytes: ...
 
@@ -142,7 +143,9 @@ class _MboxSplitter:
         self.limit = limit
         self.spill = spill
         self.spilled = 0  # bytes of the current message already spilled; 0: none
-        self.seekable = stream.seekable()
+        # A stream with no seekable() at all (rewriter.batch's _Replayed) is read as a pipe.
+        seekable = getattr(stream, "seekable", None)
+        self.seekable = bool(seekable is not None and seekable())
         # A Content-Length further ahead than this is not followed up on a stream that
         # cannot seek (it would be buffered); with a limit, no further than the limit.
         self.lookahead = _MAX_LOOKAHEAD if limit is None or spill is None else min(_MAX_LOOKAHEAD, limit)

@@ -120,6 +120,25 @@ def test_content_length_keeps_unquoted_from_lines_in_the_body(seekable: bool) ->
         ]
 
 
+class ReadOnly:
+    """A stream with read() alone, as rewriter.batch hands an mbox over (_Replayed)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.stream = io.BytesIO(data)
+
+    def read(self, size: int = -1) -> bytes:
+        return self.stream.read(size)
+
+
+def test_a_stream_with_read_alone_is_read_as_a_pipe() -> None:
+    # Before, a Content-Length pointing past what was read asked it for seekable(), and
+    # `rewriter rewrite` failed the whole mbox with an AttributeError.
+    first = mboxcl(b"Dear all,\nFrom now on\nbye")
+    data = b"From a\n" + first + b"\nFrom b\nSubject: t\n\nx\n"
+    expected = [(b"From a\n", first + b"\n"), (b"From b\n", b"Subject: t\n\nx\n")]
+    assert list(iter_mbox(ReadOnly(data), 4)) == expected  # type: ignore[arg-type]
+
+
 def test_content_length_to_the_end_of_the_file_and_crlf() -> None:
     message = mboxcl(b"a\r\nFrom here\r\n", eol=b"\r\n")
     assert split(b"From a\r\n" + message, 3) == [(b"From a\r\n", message)]
