@@ -6,7 +6,9 @@ of the mbox): :func:`iter_mbox` yields each ``From `` separator line as found an
 message bytes after it, and the pieces it yields always add up to the input, byte for
 byte. :func:`rewrite_mbox` writes each separator unchanged and each message as
 :func:`rewriter.mime.rewrite_message` returns it (quoting a ``From `` line the rewrite
-made, and moving a right Content-Length by the change in size). A Maildir is a folder of message
+made, and moving a right Content-Length by the change in size). A large mbox can be done in
+pieces, each by a worker of its own: :func:`plan_mbox` scans it once for them, and the outputs of
+:func:`rewrite_mbox_piece` for each, joined, are :func:`rewrite_mbox`'s. A Maildir is a folder of message
 files; :func:`rewrite_maildir` replaces the ones that change (see
 ../shared/research/mime-base-urls.md §3.4 for why neither goes through the stdlib
 ``mailbox`` module: it re-quotes ``From `` lines and changes line breaks).
@@ -32,11 +34,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from rewriter.files import identity, replacing
 from rewriter.formats import detect_format, is_warc
 from rewriter.mime import MessageResult, rewrite_message
+from rewriter.pieces import PIECE_SIZE, Piece
 from rewriter.policy import DEFAULT_POLICY, Policy
 
 __all__ = [
@@ -47,9 +50,11 @@ __all__ = [
     "is_warc",
     "iter_maildir",
     "iter_mbox",
+    "plan_mbox",
     "rewrite_maildir",
     "rewrite_mbox",
     "rewrite_mbox_message",
+    "rewrite_mbox_piece",
 ]
 
 
@@ -92,17 +97,36 @@ def _only_line_breaks(data: bytes) -> bool:
     return not data.strip(b"\r\n")
 
 
+class _Source(Protocol):
+    """What the splitter reads: a binary stream (seeking only if it says it can; one with
+    ``read`` alone is read as a pipe)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+    def seekable(self) -> bool: ...
+
+    def tell(self) -> int: ...
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET, /) -> int: ...
+
+
 class _MboxSplitter:
     """The state of :func:`iter_mbox`: ``data`` holds stream bytes from offset ``base``.
 
     Offsets are stream offsets, so dropping consumed bytes (only when a chunk is read)
-    never invalidates one. ``start`` is where the current message's separator begins:
+    never invalidates one. ``start`` is where the current message's separator begins
+    (or, once some of an oversize message has been spilled, where the rest begins):
     nothing before it is kept.
+
+    Where a message ends depends on the stream's bytes alone, never on where its chunks
+    happen to end (so a piece of the file read on its own is cut as the whole file is):
+    every decision reads offsets and bytes, and bytes go to *spill* only once the message
+    they belong to is known to be over the limit.
     """
 
     def __init__(
         self,
-        stream: BinaryIO,
+        stream: _Source,
         chunk_size: int,
         limit: int | None = None,
         spill: Callable[[bytes], object] | None = None,
@@ -113,34 +137,37 @@ class _MboxSplitter:
         self.base = 0
         self.start = 0
         self.eof = False
-        # Past *limit* bytes, the message being read is handed to *spill* as it comes
-        # and forgotten: memory stays flat whatever one message's size.
+        # A message longer than *limit* is handed to *spill* as it comes and forgotten:
+        # memory stays flat whatever one message's size.
         self.limit = limit
         self.spill = spill
-        self.spilled = 0  # bytes of the current message already spilled; 0: not oversize
+        self.spilled = 0  # bytes of the current message already spilled; 0: none
+        # A stream with no seekable() at all (rewriter.batch's _Replayed) is read as a pipe.
+        seekable = getattr(stream, "seekable", None)
+        self.seekable = bool(seekable is not None and seekable())
+        # A Content-Length further ahead than this is not followed up on a stream that
+        # cannot seek (it would be buffered); with a limit, no further than the limit.
+        self.lookahead = _MAX_LOOKAHEAD if limit is None or spill is None else min(_MAX_LOOKAHEAD, limit)
 
     @property
     def end(self) -> int:
         return self.base + len(self.data)
 
+    @property
+    def origin(self) -> int:
+        """Where the current message starts, its spilled bytes included."""
+        return self.start - self.spilled
+
     def read(self) -> bool:
         """One more chunk; False at the end of the stream."""
         if self.eof:
             return False
-        held = self.end - self.start
-        # Reads grow with the message held, so that a long message costs linear copying.
-        size = max(self.chunk_size, held)
+        # Reads grow with the message held, so that a long message costs linear copying;
+        # with a limit, capped at a quarter of it, so that what is held stays near 2.5
+        # times the limit whatever the message's size.
+        size = max(self.chunk_size, self.end - self.start)
         if self.spill is not None and self.limit is not None:
             size = min(size, max(self.chunk_size, self.limit // 4))
-            if held > self.limit:
-                # The message outgrows the limit: out it goes, but for its last bytes, where
-                # a separator may straddle this chunk and the next. Reads of a quarter of the
-                # limit keep the peak near 2.5 times it whatever the message's size.
-                cut = self.end - (len(_SEPARATOR) - 1)
-                if cut > self.start:
-                    self.spill(self.data[self.start - self.base : cut - self.base])
-                    self.spilled += cut - self.start
-                    self.start = cut
         chunk = self.stream.read(size)
         if not chunk:
             self.eof = True
@@ -153,32 +180,54 @@ class _MboxSplitter:
         while self.end < offset and self.read():
             pass
 
+    def oversize(self, extent: int) -> bool:
+        """Whether the current message, running at least to *extent*, is over the limit."""
+        return self.spill is not None and self.limit is not None and extent - self.origin > self.limit
+
+    def release(self, upto: int, extent: int) -> None:
+        """The current message runs at least to *extent*: if that puts it over the limit,
+        its bytes before *upto* go to *spill* and are forgotten."""
+        if upto > self.start and self.oversize(extent):
+            self.spill(self.piece(self.start, upto))  # type: ignore[misc]
+            self.spilled += upto - self.start
+            self.start = upto
+
+    def read_message(self, end: int | None) -> None:
+        """Read on to *end*, where the current message is known to end (None: the end of
+        the stream); all of it is the message's, so an oversize one is spilled as it comes."""
+        while end is None or self.end < end:
+            self.release(self.end, self.end if end is None else end)
+            if not self.read():
+                return
+
     def piece(self, start: int, end: int) -> bytes:
         return self.data[start - self.base : end - self.base]
 
     def line_end(self, offset: int) -> int:
-        """The end of the line starting at *offset*, with its line break."""
+        """The end of the line starting at *offset* (the current message's From_ line),
+        with its line break."""
         while True:
             found = self.data.find(b"\n", max(offset - self.base, 0))
             if found >= 0:
                 return found + self.base + 1
+            self.release(self.end, self.end)  # all of it is the line's
             if not self.read():
                 return self.end
 
     def peek(self, offset: int, size: int) -> bytes:
         """``size`` stream bytes from *offset* (fewer at the end), without keeping them if
         the stream can seek; b"" if they lie too far ahead to buffer."""
-        if offset + size > self.end and not self.eof:
-            if self.stream.seekable():
-                here = self.stream.tell()  # our offsets count from where the stream was at first
-                try:
-                    self.stream.seek(here - self.end + offset)
-                    return self.stream.read(size)
-                finally:
-                    self.stream.seek(here)
-            if offset - self.start > _MAX_LOOKAHEAD:
-                return b""
-            self.read_to(offset + size)
+        if not self.seekable:
+            if offset - self.start > self.lookahead:
+                return b""  # even if it is buffered already: what is buffered depends on the reads
+            self.read_to(offset + size)  # nothing spilled: these bytes may be the next messages'
+        elif offset + size > self.end and not self.eof:
+            here = self.stream.tell()  # our offsets count from where the stream was at first
+            try:
+                self.stream.seek(here - self.end + offset)
+                return self.stream.read(size)
+            finally:
+                self.stream.seek(here)
         return self.piece(offset, offset + size)
 
     def declared_end(self, expected: int) -> int | None:
@@ -198,35 +247,56 @@ class _MboxSplitter:
         """Where the From_ line after the message whose body starts at *body* starts;
         None when the message runs to the end of the stream (then all of it is read)."""
         search = max(body - 1, self.start)  # the separator's own line break may precede a From_ line
-        expected: int | None = -1  # where a Content-Length says the body ends; -1: not looked up yet
         while True:
-            if self.spilled:
-                expected = None  # an oversize message is copied as it is: the line rule alone
             found = self.data.find(_SEPARATOR, max(search - self.base, 0))
-            if found < 0:
-                search = max(search, self.end - len(_SEPARATOR) + 1)  # a match may straddle chunks
-                if not self.read():
-                    return None
-                continue
-            candidate = found + self.base + 1
-            if expected == -1:
-                declared = _content_length(self.data, body - self.base, candidate - self.base)
-                expected = None if declared is None else self.base + declared[3] + declared[0]
-            if expected is None:
-                return candidate
-            if expected <= candidate <= expected + _SLACK and _only_line_breaks(self.piece(expected, candidate)):
-                return candidate  # the length agrees with the line rule
-            if candidate > expected:
-                return candidate  # the length is too short to be right
-            target = self.declared_end(expected)
-            if target is None:
-                return candidate  # the length leads nowhere: the line rule
-            if target < 0:
-                self.read_to(1 << 62)
+            if found >= 0:
+                break
+            search = max(search, self.end - len(_SEPARATOR) + 1)  # a match may straddle chunks
+            self.release(search, search + 1)  # the next From_ line starts after *search*, if any
+            if not self.read():
                 return None
-            # An mboxcl2 body with unquoted From lines: the length skips them (as mutt does).
-            self.read_to(target + len(_SEPARATOR))
-            return target
+        candidate = found + self.base + 1
+        if self.oversize(candidate):
+            # Over the limit by the line rule already (a Content-Length can only make it
+            # longer): copied as it is, by the line rule alone; its heading may be gone.
+            return candidate
+        declared = _content_length(self.data, body - self.base, candidate - self.base)
+        if declared is None:
+            return candidate
+        expected = self.base + declared[3] + declared[0]  # where the Content-Length says the body ends
+        if expected <= candidate <= expected + _SLACK and _only_line_breaks(self.piece(expected, candidate)):
+            return candidate  # the length agrees with the line rule
+        if candidate > expected:
+            return candidate  # the length is too short to be right
+        target = self.declared_end(expected)
+        if target is None:
+            return candidate  # the length leads nowhere: the line rule
+        # An mboxcl2 body with unquoted From lines: the length skips them (as mutt does).
+        self.read_message(None if target < 0 else target)
+        return None if target < 0 else target
+
+    def messages(self) -> Iterator[tuple[int, int | None, int]]:
+        """``(start, body, end)`` of each message in stream offsets, yielded while its bytes
+        are in ``data``: ``[start, body)`` is its separator, ``[body, end)`` the message.
+        An oversize one has gone to *spill*, all of it, and comes with body None."""
+        self.read_to(len(codecs.BOM_UTF8) + 5)
+        if not self.data:
+            return
+        lead = len(codecs.BOM_UTF8) if self.data.startswith(codecs.BOM_UTF8) else 0
+        body: int = self.line_end(lead) if self.data.startswith(b"From ", lead) else 0
+        while True:
+            following = self.next_separator(body)
+            end = self.end if following is None else following
+            if self.oversize(end):
+                self.spill(self.piece(self.start, end))  # type: ignore[misc]
+                yield self.origin, None, end
+                self.spilled = 0
+            else:
+                yield self.start, body, end
+            if following is None:
+                return
+            self.start = following
+            body = self.line_end(following)
 
 
 def iter_mbox(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[tuple[bytes, bytes]]:
@@ -260,36 +330,25 @@ def iter_mbox(stream: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[tuple[
 
 
 def _split(
-    stream: BinaryIO,
+    stream: _Source,
     chunk_size: int = CHUNK_SIZE,
     limit: int | None = None,
     spill: Callable[[bytes], object] | None = None,
 ) -> Iterator[tuple[bytes, bytes | None, int]]:
     """:func:`iter_mbox`'s ``(separator, message, size)``; with *spill*, a message (with
     its separator) longer than *limit* bytes goes to *spill* as it is read, and comes as
-    ``(b"", None, size)``."""
+    ``(b"", None, size)``. Which messages those are does not depend on *chunk_size*. A
+    message over the limit by the From_-line rule is not lengthened by its Content-Length,
+    and on a stream that cannot seek a Content-Length is followed no further than *limit*
+    bytes ahead (what lies between would be held)."""
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
     splitter = _MboxSplitter(stream, chunk_size, limit, spill)
-    splitter.read_to(len(codecs.BOM_UTF8) + 5)
-    if not splitter.data:
-        return
-    lead = len(codecs.BOM_UTF8) if splitter.data.startswith(codecs.BOM_UTF8) else 0
-    body = splitter.line_end(lead) if splitter.data.startswith(b"From ", lead) else 0
-    while True:
-        following = splitter.next_separator(body)
-        end = splitter.end if following is None else following
-        if splitter.spilled or (spill is not None and limit is not None and end - splitter.start > limit):
-            spill(splitter.piece(splitter.start, end))  # type: ignore[misc]
-            size, splitter.spilled = splitter.spilled + end - splitter.start, 0
-            yield b"", None, size
+    for start, body, end in splitter.messages():
+        if body is None:
+            yield b"", None, end - start
         else:
-            separator, message = splitter.piece(splitter.start, body), splitter.piece(body, end)
-            yield separator, message, len(separator) + len(message)
-        if following is None:
-            return
-        splitter.start = following
-        body = splitter.line_end(following)
+            yield splitter.piece(start, body), splitter.piece(body, end), end - start
 
 
 def _from_lines(data: bytes) -> list[int]:
@@ -447,8 +506,22 @@ def rewrite_mbox(
     >>> target.getvalue().splitlines()[-1]
     b'<img src=http://example.org/docs/logo.png>'
     """
-    offset = 0
-    for index, (separator, message, size) in enumerate(_split(source, CHUNK_SIZE, max_message, target.write)):
+    yield from _rewrite_messages(source, target, 0, 0, url, policy, with_links, max_message)
+
+
+def _rewrite_messages(
+    source: _Source,
+    target: BinaryIO,
+    first: int,
+    offset: int,
+    url: str | None,
+    policy: Policy,
+    with_links: bool,
+    max_message: int,
+) -> Iterator[MboxReport]:
+    """:func:`rewrite_mbox`, the messages of *source* counted from index *first* and
+    stream offset *offset* (a piece's, for :func:`rewrite_mbox_piece`)."""
+    for index, (separator, message, size) in enumerate(_split(source, CHUNK_SIZE, max_message, target.write), first):
         if message is None:
             problem = f"larger than {max_message:,} bytes ({size:,}): copied unchanged, not rewritten"
             yield MboxReport(index, offset, size, size, False, problems=(problem,))
@@ -480,6 +553,138 @@ def rewrite_mbox(
         # messages, their outputs and results would be alive at once.
         del message, output, result
         yield report
+
+
+# ---------------------------------------------------------------------------
+# A large mbox in pieces (issue 20)
+# ---------------------------------------------------------------------------
+
+
+def _forget(data: bytes) -> None:
+    """The spill of a scan that only looks for boundaries: an oversize message's bytes
+    are not needed."""
+
+
+def plan_mbox(stream: BinaryIO, *, piece_size: int = PIECE_SIZE, max_message: int = MAX_MESSAGE) -> Iterator[Piece]:
+    """The pieces of the mbox *stream* (all of it, from offset 0), for
+    :func:`rewrite_mbox_piece`: one scan, yielding each piece as soon as it is closed.
+
+    The pieces cover the file exactly and in order, and each begins where
+    :func:`rewrite_mbox` (with the same *max_message*, which decides which messages are
+    oversize and so where some end) begins a message: the scan is its splitter's. A piece
+    holds as many whole messages as fit in *piece_size* bytes, and more than *piece_size*
+    only when it is one message (an oversize one, or a large *max_message*); a piece is
+    yielded once the message after it is found not to fit, so the last one is known
+    (``last=True``). A byte order mark is part of the first From_ line, and text before
+    the first From_ line is the first message (index 0, reported as not behind a From_
+    line), both in the first piece, as :func:`rewrite_mbox` reads them. An empty file has
+    one piece, empty and last, whose rewrite writes nothing. Memory stays
+    flat: the scan holds one message (at most about 2.5 times *max_message*) and forgets an
+    oversize one as it is read. *stream* must be seekable, as the pieces are read by seeking.
+
+    >>> import io
+    >>> mbox = b"From a\\n\\none\\nFrom b\\n\\ntwo\\nFrom c\\n\\nthree\\n"
+    >>> [(p.start, p.end, p.first, p.number, p.last) for p in plan_mbox(io.BytesIO(mbox), piece_size=25)]
+    [(0, 24, 0, 0, False), (24, 38, 2, 1, True)]
+    >>> list(plan_mbox(io.BytesIO(b"")))
+    [Piece(start=0, end=0, first=0, number=0, last=True)]
+    """
+    if piece_size < 1:
+        raise ValueError("piece_size must be positive")
+    if not stream.seekable():
+        raise ValueError("plan_mbox needs a seekable stream: each piece is read by seeking to it")
+    return _plan(stream, piece_size, max_message)
+
+
+def _plan(stream: BinaryIO, piece_size: int, max_message: int) -> Iterator[Piece]:
+    stream.seek(0)
+    start = first = number = end = 0
+    for index, (begin, _, end) in enumerate(_MboxSplitter(stream, CHUNK_SIZE, max_message, _forget).messages()):
+        if end - start > piece_size and begin > start:  # this message does not fit: the piece closes before it
+            yield Piece(start, begin, first, number)
+            start, first, number = begin, index, number + 1
+    yield Piece(start, end, first, number, last=True)
+
+
+class _Window:
+    """The bytes ``[start, end)`` of a seekable stream as a stream of their own, offsets
+    counted from *start*: reads and seeks never reach past *end*, so a piece's split sees
+    the end of the stream exactly where the piece ends."""
+
+    def __init__(self, stream: BinaryIO, start: int, end: int) -> None:
+        self.stream = stream
+        self.start = start
+        self.end = end
+        self.position = start
+        stream.seek(start)
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position - self.start
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET, /) -> int:
+        if whence != os.SEEK_SET:
+            raise ValueError("only absolute seeks")
+        self.position = self.start + min(max(offset, 0), self.end - self.start)
+        self.stream.seek(self.position)
+        return self.position - self.start
+
+    def read(self, size: int = -1, /) -> bytes:
+        left = self.end - self.position
+        data = self.stream.read(left if size < 0 else min(size, left)) if left > 0 else b""
+        self.position += len(data)
+        return data
+
+
+def rewrite_mbox_piece(
+    stream: BinaryIO,
+    piece: Piece,
+    target: BinaryIO,
+    *,
+    url: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+    with_links: bool = False,
+    max_message: int = MAX_MESSAGE,
+) -> Iterator[MboxReport]:
+    """Rewrite the messages of one piece (of :func:`plan_mbox`) of the mbox *stream* into
+    *target*, yielding one report each, as :func:`rewrite_mbox` does for the whole file.
+
+    Only the piece's bytes are read (*stream* is seeked to ``piece.start``; the split stops
+    at ``piece.end`` as at the end of a file). Reports count ``index`` and ``offset`` in the
+    whole file. The outputs of every piece of a plan, joined in order, are
+    :func:`rewrite_mbox`'s output byte for byte, and the reports are its reports, given the
+    same *max_message* to both :func:`plan_mbox` and this: it is the same loop, and the
+    split ends each message inside a piece where it ends in the whole file (a piece ends
+    where a message does, and a message's end depends on no byte after the From_ line
+    that follows it). The first message of the file is reported as not behind a From_
+    line in the first piece only. A piece not beginning with a From_ line (but for the
+    first) is refused: it was not planned on this file.
+
+    >>> import io
+    >>> mbox = (b"From a\\nContent-Type: text/html\\nContent-Location: http://example.org/\\n\\n"
+    ...         b"<img src=a.png>\\n" * 3)
+    >>> pieces = list(plan_mbox(io.BytesIO(mbox), piece_size=100))
+    >>> target = io.BytesIO()
+    >>> [(p.start, p.end, p.first) for p in pieces]
+    [(0, 86, 0), (86, 172, 1), (172, 258, 2)]
+    >>> [(r.index, r.offset, r.rewritten_links) for r in rewrite_mbox_piece(io.BytesIO(mbox), pieces[1], target)]
+    [(1, 86, 1)]
+    >>> target.getvalue().splitlines()[-1]
+    b'<img src=http://example.org/a.png>'
+    >>> joined, whole = io.BytesIO(), io.BytesIO()
+    >>> for piece in pieces:
+    ...     _ = list(rewrite_mbox_piece(io.BytesIO(mbox), piece, joined))
+    >>> _ = list(rewrite_mbox(io.BytesIO(mbox), whole))
+    >>> joined.getvalue() == whole.getvalue()
+    True
+    """
+    window = _Window(stream, piece.start, piece.end)
+    if piece.start and window.read(5) != b"From ":
+        raise ValueError(f"piece {piece.number} does not begin with a From_ line at offset {piece.start}")
+    window.seek(0)
+    yield from _rewrite_messages(window, target, piece.first, piece.start, url, policy, with_links, max_message)
 
 
 # ---------------------------------------------------------------------------

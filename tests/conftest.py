@@ -3,6 +3,7 @@ network guard: no test may open a connection to another machine (see :class:`Net
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import json
 import os
@@ -59,6 +60,19 @@ def css_skeleton(text: str) -> str:
         pieces += [text[last : url.start], "\0URL\0"]
         last = url.end
     return "".join([*pieces, text[last:]])
+
+
+class Unseekable(io.RawIOBase):
+    """A pipe: no seek, and short reads."""
+
+    def __init__(self, data: bytes) -> None:
+        self.stream = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        return self.stream.read(min(size, 3) if size > 0 else size)
 
 
 def load_shared_json(*parts: str) -> Any:

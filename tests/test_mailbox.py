@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import SHARED, shared_path
+from conftest import SHARED, Unseekable, shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,19 +37,6 @@ def split(data: bytes, chunk_size: int = 1 << 20) -> list[tuple[bytes, bytes]]:
     pairs = list(iter_mbox(io.BytesIO(data), chunk_size))
     assert b"".join(separator + message for separator, message in pairs) == data
     return pairs
-
-
-class Unseekable(io.RawIOBase):
-    """A pipe: no seek, and short reads."""
-
-    def __init__(self, data: bytes) -> None:
-        self.stream = io.BytesIO(data)
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        return self.stream.read(min(size, 3) if size > 0 else size)
 
 
 # A stand-in for rewriter.mime.rewrite_message: rewrites "src=logo.png" only.
@@ -133,6 +120,25 @@ def test_content_length_keeps_unquoted_from_lines_in_the_body(seekable: bool) ->
         ]
 
 
+class ReadOnly:
+    """A stream with read() alone, as rewriter.batch hands an mbox over (_Replayed)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.stream = io.BytesIO(data)
+
+    def read(self, size: int = -1) -> bytes:
+        return self.stream.read(size)
+
+
+def test_a_stream_with_read_alone_is_read_as_a_pipe() -> None:
+    # Before, a Content-Length pointing past what was read asked it for seekable(), and
+    # `rewriter rewrite` failed the whole mbox with an AttributeError.
+    first = mboxcl(b"Dear all,\nFrom now on\nbye")
+    data = b"From a\n" + first + b"\nFrom b\nSubject: t\n\nx\n"
+    expected = [(b"From a\n", first + b"\n"), (b"From b\n", b"Subject: t\n\nx\n")]
+    assert list(iter_mbox(ReadOnly(data), 4)) == expected  # type: ignore[arg-type]
+
+
 def test_content_length_to_the_end_of_the_file_and_crlf() -> None:
     message = mboxcl(b"a\r\nFrom here\r\n", eol=b"\r\n")
     assert split(b"From a\r\n" + message, 3) == [(b"From a\r\n", message)]
@@ -189,6 +195,30 @@ def test_any_input_splits_byte_for_byte(data: bytes, chunk_size: int, seekable: 
     assert b"".join(separator + message for separator, message in pairs) == data
     assert pairs == split(data)  # the chunk size and seeking never change the split
     assert all(separator.lstrip(b"\xef\xbb\xbf").startswith(b"From ") for separator, _ in pairs[1:])
+
+
+@pytest.mark.parametrize(
+    ("data", "limit", "expected"),
+    [
+        # Reads of 3 bytes or fewer made this one oversize message of 8 bytes, longer reads
+        # a line break and an oversize From_ line.
+        (b"\nFrom a\n", 3, [(b"", b"\n", 1), (b"", None, 7)]),
+        # On a pipe read a byte at a time, the Content-Length's look ahead spilled the next
+        # message's From_ line with a 19-byte "oversize" one, and the output lost bytes.
+        (b"Content-Length: 9\n\nFrom b\n", 25, [(b"", b"Content-Length: 9\n\n", 19), (b"From b\n", b"", 7)]),
+        # Exactly at the limit is not over it, whatever the reads.
+        (b"From a\nA: b\n\nFrom b\n", 13, [(b"From a\n", b"A: b\n\n", 13), (b"From b\n", b"", 7)]),
+    ],
+)
+def test_oversize_is_told_by_the_message_not_by_the_reads(
+    data: bytes, limit: int, expected: list[tuple[bytes, bytes | None, int]]
+) -> None:
+    for chunk_size in CHUNK_SIZES:
+        for stream in (io.BytesIO(data), Unseekable(data)):
+            spilled: list[bytes] = []
+            assert list(mailbox._split(stream, chunk_size, limit, spilled.append)) == expected  # type: ignore[arg-type]
+            sizes = [size for _, message, size in expected if message is None]
+            assert len(b"".join(spilled)) == sum(sizes)
 
 
 def test_chunk_size_must_be_positive() -> None:
