@@ -374,6 +374,7 @@ def iter_plan(
     copy_others: bool = False,
     dry: bool = False,
     piece_size: int | None = None,
+    max_message: int | None = None,
 ) -> Iterator[Job | str]:
     """The jobs for *inputs* (files, folders, Maildirs, ``-``) and, in their places, what
     cannot be a job (a str, the message), as a stream: a folder is walked as the jobs are
@@ -389,7 +390,9 @@ def iter_plan(
     (``links``, ``explain``).
 
     With *piece_size*, an mbox at least that large that is written to a file or only read
-    is done in pieces of about that size (:mod:`rewriter.pieces`), each a job.
+    is done in pieces of about that size (:mod:`rewriter.pieces`), each a job; *max_message*
+    must be what the jobs are given (``min(Settings.max_size, MAX_MESSAGE)``, the default),
+    since it decides where an mbox's messages end.
     """
     include = tuple(include) or DEFAULT_INCLUDE
     if len(inputs) > 1 and not in_place and output in (None, "-") and not dry:
@@ -410,7 +413,7 @@ def iter_plan(
         if not job.in_place and job.target is not None and job.source != "-" and _same_file(job.source, job.target):
             yield f"rewriter: {job.shown}: the output is the input itself; use --in-place to rewrite it"
         elif piece_size is not None and not job.copy and not job.maildir and job.source != "-":
-            yield from _split(job, piece_size)
+            yield from _split(job, piece_size, max_message)
         else:
             yield job
 
@@ -472,7 +475,7 @@ def iter_plan(
             yield from checked(Job(given, output, given, tree=alone))
 
 
-def _split(job: Job, piece_size: int) -> Iterator[Job | str]:
+def _split(job: Job, piece_size: int, max_message: int | None) -> Iterator[Job | str]:
     """*job*, or its pieces when it is a large mbox (each with its format told, so that no
     worker reads the head again). Only a file written to a file, or only read, is split."""
     if job.target is None and not job.dry:
@@ -494,10 +497,10 @@ def _split(job: Job, piece_size: int) -> Iterator[Job | str]:
             if fmt != "mbox":
                 yield replace(job, format=fmt)
                 return
-            from rewriter.mailbox import plan_mbox
+            from rewriter.mailbox import MAX_MESSAGE, plan_mbox
 
-            stream.seek(0)
-            for piece in plan_mbox(stream, piece_size=piece_size):
+            limit = MAX_MESSAGE if max_message is None else min(max_message, MAX_MESSAGE)
+            for piece in plan_mbox(stream, piece_size=piece_size, max_message=limit):
                 yield replace(job, format="mbox", piece=piece, status=status if job.in_place else None)
     except OSError as error:
         yield f"rewriter: {job.shown}: {error.strerror or error}"

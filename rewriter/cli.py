@@ -499,7 +499,8 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not quiet and getattr(err, "isatty", lambda: False)():  # the bar's length: a walk that keeps nothing
         total = sum(1 for item in iter_plan(args.files, args.output, **options) if not isinstance(item, str))
     progress = _progress(total, err, quiet)
-    plan = iter_plan(args.files, args.output, piece_size=PIECE_SIZE if journal is not None else None, **options)
+    pieces = {"piece_size": PIECE_SIZE, "max_message": settings.max_size} if journal is not None else {}
+    plan = iter_plan(args.files, args.output, **pieces, **options)
     status = warc_status
     run = _RunTotals()
     report = None
@@ -927,7 +928,8 @@ def _dry_run(verb: str, args: argparse.Namespace, *, explain: bool) -> Iterator[
             yield Outcome(name).fail(problem)
             return
     settings = replace(_settings(args, records=not explain), explain=explain)
-    for item in execute(iter_plan([name], dry=True, piece_size=PIECE_SIZE), settings, Serial()):
+    plan = iter_plan([name], dry=True, piece_size=PIECE_SIZE, max_message=settings.max_size)
+    for item in execute(plan, settings, Serial()):
         yield item if isinstance(item, Outcome) else Outcome(name).fail(item.removeprefix(f"rewriter: {name}: "))
 
 

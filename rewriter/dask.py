@@ -259,7 +259,7 @@ def rewrite_mbox_messages(
     journal = Journal.open(work_folder_for(target, folder=False), {}, resume=False)
     finished = False
     try:
-        for outcome in _execute(_pieces(job, window), settings, client, scheduler, workers, journal):
+        for outcome in _execute(_pieces(job, window, limit), settings, client, scheduler, workers, journal):
             yield from outcome.units
             for message in outcome.messages if outcome.state == "failed" and not outcome.units else ():
                 raise OSError(message)
@@ -268,12 +268,12 @@ def rewrite_mbox_messages(
         journal.close(finished=finished)
 
 
-def _pieces(job: Job, size: int) -> Iterator[Job]:
+def _pieces(job: Job, size: int, max_message: int) -> Iterator[Job]:
     """*job*'s mbox as pieces of about *size* bytes (one piece at least)."""
     from rewriter.mailbox import plan_mbox
 
     with open(job.source, "rb") as stream:
-        for piece in plan_mbox(stream, piece_size=max(1, size)):
+        for piece in plan_mbox(stream, piece_size=max(1, size), max_message=max_message):
             yield dataclasses.replace(job, piece=piece)
 
 

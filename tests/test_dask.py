@@ -132,7 +132,7 @@ def mbox_of(messages: list[bytes], lead: bytes = b"") -> bytes:
 
 def assert_same_mbox(mbox: Path, tmp_path: Path, client: object, **options: object) -> list[dict[str, object]]:
     out = tmp_path / (mbox.name + ".out")
-    records = rdask.rewrite_mbox_messages(mbox, out, client=client, **options)  # type: ignore[arg-type]
+    records = list(rdask.rewrite_mbox_messages(mbox, out, client=client, **options))  # type: ignore[arg-type]
     target = io.BytesIO()
     limit = {"max_message": options["max_message"]} if "max_message" in options else {}
     with open(mbox, "rb") as source:
