@@ -233,6 +233,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="a document larger than SIZE (bytes, or with K, M, G) is copied unchanged and named, not held in "
         "memory; each message of an mbox too, up to 64M (default: 1G)",
     )
+    rewrite.add_argument(
+        "--piece-size",
+        metavar="SIZE",
+        type=_size,
+        default=None,
+        help="an mbox or a WARC larger than SIZE (bytes, or with K, M, G) written to a file is done in pieces of "
+        "about SIZE, each a job of its own, so that every worker shares it (default: 64M)",
+    )
     _document_options(rewrite)
     _collection_options(rewrite)
     rewrite.set_defaults(run=_run_rewrite)
@@ -499,7 +507,8 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not quiet and getattr(err, "isatty", lambda: False)():  # the bar's length: a walk that keeps nothing
         total = sum(1 for item in iter_plan(args.files, args.output, **options) if not isinstance(item, str))
     progress = _progress(total, err, quiet)
-    pieces = {"piece_size": PIECE_SIZE, "max_message": settings.max_size} if journal is not None else {}
+    size = args.piece_size or PIECE_SIZE
+    pieces = {"piece_size": size, "max_message": settings.max_size} if journal is not None else {}
     plan = iter_plan(args.files, args.output, **pieces, **options)
     status = warc_status
     run = _RunTotals()
@@ -605,17 +614,17 @@ def _executor(args: argparse.Namespace, err: TextIO) -> object | int:
             return EXIT_SOME_FAILED
         return executor
     single = len(args.files) == 1 and not (args.files[0] != "-" and Path(args.files[0]).is_dir())
-    if workers <= 1 or (single and not _large(args.files[0])):
+    if workers <= 1 or (single and not _large(args.files[0], args.piece_size)):
         return Serial()
     return Processes(workers)
 
 
-def _large(name: str) -> bool:
+def _large(name: str, piece_size: int | None) -> bool:
     """Whether the one input is large enough to be done in pieces (then by several workers)."""
     from rewriter.pieces import PIECE_SIZE
 
     with contextlib.suppress(OSError):
-        return name != "-" and os.stat(name).st_size >= PIECE_SIZE
+        return name != "-" and os.stat(name).st_size >= (piece_size or PIECE_SIZE)
     return False
 
 
@@ -644,6 +653,7 @@ _JOURNAL_OPTIONS = (
     "canonical_base",
     "require_base",
     "report",
+    "piece_size",
 )
 
 
@@ -654,7 +664,7 @@ def _journal(args: argparse.Namespace, err: TextIO, batch: bool) -> Journal | in
 
     if args.output in (None, "-") and not args.in_place:
         return None
-    if not batch and not _large(args.files[0]):
+    if not batch and not _large(args.files[0], args.piece_size):
         return None
     if args.in_place:
         first = Path(args.files[0])

@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -68,7 +69,9 @@ __all__ = [
     "is_temporary",
     "kind_of",
     "mode_of",
+    "remove_temporaries_of",
     "replacing",
+    "temporaries_in",
     "temporary_name",
     "write_atomically",
 ]
@@ -98,6 +101,9 @@ class Refused(OSError):
     """A write that was not done on purpose: its message says why (and names the path)."""
 
 
+_TEMPORARY = re.compile(rf"\.(.+){re.escape(TEMPORARY_PREFIX)}[0-9a-f]{{16}}{re.escape(TEMPORARY_SUFFIX)}", re.S)
+
+
 def temporary_name(name: str) -> str:
     """A fresh temporary name for the file *name*: ``.NAME.rewriter-RANDOM.tmp`` with at most
     the first :data:`NAME_ROOM` bytes of NAME, so that it fits whatever NAME's length."""
@@ -114,6 +120,31 @@ def is_temporary(name: str) -> bool:
     (True, False)
     """
     return name.startswith(".") and TEMPORARY_PREFIX in name and name.endswith(TEMPORARY_SUFFIX)
+
+
+def temporaries_in(folder: Path) -> dict[str, list[str]]:
+    """Our temporary files in *folder*, by the name of the file each was written for (only
+    those whose name was kept whole: see :func:`remove_temporaries_of`)."""
+    found: dict[str, list[str]] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            match = _TEMPORARY.fullmatch(entry.name)
+            if match and len(os.fsencode(match[1])) <= NAME_ROOM and entry.is_file(follow_symlinks=False):
+                found.setdefault(match[1], []).append(entry.name)
+    return found
+
+
+def remove_temporaries_of(path: Path) -> int:
+    """Remove the temporary files a writer of *path* that was killed left beside it (only
+    when its name was short enough to be kept whole in theirs: a cut name could be another
+    file's, still being written); how many were removed. For a job done again after its
+    worker died."""
+    removed = 0
+    for temporary in temporaries_in(path.parent).get(path.name, ()):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path.parent / temporary)
+            removed += 1
+    return removed
 
 
 def kind_of(mode: int) -> str:

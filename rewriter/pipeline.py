@@ -93,6 +93,7 @@ def _batches(
     batch: list[Job] = []
     places: list[int] = []
     size = 0
+    leftovers = _Leftovers()
     for item in plan:
         place = state.planned
         state.planned += 1
@@ -105,6 +106,8 @@ def _batches(
             slot.offset = _resumed(item, journal)
             if slot.offset is not None:
                 continue
+            if journal.earlier:
+                leftovers.remove(item, journal)
         job_size = _size(item)
         if batch and (len(batch) >= most or size + job_size > BATCH_BYTES or item.piece is not None):
             state.batches[state.sent] = places
@@ -123,6 +126,28 @@ def _batches(
         state.batches[state.sent] = places
         state.sent += 1
         yield batch
+
+
+class _Leftovers:
+    """The temporary files the killed run left, removed for each job done again (each folder
+    read once)."""
+
+    def __init__(self) -> None:
+        self.folders: dict[Path, dict[str, list[str]]] = {}
+
+    def remove(self, job: Job, journal: Journal) -> None:
+        from rewriter.files import temporaries_in
+
+        if job.dry or job.target is None:
+            return
+        path = journal.piece_path(job_key(job, whole=True), job.piece.number) if job.piece else Path(job.target)
+        if path.parent not in self.folders:
+            if len(self.folders) > 256:
+                self.folders.clear()  # a long run over many folders: memory stays bounded
+            self.folders[path.parent] = temporaries_in(path.parent)
+        for name in self.folders[path.parent].pop(path.name, ()):
+            with contextlib.suppress(OSError):
+                os.unlink(path.parent / name)
 
 
 def _resumed(job: Job, journal: Journal) -> int | None:
@@ -181,6 +206,7 @@ def execute(
                 if result.died and not again:
                     slot.retried = result.reason
                     state.retry.append(place)
+                    _forget_temporaries(slot.job, work)
                     continue
                 why = f"{result.reason}, and again when it was tried once more" if again else result.reason
                 _done(slot, Outcome(slot.job.shown).fail(f"not rewritten: {why}"), state, journal)
@@ -200,6 +226,17 @@ def execute(
             yield from release()
     yield from release()
     assembly.close()
+
+
+def _forget_temporaries(job: Job, work: str | None) -> None:
+    """What the dead worker was writing for *job* (a temporary beside its output, or its
+    piece's), removed before the job is done again."""
+    from rewriter.files import remove_temporaries_of
+
+    if job.piece is not None and work is not None:
+        remove_temporaries_of(pieces_path(work, job))
+    elif job.target is not None and not job.dry:
+        remove_temporaries_of(Path(job.target))
 
 
 def _with_work(settings: Settings, work: str | None) -> Settings:
