@@ -512,36 +512,31 @@ def _split(job: Job, piece_size: int, max_message: int | None) -> Iterator[Job |
 
 
 def process(
-    data: bytes, name: str, settings: Settings, *, rewrite: bool = True
+    data: bytes, name: str, settings: Settings, *, rewrite: bool = True, format: str | None = None
 ) -> tuple[str, HTMLResult | MessageResult]:
-    """Run the engine *data*'s format needs (told by its content, *name* only breaking
-    ties): (format, result). Raises :class:`Unrecognised` for what is none of them, and
-    the engine's :class:`~rewriter.html.NoBaseError` when the policy requires a base."""
+    """Run the engine *data*'s format needs (*format* when it is told already, else told by
+    the content, *name* only breaking ties; the engine from :mod:`rewriter.engines`):
+    (format, result). Raises :class:`Unrecognised` for what is none of them, and the
+    engine's :class:`~rewriter.html.NoBaseError` when the policy requires a base."""
+    from rewriter.engines import engine
     from rewriter.formats import detect_format
 
-    fmt = settings.format if settings.format != "auto" else detect_format(data[:65536], name)
-    if fmt == "unknown":
+    fmt = format or (settings.format if settings.format != "auto" else detect_format(data[:65536], name))
+    if fmt not in ("html", "css", "message", "mbox"):
         raise Unrecognised("neither HTML, CSS, a MIME message nor an mbox (it looks like binary data)")
     policy = settings.policy
-    if settings.local is not None and fmt in ("html", "css"):  # a page's copies on disk; never a message's
+    found = engine(fmt).run(rewrite=rewrite)
+    if fmt in ("message", "mbox"):  # a message: its own headings give each part's base
+        return fmt, found(data, url=settings.url, policy=policy)
+    if settings.local is not None:  # a page's copies on disk; never a message's
         policy = policy.with_keep(settings.local)
-    if fmt in ("message", "mbox"):
-        from rewriter.mime import find_message_links, rewrite_message  # imported for mail alone
-
-        engine = rewrite_message if rewrite else find_message_links
-        return fmt, engine(data, url=settings.url, policy=policy)
-    if fmt == "css":
-        from rewriter.stylesheet import find_css_links, rewrite_css
-
-        css_engine = rewrite_css if rewrite else find_css_links
-        return fmt, css_engine(data, url=settings.url, charset=settings.charset, policy=policy)
-    from rewriter.html import find_links, rewrite_html, saved_from_mark
-
     url = settings.url
-    if settings.url_from_collection and saved_from_mark(data) is not None:
-        url = None  # the engine reads the mark, below a <base> as always
-    html_engine = rewrite_html if rewrite else find_links
-    return fmt, html_engine(data, url=url, charset=settings.charset, policy=policy)
+    if fmt == "html" and settings.url_from_collection:
+        from rewriter.html import saved_from_mark
+
+        if saved_from_mark(data) is not None:
+            url = None  # the engine reads the mark, below a <base> as always
+    return fmt, found(data, url=url, charset=settings.charset, policy=policy)
 
 
 def job_key(job: Job, *, whole: bool = False) -> str:
@@ -838,7 +833,7 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             return _too_large(job, _Replayed(data, stream), source, settings, outcome)  # type: ignore[arg-type]
     outcome.bytes_in = len(data)
     try:
-        fmt, result = process(data, job.shown, settings, rewrite=not job.dry)
+        fmt, result = process(data, job.shown, settings, rewrite=not job.dry, format=fmt)
     except (Unrecognised, NoBaseError) as error:
         return outcome.fail(str(error))
     outcome.format = fmt

@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 if TYPE_CHECKING:
     from rewriter.html import HTMLResult
@@ -59,30 +59,40 @@ _BY_TYPE: dict[str, EngineFormat] = {
 }
 
 
+Result = TypeVar("Result", covariant=True)
+
+
 @dataclass(frozen=True, slots=True)
-class Engine:
+class Engine(Generic[Result]):
     """One engine: *rewrite* returns the document with its links made absolute, *find*
     only reads them; both take the document and keyword arguments (``url``, ``policy``, and
-    for pages and style sheets ``base`` and ``charset``)."""
+    for pages and style sheets ``base`` and ``charset``). Pages and style sheets give an
+    ``HTMLResult``, messages a ``MessageResult``."""
 
     format: EngineFormat
-    rewrite: Callable[..., HTMLResult | MessageResult]
-    find: Callable[..., HTMLResult | MessageResult]
+    rewrite: Callable[..., Result]
+    find: Callable[..., Result]
 
-    def run(self, *, rewrite: bool) -> Callable[..., Any]:
+    def run(self, *, rewrite: bool) -> Callable[..., Result]:
         """The function a verb needs: *rewrite* for ``rewrite``, else the finder."""
         return self.rewrite if rewrite else self.find
 
 
-_LOADED: dict[str, Engine] = {}
+_LOADED: dict[str, Engine[Any]] = {}
 
 
-def engine(format: str) -> Engine:
+@overload
+def engine(format: Literal["html", "css"]) -> Engine[HTMLResult]: ...
+@overload
+def engine(format: str) -> Engine[HTMLResult | MessageResult]: ...
+
+
+def engine(format: str) -> Engine[Any]:
     """The engine for *format* (``html``, ``css``, ``message``; an mbox's messages are
     ``message``). Raises ``KeyError`` for any other."""
     found = _LOADED.get(format)
     if found is None:
-        name: EngineFormat = "message" if format == "mbox" else format  # type: ignore[assignment]
+        name = cast(EngineFormat, "message" if format == "mbox" else format)
         module_name, rewrite_name, find_name = _TABLE[name]
         module = importlib.import_module(module_name)
         found = Engine(name, getattr(module, rewrite_name), getattr(module, find_name))
@@ -102,8 +112,8 @@ def essence(content_type: str | None) -> str | None:
     return value or None
 
 
-def engine_for_type(content_type: str | None) -> Engine | None:
+def engine_for_type(content_type: str | None) -> Engine[HTMLResult] | None:
     """The engine for a document of *content_type* (a full Content-Type value or its
     essence), or None when no engine reads that type."""
     format = _BY_TYPE.get(essence(content_type) or "")
-    return None if format is None else engine(format)
+    return None if format is None else cast("Engine[HTMLResult]", engine(format))

@@ -39,7 +39,15 @@ from email.errors import HeaderParseError
 from email.message import Message
 from functools import lru_cache
 
-__all__ = ["collapse_rfc2231_value", "decode_header", "decode_text", "get_filename", "get_param", "params"]
+__all__ = [
+    "collapse_rfc2231_value",
+    "content_charset",
+    "decode_header",
+    "decode_text",
+    "get_filename",
+    "get_param",
+    "params",
+]
 
 # A parameter's value: quoted, or an RFC 2231 (charset, language, quoted value).
 Value = str | tuple[str | None, str | None, str]
@@ -348,3 +356,18 @@ def decode_header(header: str) -> list[tuple[bytes | str, str | None]]:
         run.append(word)
     collapsed.append(((b" " if run_charset is None else b"").join(run), run_charset))
     return collapsed
+
+
+def content_charset(heading: Message) -> str | None:
+    """The Content-Type's charset parameter, RFC 2231 sections and encoding undone
+    (``charset*=utf-8''x``), spaces stripped; None without one.
+
+    >>> from email.message import Message
+    >>> heading = Message(); heading["Content-Type"] = "text/html; charset*=us-ascii'en'ISO-8859-1"
+    >>> content_charset(heading)
+    'ISO-8859-1'
+    """
+    charset = get_param(heading, "charset")
+    if isinstance(charset, tuple):
+        charset = collapse_rfc2231_value(charset)
+    return str(charset).strip() if charset else None

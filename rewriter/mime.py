@@ -46,11 +46,11 @@ from email.message import Message
 from email.policy import compat32
 from typing import Literal
 
-from rewriter.heading import collapse_rfc2231_value, decode_header, decode_text, get_param
-from rewriter.html import HTMLResult, Link, Status, rewrite_html
+from rewriter.engines import DOCUMENT_TYPES, engine_for_type
+from rewriter.heading import collapse_rfc2231_value, content_charset, decode_header, decode_text, get_param
+from rewriter.html import HTMLResult, Link, Status
 from rewriter.policy import DEFAULT_POLICY, Kept, Policy
 from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse
-from rewriter.stylesheet import rewrite_css
 from rewriter.transfer import IDENTITY, TransferError, decode, encode, mechanism
 
 __all__ = ["Entity", "MessageResult", "Part", "entities", "find_message_links", "header_url", "rewrite_message"]
@@ -652,13 +652,6 @@ class _PartLinks:
 # --------------------------------------------------------------------------
 
 
-def _charset(heading: Message) -> str | None:
-    charset = get_param(heading, "charset")
-    if isinstance(charset, tuple):
-        charset = collapse_rfc2231_value(charset)
-    return str(charset).strip() if charset else None
-
-
 def _part(
     entity: _Entity, base: _Base | None, action: Action, problems: list[str], result: HTMLResult | None = None
 ) -> Part:
@@ -705,14 +698,15 @@ def _rewrite_leaf(
     except TransferError as error:
         problems.append(f"kept as it is: {error.reason}")
         return _part(entity, base, "skipped", problems), None
-    engine = rewrite_css if entity.content_type == "text/css" else rewrite_html
+    engine = engine_for_type(entity.content_type)
+    assert engine is not None  # only documents an engine reads come here
     fallback = {} if base is None else {"url" if base.layer == "retrieval-url" else "base": base.url}
     if part_links is not None:
         policy = policy.with_keep(part_links)
     try:
-        result = engine(decoded, charset=_charset(entity.heading), policy=policy, **fallback)
+        result = engine.rewrite(decoded, charset=content_charset(entity.heading), policy=policy, **fallback)
         if part_links is not None and part_links.misread(result):
-            result = engine(decoded, charset=_charset(entity.heading), policy=policy, **fallback)
+            result = engine.rewrite(decoded, charset=content_charset(entity.heading), policy=policy, **fallback)
     except ValueError as error:  # the policy refused it (NoBaseError)
         problems.append(str(error))
         return _part(entity, base, "skipped", problems), None
@@ -780,7 +774,7 @@ class _Walk:
             for child in entity.children:
                 self.visit(child, base, boundaries, signed, related)
             return
-        if entity.content_type not in ("text/html", "text/css"):
+        if entity.content_type not in DOCUMENT_TYPES:
             self._add(_part(entity, base, "other", problems))
         elif signed:
             self._add(_part(entity, base, "skipped", [*problems, "inside signed content: left as it is"]))

@@ -42,14 +42,15 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 from urllib.parse import quote, unquote_to_bytes
 
 from rewriter.encoding import sniff
-from rewriter.html import HTMLResult, Link, find_links, rewrite_html, start_tags
+from rewriter.engines import engine, engine_for_type
+from rewriter.html import HTMLResult, Link, find_links, start_tags
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import is_hierarchical, parse
-from rewriter.stylesheet import find_css_links, rewrite_css
+from rewriter.stylesheet import find_css_links
 from rewriter.transfer import decode, encode
 
 __all__ = ["MAX_SIZE", "PackError", "PackResult", "PackedPart", "pack_mhtml", "pack_single_file"]
@@ -379,7 +380,8 @@ class _Packer:
             self._refuse(shown, data, reference, holder)
             return None
         content_type = "text/css" if link_is_stylesheet else _content_type(real)
-        kind: _Kind = "css" if content_type == "text/css" else "html" if content_type in _HTML_TYPES else "other"
+        found_engine = engine_for_type(content_type)
+        kind: _Kind = found_engine.format if found_engine is not None else "other"  # type: ignore[assignment]
         found = _File(
             real, os.path.relpath(real, self.root).replace(os.sep, "/"), data, _as_uri(url), content_type, kind
         )
@@ -455,8 +457,8 @@ class _Packer:
         return relink
 
     def _rewrite(self, document: _File, relink: Callable[[str], str | None]) -> HTMLResult:
-        engine = rewrite_css if document.kind == "css" else rewrite_html
-        result = engine(document.data, url=document.location, policy=self.policy.clone(relink=relink))
+        kind = cast(Literal["html", "css"], document.kind)  # only pages and style sheets are rewritten
+        result = engine(kind).rewrite(document.data, url=document.location, policy=self.policy.clone(relink=relink))
         self.notes.extend(f"{document.name}: {problem}" for problem in result.problems)
         return result
 

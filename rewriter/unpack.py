@@ -45,13 +45,12 @@ from typing import Literal
 from urllib.parse import quote, unquote
 
 from rewriter.encoding import sniff
-from rewriter.heading import get_filename, get_param
-from rewriter.html import rewrite_html
+from rewriter.engines import engine_for_type
+from rewriter.heading import content_charset, get_filename, get_param
 from rewriter.mime import Entity, entities, header_url
 from rewriter.names import Folder
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import Resolver, UnresolvableReference, parse, url_key
-from rewriter.stylesheet import rewrite_css
 from rewriter.transfer import TransferError, decode
 
 __all__ = ["UnpackError", "UnpackResult", "UnpackedPart", "declare_charset", "unpack_message"]
@@ -275,12 +274,11 @@ def _write(out: Folder, leaf: _Leaf, data: bytes, policy: Policy) -> UnpackedPar
     except TransferError as error:
         content = body
         problems.append(f"written as it is, still encoded: {error.reason}")
-    if entity.content_type in ("text/html", "text/css") and not problems:
-        charset = get_param(entity.heading, "charset")
-        charset = str(charset).strip() if isinstance(charset, str) else None
-        engine = rewrite_css if entity.content_type == "text/css" else rewrite_html
+    engine = engine_for_type(entity.content_type)
+    if engine is not None and not problems:
+        charset = content_charset(entity.heading)
         try:
-            result = engine(content, charset=charset, base=entity.base, policy=policy)
+            result = engine.rewrite(content, charset=charset, base=entity.base, policy=policy)
         except ValueError as error:
             problems.append(f"links left as they are: {error}")
         else:
@@ -288,7 +286,7 @@ def _write(out: Folder, leaf: _Leaf, data: bytes, policy: Policy) -> UnpackedPar
             links = result.links
             relinked = sum(1 for link in links if link.status == "relinked")
             absolute = sum(1 for link in links if link.status == "rewritten")
-            if entity.content_type == "text/html":
+            if engine.format == "html":
                 content = declare_charset(content, result.output, charset, result.encoding)
             else:
                 content = result.output
