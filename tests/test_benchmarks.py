@@ -100,3 +100,21 @@ def test_terminal_benchmark_runs_and_prints_the_ratio(tmp_path: Path) -> None:
     assert "stderr: 4 lines" in done.stdout  # one line per page and the summary
     assert "stderr to a terminal" in done.stdout and "stderr to a file" in done.stdout
     assert "terminal / file CPU time:" in done.stdout
+
+
+def test_scale_benchmark_runs_both_executors_and_prints_ratios(tmp_path: Path) -> None:
+    corpus, mail = tmp_path / "html", tmp_path / "mail"
+    corpus.mkdir()
+    mail.mkdir()
+    for number in range(3):
+        (corpus / f"p{number}.html").write_bytes(b"<a href=x>x</a><img src=y.png>" * 50)
+    (mail / "m.eml").write_bytes(b"Content-Type: text/html\nContent-Base: http://h/\n\n<a href=x>x</a>\n")
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_scale.py"), "--corpus", str(corpus)]
+    command += ["--mail", str(mail), "--copies", "2", "--mbox-mb", "0.2", "--rounds", "1", "--quick"]
+    command += ["--scratch", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "collection: 7 files" in done.stdout
+    assert "processes (-j 2)" in done.stdout and "caller peak RSS" in done.stdout
+    assert "Dask / processes wall time:" in done.stdout
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["html", "mail"]  # the scratch collection is gone
