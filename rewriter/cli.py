@@ -671,6 +671,8 @@ def _journal(args: argparse.Namespace, err: TextIO, batch: bool) -> Journal | in
         folder = work_folder_for(first, folder=first.is_dir())
     else:
         output = Path(args.output)
+        if any(_same_path(Path(name), output) for name in args.files if name != "-"):
+            return None  # every job would be refused (the output is the input): nothing to keep
         as_folder = len(args.files) > 1 or args.output.endswith(("/", os.sep)) or output.is_dir()
         as_folder = as_folder or any(Path(name).is_dir() for name in args.files if name != "-")
         folder = work_folder_for(output, folder=as_folder)
@@ -691,6 +693,13 @@ def _journal(args: argparse.Namespace, err: TextIO, batch: bool) -> Journal | in
     except OSError as error:
         err.write(f"rewriter rewrite: cannot keep the journal in {folder}: {error.strerror or error}\n")
         return EXIT_SOME_FAILED
+
+
+def _same_path(one: Path, other: Path) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return False
 
 
 def _plain(value: object) -> object:
