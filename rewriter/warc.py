@@ -52,22 +52,27 @@ from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Union
+from typing import IO, TYPE_CHECKING, Union, cast
 from urllib.parse import quote, urlsplit
 
 from warcio.archiveiterator import WARCIterator
 from warcio.bufferedreaders import BufferedReader
 from warcio.statusandheaders import StatusAndHeadersParser
 
+from rewriter.engines import CSS_TYPES, DOCUMENT_TYPES, HTML_TYPES, engine_for_type
 from rewriter.formats import gzip_holds_warc, is_warc
-from rewriter.html import HTMLResult, rewrite_html
 from rewriter.names import Folder
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import Rules, UnresolvableReference, remove_dot_segments, resolve, url_key
-from rewriter.stylesheet import rewrite_css
 from rewriter.unpack import declare_charset
 
+if TYPE_CHECKING:
+    from rewriter.html import HTMLResult
+
 __all__ = [
+    "CSS_TYPES",
+    "DOCUMENT_TYPES",
+    "HTML_TYPES",
     "WarcDamage",
     "WarcDocument",
     "WarcEntry",
@@ -81,8 +86,6 @@ __all__ = [
     "url_key",
 ]
 
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-CSS_TYPES = frozenset({"text/css"})
 MANIFEST = "manifest.json"
 MAX_DEPTH = 20  # folders below the host; deeper segments are folded into the file's name
 _DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443", "ftp": "21"}
@@ -893,7 +896,7 @@ def _open(
     def candidate(offset: int, kind: str, uri: str, status: int | None, content_type: str | None) -> bool:
         if not _success(kind, status) or not _has_host(uri):
             return False
-        return unpack or content_type in HTML_TYPES or content_type in CSS_TYPES
+        return unpack or content_type in DOCUMENT_TYPES
 
     try:
         root = Folder(out_dir)
@@ -984,7 +987,7 @@ def _plan(warc: Path, candidate: Wanted, unpack: bool, policy: Policy) -> tuple[
                 entry.naming_type = _naming_type(item.content_type)
                 entry.folders, entry.leaf = _layout(entry.key, entry.naming_type)
                 planned.append(entry)
-        elif item.status == 206 and _has_host(item.uri) and (unpack or item.content_type in HTML_TYPES | CSS_TYPES):
+        elif item.status == 206 and _has_host(item.uri) and (unpack or item.content_type in DOCUMENT_TYPES):
             entry.problems.append(
                 f"offset {item.offset}: 206 Partial Content holds only part of {_clean(item.uri, 120)}: not written"
             )
@@ -1043,13 +1046,14 @@ def _rendered(
         return None
     assert item.file is not None
     content_type = document.content_type
-    if content_type not in HTML_TYPES and content_type not in CSS_TYPES:
+    engine = engine_for_type(content_type)
+    if engine is None:
         return document.body
     folder_path = item.file.rpartition("/")[0]
     used = policy.clone(remove_base=True, relink=_relinker(files, redirects, folder_path)) if unpack else policy
-    engine = rewrite_css if content_type in CSS_TYPES else rewrite_html
     try:
-        result = engine(document.body, url=document.uri, charset=document.charset, policy=used)
+        rewritten = engine.rewrite(document.body, url=document.uri, charset=document.charset, policy=used)
+        result = cast("HTMLResult", rewritten)  # the engine of an HTML or CSS type
     except Exception as error:  # the engines never raise by contract; should one, the record is reported
         item.problems.append(f"offset {item.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
         return None
