@@ -1210,11 +1210,11 @@ def plan_warc(path: str | os.PathLike[str], *, piece_size: int = PIECE_SIZE) -> 
     """The pieces of the WARC (or ARC) file at *path*, streamed as they close, from one reading
     of its records (plain, or one gzip member per record: WARC 1.1 Annex D).
 
-    A piece begins where a record begins and ends where the first record at least
-    *piece_size* bytes after its start begins (the last piece, at the end of the file), so
-    that together they hold every byte of the file once: a damaged stretch is in the piece it
-    starts in. ``first`` is the index of the piece's first record, counting every record of
-    the file from 0 (the first piece's is 0, whatever comes before its first record).
+    A piece begins where a record begins (the first, at 0: what comes before the first record
+    is its) and ends where the first record at least *piece_size* bytes after its start
+    begins (the last piece, at the end of the file), so that together they hold every byte
+    of the file once: a damaged stretch is in the piece it starts in. ``first`` is the index
+    of the piece's first record, counting every record of the file from 0.
     Payloads are read through without being held, and digests are not checked: memory stays
     flat. A file that is one gzip stream (not a member per record) has no offsets to cut at
     after the point where that is found: the piece there runs to the end. An empty file, or
@@ -1245,7 +1245,7 @@ def plan_warc(path: str | os.PathLike[str], *, piece_size: int = PIECE_SIZE) -> 
             if isinstance(event, _Whole):
                 whole = True
             elif isinstance(event, _Record) and not event.again:
-                if not whole and event.offset >= start + piece_size:
+                if not whole and count > first and event.offset >= start + piece_size:
                     yield Piece(start, event.offset, first, number)
                     start, first, number = event.offset, count, number + 1
                 count += 1
@@ -1638,7 +1638,7 @@ class _Out:
                 self.target.write(data)
             if inflater.error is not None:
                 self._leave(start, None, f"of the record's gzip member: {inflater.error}")
-            self._leave(start, inflater.rest, "after the record's gzip member")
+            self._leave(start + inflater.size, inflater.rest, "after the record's gzip member")
         if self.after is not None:
             frame = _Frame(self.target, self.gzip)
             frame.write(self.after)
@@ -1682,11 +1682,12 @@ class _Out:
 
 class _Inflater:
     """The decompressed bytes of the gzip member that *chunks* begin with, in blocks of at most
-    1 MiB (a small member can hold much more); ``rest`` counts the bytes after the member,
-    ``error`` says why it could not be read to its end."""
+    1 MiB (a small member can hold much more); ``size`` is the member's own length, ``rest``
+    the number of bytes after it, ``error`` says why it could not be read to its end."""
 
     def __init__(self, chunks: Iterable[bytes]) -> None:
         self.chunks = chunks
+        self.size = 0
         self.rest = 0
         self.error: str | None = None
 
@@ -1696,6 +1697,7 @@ class _Inflater:
             if decompressor.eof or self.error is not None:
                 self.rest += len(data)
                 continue
+            self.size += len(data)
             try:
                 while True:
                     out = decompressor.decompress(data, _BLOCK)
@@ -1708,6 +1710,7 @@ class _Inflater:
                 self.error = _clean(str(error))
                 continue
             if decompressor.eof:
+                self.size -= len(decompressor.unused_data)
                 self.rest += len(decompressor.unused_data)
         if not decompressor.eof and self.error is None:
             self.error = "the gzip member is cut short"
