@@ -49,6 +49,7 @@ PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 LATIN = "<p>caf\u00e9 <a href='men\u00fc.html'>men\u00fc</a></p>".encode("iso-8859-1")
 NOTES = b"<a href=notes/2.html>2</a>"
 SAME = b'<p>nothing relative: <a href="http://example.org/">x</a></p>'
+UTF16 = '<p><a href="next.html">next</a></p>'.encode("utf-16-le")  # no BOM: only the HTTP charset tells
 
 
 def chunked(data: bytes, size: int = 9) -> bytes:
@@ -107,6 +108,7 @@ COLLECTION: list[tuple[str, str, bytes, StatusAndHeaders | None, str | None]] = 
     ("response", "http://h/part.html", PAGE[:40], http("206 Partial Content", ("Content-Type", "text/html")), None),
     ("resource", "http://h/notes.html", NOTES, None, "text/html"),
     ("response", "http://h/latin.html", LATIN, http("200 OK", ("Content-Type", "text/html; charset=iso-8859-1")), None),
+    ("response", "http://h/utf16.html", UTF16, http("200 OK", ("Content-Type", "text/html; charset=UTF-16LE")), None),
     ("response", "http://h/same.html", SAME, http("200 OK", ("Content-Type", "text/html")), None),
 ]
 # The pages, and what each conversion record's block must be: the engine's output, computed here directly.
@@ -115,6 +117,7 @@ EXPECTED = {
     "http://h/site/s/site.css": rewrite_css(CSS, url="http://h/site/s/site.css").output,
     "http://h/notes.html": rewrite_html(NOTES, url="http://h/notes.html").output,
     "http://h/latin.html": rewrite_html(LATIN, url="http://h/latin.html", charset="iso-8859-1").output,
+    "http://h/utf16.html": rewrite_html(UTF16, url="http://h/utf16.html", charset="UTF-16LE").output,
 }
 PAGES = [*EXPECTED, "http://h/same.html"]
 
@@ -212,9 +215,10 @@ def test_warc_out_passes_warcio_check_and_adds_one_conversion_per_changed_page(
     assert (data[:2] == b"\x1f\x8b") is compress_out
     pages = [item for item in items if isinstance(item, WarcPage)]
     assert [page.uri for page in pages] == PAGES and not [item for item in items if isinstance(item, WarcDamage)]
-    assert [page.converted for page in pages] == [True, True, True, True, False]
-    assert [page.format for page in pages] == ["html", "css", "html", "html", "html"]
+    assert [page.converted for page in pages] == [True, True, True, True, True, False]
+    assert [page.format for page in pages] == ["html", "css", "html", "html", "html", "html"]
     assert pages[0].size == len(PAGE) and pages[0].charset == "utf-8" and pages[3].charset == "iso-8859-1"
+    assert rewrite_html(UTF16, url="http://h/utf16.html").output == UTF16 != EXPECTED["http://h/utf16.html"]
 
 
 @pytest.mark.parametrize("compress", COMPRESSIONS)
@@ -279,6 +283,29 @@ def test_a_change_of_compression_keeps_each_records_uncompressed_bytes(tmp_path:
     assert all(zlib.decompressobj(31).decompress(member)[:5] == b"WARC/" for member in members)
     assert all(not _after_member(member) for member in members)
     assert unpacked == gzip.decompress(repacked)  # the same records, the same conversions, either way
+
+
+@pytest.mark.parametrize("compress_out", COMPRESSIONS)
+@pytest.mark.parametrize("members", [0, 4], ids=["one gzip stream", "members then one stream"])
+def test_a_file_that_is_one_gzip_stream_is_written_one_member_per_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], members: int, compress_out: bool
+) -> None:
+    plain = write_collection(tmp_path / "in.warc", compress=False).read_bytes()
+    packed = write_collection(tmp_path / "in.warc.gz", compress=True).read_bytes()
+    own = [read.raw for read in read_back(packed)][:members]  # the first records each in a member of its own
+    path = tmp_path / "stream.warc.gz"
+    path.write_bytes(b"".join(own) + gzip.compress(plain[len(gzip.decompress(b"".join(own))) :], mtime=0))
+    data, items = run(path, gzip=compress_out)
+    (damage,) = [item.problem for item in items if isinstance(item, WarcDamage)]
+    assert damage.endswith("bytes of the decompressed data")
+    assert [page.uri for page in items if isinstance(page, WarcPage)] == PAGES
+    (tmp_path / "out.warc").write_bytes(data)
+    warcio_check(tmp_path / "out.warc", capsys)
+    kept = without_conversions(data)
+    assert (gzip.decompress(kept) if compress_out else kept) == plain
+    if compress_out:  # the records in members of their own are kept as they are
+        assert [read.raw for read in read_back(data) if read.kind != "conversion"][:members] == own
+    assert [read.block for read in read_back(data) if read.kind == "conversion"] == list(EXPECTED.values())
 
 
 def _after_member(member: bytes) -> bytes:
@@ -491,7 +518,8 @@ def test_a_dry_run_writes_nothing_and_finds_the_same_links(tmp_path: Path, compr
     site = dry[0]
     assert isinstance(site, WarcPage)
     assert links(site) == found(PAGE, "http://h/site/")
-    assert [p.converted for p in rewrite_warc_piece(path, None, None, gzip=compress)] == [True] * 4 + [False]  # type: ignore[union-attr]
+    converted = [p.converted for p in rewrite_warc_piece(path, None, None, gzip=compress)]  # type: ignore[union-attr]
+    assert converted == [uri in EXPECTED for uri in PAGES]
     assert path.read_bytes() == before
     with pytest.raises(ValueError):
         list(rewrite_warc_piece(path, None, io.BytesIO(), gzip=compress, rewrite=False))
@@ -570,6 +598,8 @@ def test_warc_out_of_an_arc_file_is_a_warc(
     assert records[4].block == rewrite_css(CSS, url="http://h/site/s/site.css").output
     assert records[2].fields["WARC-Refers-To"] == records[1].fields["WARC-Record-ID"]
     assert records[5].block == PNG
+    whole = [gzip.decompress(read.raw) if compress_out else read.raw for read in records]
+    assert all(raw.endswith(b"\r\n\r\n") and raw.startswith(b"WARC/1.0\r\n") for raw in whole)  # WARC 1.1 §4
     assert run(path, gzip=compress_out)[0] == data  # the record IDs are made, not drawn: the same every run
     joined = b"".join(run(path, piece, gzip=compress_out)[0] for piece in plan_warc(path, piece_size=1))
     assert joined == data
