@@ -106,7 +106,8 @@ _CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r\n")  # RFC 9112
 _PARAMETER = re.compile(r';\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')
 _BLOCK = 1 << 20
 _WARC_LINE = re.compile(rb"WARC/(?:1\.[01]|0\.1[78])\r?\n")  # a record's first line (WARC 1.1 §4, and before)
-_ARC_START = re.compile(rb"(?:(?<=\n)|^)" + ARC_LINE.pattern)  # an ARC v1 record's first line, at a line's start
+_ARC_START = re.compile(rb"(?<=\n)" + ARC_LINE.pattern)  # an ARC v1 record's first line, after a line's end
+_ARC_OVERLAP = 8192  # how far an ARC record's first line may reach past a window searched for one
 _HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"], verify=False)
 
 
@@ -486,28 +487,32 @@ def _with_problem(item: WarcDocument | WarcDamage, problem: str) -> WarcDocument
 
 
 def _next_start(reader: IO[bytes], after: int, gzipped: bool, container: Container = "warc") -> int | None:
-    """The offset of the first record (gzip member) that begins at or after *after*."""
-    holds = gzip_holds_arc if container == "arc" else gzip_holds_warc
-    line = _ARC_START if container == "arc" else _WARC_LINE
-    position = after
+    """The offset of the first record (gzip member) that begins at or after *after* (at least 1).
+
+    An ARC record's first line is taken only after a line's end (its URL alone would match
+    from any of its characters on), and may be long: the windows overlap by 8 KiB."""
+    arc = container == "arc"
+    holds = gzip_holds_arc if arc else gzip_holds_warc
+    line, back, overlap = (_ARC_START, 1, _ARC_OVERLAP) if arc else (_WARC_LINE, 0, 16)
+    position = max(after, back)
     try:
         while True:
-            reader.seek(position)
-            data = reader.read(_BLOCK + 16)
-            if not data:
+            reader.seek(position - back)  # an ARC line's start is seen with the line end before it
+            data = reader.read(_BLOCK + overlap + back)
+            if len(data) <= back:
                 return None
-            window = data[:_BLOCK]
+            window = min(len(data) - back, _BLOCK)
             if gzipped:
-                index = window.find(b"\x1f\x8b\x08")
+                index = data.find(b"\x1f\x8b\x08", back, back + window)
                 while index >= 0:
-                    if holds(cast(BinaryIO, reader), position + index):
-                        return position + index
-                    index = window.find(b"\x1f\x8b\x08", index + 1)
+                    if holds(cast(BinaryIO, reader), position - back + index):
+                        return position - back + index
+                    index = data.find(b"\x1f\x8b\x08", index + 1, back + window)
             else:
-                match = line.search(data)
-                if match is not None and match.start() < len(window):
-                    return position + match.start()
-            position += len(window)
+                match = line.search(data, back)
+                if match is not None and match.start() < back + window:
+                    return position - back + match.start()
+            position += window
     except (OSError, EOFError, ValueError, zlib.error):
         return None
 

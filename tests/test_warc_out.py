@@ -605,6 +605,28 @@ def test_warc_out_of_an_arc_file_is_a_warc(
     assert joined == data
 
 
+@pytest.mark.parametrize("compress", COMPRESSIONS)
+def test_a_damaged_arc_record_costs_that_record_and_reading_goes_on_at_the_next(tmp_path: Path, compress: bool) -> None:
+    whole = write_arc(tmp_path / "crawl.arc", compress=compress)
+    offsets = [item.offset for item in iter_documents(whole)]
+    data = bytearray(whole.read_bytes())
+    if compress:  # the style sheet's member damaged
+        data[offsets[1] + 12 : offsets[1] + 28] = bytes(16)
+    else:  # junk before the style sheet's record; its URL must not be taken for a record's start
+        data[offsets[1] : offsets[1]] = b"junk junk\n" * 3
+    path = tmp_path / "damaged.arc"
+    path.write_bytes(bytes(data))
+    found = list(iter_documents(path))
+    read = [item.uri for item in found if not isinstance(item, WarcDamage)]
+    assert read == ["http://h/site/"] + ([] if compress else ["http://h/site/s/site.css"]) + [
+        "http://h/img/logo.png",
+        "http://h/old",
+    ]
+    assert [item.offset for item in found if isinstance(item, WarcDamage)] == [offsets[1]]
+    out, _ = run(path, gzip=True)
+    assert b"".join(run(path, piece, gzip=True)[0] for piece in plan_warc(path, piece_size=1)) == out
+
+
 # --- telling archives apart -----------------------------------------------------------------------------------
 
 
