@@ -1375,8 +1375,10 @@ def rewrite_warc_piece(
                     yield from out.take()
                 if page is not None:
                     yield page
-                elif isinstance(event.item, WarcDocument):
+                elif isinstance(event.item, WarcDocument):  # a record's own problems: a digest, its heading
                     yield from (WarcDamage(event.offset, problem) for problem in event.item.problems)
+                elif isinstance(event.item, WarcDamage):
+                    yield event.item
         if out is not None:
             out.close(end)
             yield from out.take()
@@ -1442,7 +1444,8 @@ def _header(headers: StatusAndHeaders | None, name: str) -> str | None:
 def _conversion(record: _Record, document: WarcDocument, output: bytes, original: str) -> bytes:
     """The conversion record (WARC 1.1 §6.7) of a page rewritten to *output*, unframed."""
     headers = record.headers
-    version = getattr(headers, "protocol", "") if getattr(headers, "protocol", "") in ("WARC/1.0", "WARC/1.1") else ""
+    version = getattr(headers, "protocol", None)  # the page's record's (WARC 1.0 for an older one)
+    version = version if version in ("WARC/1.0", "WARC/1.1") else "WARC/1.0"
     block = _Digest.like(_header(headers, "WARC-Block-Digest"))
     payload = _Digest.like(_header(headers, "WARC-Payload-Digest"))
     block, payload = block or payload or _SHA1, payload or block or _SHA1
@@ -1460,7 +1463,7 @@ def _conversion(record: _Record, document: WarcDocument, output: bytes, original
         ("Content-Length", str(len(output))),  # §5.3
     ]
     heading = "".join(f"{name}: {value}\r\n" for name, value in fields if value is not None)
-    return f"{version or 'WARC/1.0'}\r\n{heading}\r\n".encode() + output + b"\r\n\r\n"  # §4: the record's end
+    return f"{version}\r\n{heading}\r\n".encode() + output + b"\r\n\r\n"  # §4: the record's end
 
 
 def _arc_id(record: _Record) -> str:

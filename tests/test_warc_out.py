@@ -490,6 +490,20 @@ def removed(data: bytes, clean: bytes) -> bytes:
     return data
 
 
+def test_every_damage_reading_names_is_named_by_warc_out_too(tmp_path: Path) -> None:
+    plain = write_collection(tmp_path / "in.warc", compress=False).read_bytes()
+    request = plain.index(b"WARC-Type: request")
+    length = plain.index(b"Content-Length: ", request)
+    path = tmp_path / "bad.warc"  # the request's Content-Length is no number (WARC 1.1 §5.3)
+    path.write_bytes(plain[:length] + b"Content-Length: many" + plain[plain.index(b"\r\n", length) :])
+    damage = [item for item in iter_documents(path) if isinstance(item, WarcDamage)]
+    assert damage and "Content-Length" in damage[0].problem
+    for target in (io.BytesIO(), None):
+        items = list(rewrite_warc_piece(path, None, target, gzip=False))
+        assert all(item in items for item in damage), (damage, items)
+        assert [page.uri for page in items if isinstance(page, WarcPage)] == PAGES
+
+
 # --- dry runs -------------------------------------------------------------------------------------------------
 
 
