@@ -1,4 +1,5 @@
-"""WARC input: read the pages of a web archive, and mirror them into a folder.
+"""Web archives: read the pages of a WARC (or ARC) file, write it back with its pages
+rewritten (WARC out), or mirror its pages into a folder.
 
 A WARC file (ISO 28500:2017, WARC 1.1) holds what a crawler fetched: each ``response``
 record an HTTP response (RFC 9112 §4-§6: status line, header fields, body as sent),
@@ -6,7 +7,14 @@ each ``resource`` record a resource without HTTP around it. :func:`iter_document
 reads both with :mod:`warcio`, plain or gzip (one gzip member per record, WARC 1.1
 Annex D), and gives each body with the chunked transfer coding (RFC 9112 §7.1) and the
 content coding (RFC 9110 §8.4) undone. Damage never raises: a record that is cut short
-or cannot be parsed is named by its offset, and reading goes on at the next record.
+or cannot be parsed is named by its offset, and reading goes on at the next record. An
+ARC v1 file (the Internet Archive's format before WARC) is read the same way, each record
+as the WARC record warcio's ARC-to-WARC reading makes of it.
+
+:func:`rewrite_warc_piece` is WARC out: every record written back as it was, each page
+(a whole 2xx HTML or CSS response, or a resource record) followed by a ``conversion``
+record (WARC 1.1 §6.7) holding it rewritten against its own URL. :func:`plan_warc` cuts a
+large file into pieces at record starts, which are written independently and joined.
 
 :func:`rewrite_warc` writes every HTML and CSS page of the archive with its relative
 links made absolute against the page's own URL (its ``WARC-Target-URI``: a redirect's
