@@ -39,6 +39,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO, cast
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
@@ -64,7 +65,7 @@ try:
 
     WANTED = WarcRecordType.response | WarcRecordType.resource
 except ImportError:  # optional: measured only when installed
-    FastIterator = None
+    FastIterator = None  # type: ignore[misc, assignment]
 
 DATE = "2024-05-01T12:00:00Z"
 Reader = Callable[[Path], tuple[int, int]]  # a way to read a file: (records, payload bytes)
@@ -202,7 +203,9 @@ class _Sink(io.RawIOBase):
 
 
 def warc_out(path: Path) -> int:
-    return sum(isinstance(item, WarcPage) for item in rewrite_warc_piece(path, None, _Sink(), gzip=True))
+    return sum(
+        isinstance(item, WarcPage) for item in rewrite_warc_piece(path, None, cast(BinaryIO, _Sink()), gzip=True)
+    )
 
 
 def measure(readers: dict[str, Reader], paths: tuple[Path, ...], rounds: int) -> dict[tuple[str, Path], list[float]]:
