@@ -1,5 +1,5 @@
 """What a file is, from its first bytes: a page, a style sheet, a MIME message, an mbox, a
-WARC or none of them (binary data).
+web archive (WARC or ARC) or none of them (binary data).
 
 Kept apart from the engines so that telling a file's format imports none of them: a batch
 of pages never imports the MIME engine (and the ``email`` package), which cost every
@@ -17,12 +17,34 @@ import re
 import zlib
 from typing import BinaryIO, Literal
 
-__all__ = ["SNIFF_SIZE", "Format", "detect_format", "gzip_holds_warc", "is_warc"]
+__all__ = [
+    "ARC_LINE",
+    "SNIFF_SIZE",
+    "Container",
+    "Format",
+    "container_format",
+    "detect_format",
+    "gzip_holds_arc",
+    "gzip_holds_warc",
+    "is_arc",
+    "is_warc",
+    "sniff_container",
+]
 
 Format = Literal["mbox", "message", "html", "css", "unknown"]
+Container = Literal["warc", "arc"]  # the web archives: a file of records, told by its path
 
 SNIFF_SIZE = 8192  # how much of a file's head detect_format needs
 _WARC_PEEK = 1 << 20  # how much compressed data gzip_holds_warc reads at most
+_ARC_HEAD = 4096  # how much of an ARC file's first record container_format reads
+
+# The first line of an ARC v1 record, "URL IP-address Archive-date Content-type Archive-length"
+# (the Internet Archive's ARC File Format 1.0, "URL record definition"): the URL may hold spaces,
+# the other four fields hold none, and warcio reads the line from its right end the same way.
+ARC_LINE = re.compile(rb"[A-Za-z][A-Za-z0-9+.\-]*:[^\r\n]* [^ \r\n]+ [0-9]{12,14} [^ \r\n]+ [0-9]+\r?\n")
+# An ARC v1 file opens with its version block: a filedesc:// URL record whose block's first line
+# is "1 <reserved> <origin-code>" (version 1; version 2 has other URL-record fields).
+_ARC_VERSION_BLOCK = re.compile(rb"filedesc://[^\r\n]*\r?\n1 ")
 
 _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 
@@ -121,21 +143,74 @@ def _is_heading(lines: list[bytes]) -> bool:
     return mime > 0 or mail > 1
 
 
-def gzip_holds_warc(stream: BinaryIO, position: int) -> bool:
-    """Whether the gzip member at *position* begins with ``WARC/`` (reads at most 1 MiB)."""
+def _gzip_head(stream: BinaryIO, position: int, size: int) -> bytes:
+    """The first *size* bytes (or fewer) the gzip member at *position* decompresses to; b"" when
+    none can be (reads at most 1 MiB of compressed data)."""
     stream.seek(position)
     decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
     out, read = b"", 0
     try:
-        while len(out) < 5 and not decompressor.eof and read < _WARC_PEEK:
+        while len(out) < size and not decompressor.eof and read < _WARC_PEEK:
             data = stream.read(65536)
             if not data:
                 break
             read += len(data)
-            out += decompressor.decompress(decompressor.unconsumed_tail + data, 5 - len(out))
+            out += decompressor.decompress(decompressor.unconsumed_tail + data, size - len(out))
     except zlib.error:
-        return False
-    return out.startswith(b"WARC/")
+        return b""
+    return out
+
+
+def gzip_holds_warc(stream: BinaryIO, position: int) -> bool:
+    """Whether the gzip member at *position* begins with ``WARC/`` (reads at most 1 MiB)."""
+    return _gzip_head(stream, position, 5).startswith(b"WARC/")
+
+
+def gzip_holds_arc(stream: BinaryIO, position: int) -> bool:
+    """Whether the gzip member at *position* begins with an ARC v1 record's first line (see
+    :data:`ARC_LINE`; reads at most 1 MiB)."""
+    return ARC_LINE.match(_gzip_head(stream, position, _ARC_HEAD)) is not None
+
+
+def sniff_container(stream: BinaryIO, position: int = 0) -> Container | None:
+    """The archive that begins at *position* of a seekable *stream*, plain or gzip (one member
+    per record: WARC 1.1 Annex D; an ARC file's gzip form is the same): ``warc`` for a record
+    whose first line is ``WARC/`` (WARC 1.1 §4), ``arc`` for an ARC v1 version block (a
+    ``filedesc://`` URL record whose block opens with version ``1``), None otherwise. Reads a few
+    KB; raises what the stream raises."""
+    stream.seek(position)
+    head = stream.read(_ARC_HEAD)
+    if head.startswith(b"\x1f\x8b"):
+        head = _gzip_head(stream, position, _ARC_HEAD)
+    if head.startswith(b"WARC/"):
+        return "warc"
+    if _ARC_VERSION_BLOCK.match(head):
+        return "arc"
+    return None
+
+
+def container_format(path: str | os.PathLike[str]) -> Container | None:
+    """Which web archive *path* is: ``warc``, ``arc`` or None (neither, or unreadable), from its
+    first record (see :func:`sniff_container`). Never raises.
+
+    >>> import gzip, pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     arc = pathlib.Path(folder) / "crawl.arc.gz"
+    ...     version_block = b"filedesc://crawl.arc 0.0.0.0 20240501120000 text/plain 9\\n1 0 test\\n"
+    ...     _ = arc.write_bytes(gzip.compress(version_block))
+    ...     print(container_format(arc), container_format(__file__))
+    arc None
+    """
+    try:
+        with open(path, "rb") as stream:
+            return sniff_container(stream)
+    except (OSError, ValueError):
+        return None
+
+
+def is_arc(path: str | os.PathLike[str]) -> bool:
+    """Whether *path* is an ARC v1 file (see :func:`container_format`). Never raises."""
+    return container_format(path) == "arc"
 
 
 def is_warc(path: str | os.PathLike[str]) -> bool:

@@ -1,4 +1,5 @@
-"""WARC input: read the pages of a web archive, and mirror them into a folder.
+"""Web archives: read the pages of a WARC (or ARC) file, write it back with its pages
+rewritten (WARC out), or mirror its pages into a folder.
 
 A WARC file (ISO 28500:2017, WARC 1.1) holds what a crawler fetched: each ``response``
 record an HTTP response (RFC 9112 §4-§6: status line, header fields, body as sent),
@@ -6,7 +7,14 @@ each ``resource`` record a resource without HTTP around it. :func:`iter_document
 reads both with :mod:`warcio`, plain or gzip (one gzip member per record, WARC 1.1
 Annex D), and gives each body with the chunked transfer coding (RFC 9112 §7.1) and the
 content coding (RFC 9110 §8.4) undone. Damage never raises: a record that is cut short
-or cannot be parsed is named by its offset, and reading goes on at the next record.
+or cannot be parsed is named by its offset, and reading goes on at the next record. An
+ARC v1 file (the Internet Archive's format before WARC) is read the same way, each record
+as the WARC record warcio's ARC-to-WARC reading makes of it.
+
+:func:`rewrite_warc_piece` is WARC out: every record written back as it was, each page
+(a whole 2xx HTML or CSS response, or a resource record) followed by a ``conversion``
+record (WARC 1.1 §6.7) holding it rewritten against its own URL. :func:`plan_warc` cuts a
+large file into pieces at record starts, which are written independently and joined.
 
 :func:`rewrite_warc` writes every HTML and CSS page of the archive with its relative
 links made absolute against the page's own URL (its ``WARC-Target-URI``: a redirect's
@@ -39,50 +47,61 @@ b'<a href="http://example.org/docs/guide.html">guide</a>'
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import gzip
+import hashlib
 import io
 import json
 import mimetypes
 import os
 import re
+import struct
+import uuid
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Union
+from typing import IO, TYPE_CHECKING, BinaryIO, Union, cast
 from urllib.parse import quote, urlsplit
 
-from warcio.archiveiterator import WARCIterator
+from warcio.archiveiterator import ArchiveIterator, ARCIterator, WARCIterator
 from warcio.bufferedreaders import BufferedReader
-from warcio.statusandheaders import StatusAndHeadersParser
+from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 
-from rewriter.formats import gzip_holds_warc, is_warc
-from rewriter.html import HTMLResult, rewrite_html
+from rewriter.engines import CSS_TYPES, DOCUMENT_TYPES, HTML_TYPES, EngineFormat, engine_for_type
+from rewriter.formats import ARC_LINE, Container, gzip_holds_arc, gzip_holds_warc, is_warc, sniff_container
 from rewriter.names import Folder
+from rewriter.pieces import PIECE_SIZE, Piece
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.resolve import Rules, UnresolvableReference, remove_dot_segments, resolve, url_key
-from rewriter.stylesheet import rewrite_css
 from rewriter.unpack import declare_charset
 
+if TYPE_CHECKING:
+    from rewriter.html import HTMLResult
+
 __all__ = [
+    "CSS_TYPES",
+    "DOCUMENT_TYPES",
+    "HTML_TYPES",
     "WarcDamage",
     "WarcDocument",
     "WarcEntry",
+    "WarcPage",
     "WarcReport",
     "follow_redirects",
     "is_warc",
     "iter_documents",
+    "plan_warc",
     "redirect_map",
     "rewrite_warc",
+    "rewrite_warc_piece",
     "unpack_warc",
     "url_key",
 ]
 
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-CSS_TYPES = frozenset({"text/css"})
 MANIFEST = "manifest.json"
 MAX_DEPTH = 20  # folders below the host; deeper segments are folded into the file's name
 _DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443", "ftp": "21"}
@@ -95,6 +114,8 @@ _CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r\n")  # RFC 9112
 _PARAMETER = re.compile(r';\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')
 _BLOCK = 1 << 20
 _WARC_LINE = re.compile(rb"WARC/(?:1\.[01]|0\.1[78])\r?\n")  # a record's first line (WARC 1.1 §4, and before)
+_ARC_START = re.compile(rb"(?<=\n)" + ARC_LINE.pattern)  # an ARC v1 record's first line, after a line's end
+_ARC_OVERLAP = 8192  # how far an ARC record's first line may reach past a window searched for one
 _HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"], verify=False)
 
 
@@ -139,18 +160,27 @@ Wanted = Callable[[int, str, str, "int | None", "str | None"], bool]  # offset, 
 
 
 def iter_documents(stream_or_path: Source) -> Iterator[WarcDocument | WarcDamage]:
-    """Every ``response`` and ``resource`` record of a WARC (plain or gzip), in file order.
+    """Every ``response`` and ``resource`` record of a WARC or ARC file (plain or gzip), in file order.
 
     *stream_or_path* is a path or a binary stream (read from where it stands; only a
-    seekable one can go on past damage). The file is only read. A part that cannot be
-    read comes as a :class:`WarcDamage` naming its offset, and reading goes on at the
-    next record that can be found; nothing is raised. Revisit, request, metadata and
-    warcinfo records are passed over.
+    seekable one can go on past damage, and only a seekable one is told from an ARC file,
+    whose records warcio reads as the WARC records they would be). The file is only read. A
+    part that cannot be read comes as a :class:`WarcDamage` naming its offset, and reading
+    goes on at the next record that can be found; nothing is raised. Revisit, request,
+    metadata and warcinfo records are passed over.
     """
     yield from _read_source(stream_or_path, None)
 
 
 def _read_source(source: Source, wanted: Wanted | None) -> Iterator[WarcDocument | WarcDamage]:
+    for event in _source_events(source, wanted):
+        if isinstance(event, WarcDamage):
+            yield event
+        elif isinstance(event, _Record) and not event.again and event.item is not None:
+            yield event.item
+
+
+def _source_events(source: Source, wanted: Wanted | None) -> Iterator[_Event]:
     if isinstance(source, (str, os.PathLike)):
         try:
             stream = open(source, "rb")  # noqa: SIM115 - the with below closes it
@@ -164,6 +194,31 @@ def _read_source(source: Source, wanted: Wanted | None) -> Iterator[WarcDocument
 
 
 @dataclass(slots=True)
+class _Record:
+    """One record as the record loop read it: what :func:`_read` made of it, and what WARC out
+    needs of its heading. Reading, the plan of pieces and WARC out all go through this loop."""
+
+    offset: int  # where it begins: in the file, or in the decompressed data of a one-stream file
+    item: WarcDocument | WarcDamage | None  # None: a record of no other type, read whole
+    damaged: bool  # not read whole (cut short, its gzip member damaged): the file is damaged here
+    headers: StatusAndHeaders | None = None  # its WARC heading (an ARC record's, as warcio converts it)
+    http: StatusAndHeaders | None = None
+    again: bool = False  # read a second time, from the decompressed data (see _Whole)
+
+
+@dataclass(frozen=True, slots=True)
+class _Whole:
+    """From here on the file is read as one gzip stream decompressed from *position*, and offsets
+    count its decompressed bytes. The records this run had read are passed over, but for the
+    last of them, which comes once more as a record read ``again``."""
+
+    position: int
+
+
+_Event = _Record | _Whole | WarcDamage
+
+
+@dataclass(slots=True)
 class _Stop:
     """Why one run of the warcio iterator ended."""
 
@@ -173,6 +228,7 @@ class _Stop:
     last: int | None = None  # where the last of them begins
     one_gzip_stream: bool = False
     end: int = 0
+    bounded: bool = False  # a record at or after the bound was reached: it is the next piece's
 
 
 @contextlib.contextmanager
@@ -194,15 +250,27 @@ def _seekable(stream: IO[bytes]) -> bool:
         return False
 
 
-def _records(stream: IO[bytes], wanted: Wanted | None) -> Iterator[WarcDocument | WarcDamage]:
-    """Run warcio's iterator; on damage, look for the next record and run it again from there."""
+def _records(
+    stream: IO[bytes], wanted: Wanted | None, *, start: int | None = None, end: int | None = None, digests: bool = True
+) -> Iterator[_Event]:
+    """The record loop: run warcio's iterator; on damage, look for the next record and run it again from there.
+
+    Reads from where *stream* stands, or from *start*, a record's offset (a piece: the kind of
+    file is then told from its first bytes, not from *start*'s); stops before the first
+    record that begins at or after *end*. *digests*: whether warcio checks them.
+    """
     seekable = _seekable(stream)
     reader: IO[bytes] = stream
-    position = stream.tell() if seekable else 0
+    head = stream.tell() if seekable else 0
+    position = head if start is None else start
     gzipped = False
+    container: Container = "warc"
     whole: _GzipStream | None = None
     size = 0
     if seekable:
+        first = head if start is None else 0
+        container = sniff_container(cast(BinaryIO, stream), first) or "warc"
+        stream.seek(first)
         gzipped = stream.read(2) == b"\x1f\x8b"
         size = stream.seek(0, os.SEEK_END)
     skip = 0
@@ -213,7 +281,9 @@ def _records(stream: IO[bytes], wanted: Wanted | None) -> Iterator[WarcDocument 
             except (OSError, EOFError, ValueError, zlib.error) as error:
                 yield WarcDamage(position, f"offset {position}: cannot read on from here: {_clean(str(error))}")
                 return
-        stop = yield from _run(reader, wanted, skip)
+        stop = yield from _run(reader, wanted, skip, container, digests, end if whole is None else None)
+        if stop.bounded:
+            return
         skip = 0
         if stop.one_gzip_stream and seekable and whole is None:
             yield WarcDamage(
@@ -221,21 +291,21 @@ def _records(stream: IO[bytes], wanted: Wanted | None) -> Iterator[WarcDocument 
                 f"offset {position}: the file is one gzip stream, not one gzip member per record (WARC 1.1 "
                 "Annex D); it is read as a whole, and offsets from here count bytes of the decompressed data",
             )
-            stream.seek(position)
-            reader = whole = _GzipStream(stream)
+            yield _Whole(position)
+            reader = whole = _GzipStream(_Window(stream, position))
             gzipped, skip, position = False, stop.count, 0
             continue
         # warcio's offsets can step back on a damaged file; from here they only go forward.
         floor = position if stop.last is None else max(position, stop.last)
-        end = max(stop.end, floor)
+        last = max(stop.end, floor)
         if stop.damage is None:
             if whole is not None and whole.error is not None:
                 problem = f"the gzip stream is cut short or damaged: {whole.error}"
-                yield WarcDamage(end, f"decompressed offset {end}: {problem}")
+                yield WarcDamage(last, f"decompressed offset {last}: {problem}")
                 return
-            if whole is not None or not seekable or end >= size or not _unread(stream, end, size):
+            if whole is not None or not seekable or last >= size or not _unread(stream, last, size):
                 return
-            stop.damage, stop.problem = end, f"{size - end} bytes that are no WARC record"
+            stop.damage, stop.problem = last, f"{size - last} bytes that are no {container.upper()} record"
         damage = max(stop.damage, floor)
         where = f"offset {damage}" if stop.damage >= floor else f"after the record at offset {floor}"
         if not seekable:
@@ -244,20 +314,53 @@ def _records(stream: IO[bytes], wanted: Wanted | None) -> Iterator[WarcDocument 
         # A gzip member ends where it ends; in a plain file, a wrong Content-Length before the damage
         # may have swallowed the start of the next record, so the search begins after the last one read.
         after = damage if gzipped or stop.last is None else floor
-        following = _next_start(reader, after + 1, gzipped)
+        following = _next_start(reader, after + 1, gzipped, container)
         then = "no record can be found after it" if following is None else f"reading goes on at offset {following}"
         if stop.problem:
             yield WarcDamage(damage, f"{where}: {stop.problem}; {then}")
-        if following is None:
+        if following is None or (whole is None and end is not None and following >= end):
             return
         position = following  # always beyond the last start: every round moves on
+
+
+class _Window(io.RawIOBase):
+    """The bytes of *stream* from *start* on, as a file of their own: a gzip reader that rewinds
+    seeks its file to 0, which must be where the stream it decompresses begins."""
+
+    def __init__(self, stream: IO[bytes], start: int) -> None:
+        super().__init__()
+        self.stream = stream
+        self.start = start
+        stream.seek(start)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:  # type: ignore[override]
+        return self.stream.read(size)
+
+    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+        data = self.stream.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def tell(self) -> int:
+        return self.stream.tell() - self.start
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if whence == os.SEEK_SET:
+            offset += self.start
+        return self.stream.seek(offset, whence) - self.start
 
 
 class _GzipStream(io.RawIOBase):
     """A file that is one gzip stream, read as its decompressed bytes. warcio takes an EOFError
     for the end of the file; here a cut or damaged stream ends the data, and ``error`` says why."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: IO[bytes] | io.RawIOBase) -> None:
         super().__init__()
         self.inner = gzip.GzipFile(fileobj=stream, mode="rb")
         self.error: str | None = None
@@ -317,8 +420,17 @@ def _unread(stream: IO[bytes], start: int, size: int) -> bool:
     return False
 
 
-def _run(reader: IO[bytes], wanted: Wanted | None, skip: int) -> Generator[WarcDocument | WarcDamage, None, _Stop]:
-    iterator = WARCIterator(reader, check_digests=True)
+def _run(
+    reader: IO[bytes], wanted: Wanted | None, skip: int, container: Container, digests: bool, bound: int | None
+) -> Generator[_Event, None, _Stop]:
+    """One run of warcio's iterator, until the end, damage, or a record at or after *bound*. The
+    first *skip* records are passed over (read before, see :class:`_Whole`), the last of them
+    given as read ``again``."""
+    iterator: ArchiveIterator
+    if container == "arc":  # ARC v1 records, each read as the WARC record it would be (warcio's arc2warc)
+        iterator = ARCIterator(reader, arc2warc=True, check_digests=digests)
+    else:
+        iterator = WARCIterator(reader, check_digests=digests)
     stop = _Stop()
     while True:
         try:
@@ -330,6 +442,9 @@ def _run(reader: IO[bytes], wanted: Wanted | None, skip: int) -> Generator[WarcD
             stop.end = iterator.offset
             return stop
         except Exception as error:  # warcio raises many kinds on a damaged file; none may escape
+            if bound is not None and iterator.offset >= bound:
+                stop.bounded = True  # the next piece's own damage
+                return stop
             stop.damage = iterator.offset
             message = _clean(str(error), 120)
             if type(error).__module__.split(".")[0] != "warcio":
@@ -340,23 +455,28 @@ def _run(reader: IO[bytes], wanted: Wanted | None, skip: int) -> Generator[WarcD
         offset = iterator.offset
         if _said(noise):
             yield WarcDamage(offset, f"before offset {offset}: {_said(noise)}")
+        if bound is not None and offset >= bound:
+            stop.bounded = True
+            return stop
         stop.count += 1
         stop.last = offset
-        if stop.count <= skip:
+        if stop.count < skip:
+            continue
+        if stop.count == skip:
+            yield _Record(offset, None, False, again=True)
             continue
         item, damaged = _read(record, offset, wanted)
         if not damaged and not _member_ends(iterator):
             problem = f"offset {offset}: the gzip member of this record is cut short (its end and checksum are missing)"
             item = WarcDamage(offset, problem) if item is None else _with_problem(item, problem)
             damaged = True
-        if item is not None:
-            yield item
+        yield _Record(offset, item, damaged, record.rec_headers, record.http_headers)
         if damaged:  # the container is damaged here: warcio cannot be trusted to find the next record
             stop.damage = offset
             return stop
 
 
-def _member_ends(iterator: WARCIterator) -> bool:
+def _member_ends(iterator: ArchiveIterator) -> bool:
     """Whether the record just read ends its gzip member whole (true of a plain file)."""
     try:
         with _captured():
@@ -374,27 +494,33 @@ def _with_problem(item: WarcDocument | WarcDamage, problem: str) -> WarcDocument
     return dataclasses.replace(item, problems=(*item.problems, problem))
 
 
-def _next_start(reader: IO[bytes], after: int, gzipped: bool) -> int | None:
-    """The offset of the first record (gzip member) that begins at or after *after*."""
-    position = after
+def _next_start(reader: IO[bytes], after: int, gzipped: bool, container: Container = "warc") -> int | None:
+    """The offset of the first record (gzip member) that begins at or after *after* (at least 1).
+
+    An ARC record's first line is taken only after a line's end (its URL alone would match
+    from any of its characters on), and may be long: the windows overlap by 8 KiB."""
+    arc = container == "arc"
+    holds = gzip_holds_arc if arc else gzip_holds_warc
+    line, back, overlap = (_ARC_START, 1, _ARC_OVERLAP) if arc else (_WARC_LINE, 0, 16)
+    position = max(after, back)
     try:
         while True:
-            reader.seek(position)
-            data = reader.read(_BLOCK + 16)
-            if not data:
+            reader.seek(position - back)  # an ARC line's start is seen with the line end before it
+            data = reader.read(_BLOCK + overlap + back)
+            if len(data) <= back:
                 return None
-            window = data[:_BLOCK]
+            window = min(len(data) - back, _BLOCK)
             if gzipped:
-                index = window.find(b"\x1f\x8b\x08")
+                index = data.find(b"\x1f\x8b\x08", back, back + window)
                 while index >= 0:
-                    if gzip_holds_warc(reader, position + index):
-                        return position + index
-                    index = window.find(b"\x1f\x8b\x08", index + 1)
+                    if holds(cast(BinaryIO, reader), position - back + index):
+                        return position - back + index
+                    index = data.find(b"\x1f\x8b\x08", index + 1, back + window)
             else:
-                match = _WARC_LINE.search(data)
-                if match is not None and match.start() < len(window):
-                    return position + match.start()
-            position += len(window)
+                match = line.search(data, back)
+                if match is not None and match.start() < back + window:
+                    return position - back + match.start()
+            position += window
     except (OSError, EOFError, ValueError, zlib.error):
         return None
 
@@ -893,7 +1019,7 @@ def _open(
     def candidate(offset: int, kind: str, uri: str, status: int | None, content_type: str | None) -> bool:
         if not _success(kind, status) or not _has_host(uri):
             return False
-        return unpack or content_type in HTML_TYPES or content_type in CSS_TYPES
+        return unpack or content_type in DOCUMENT_TYPES
 
     try:
         root = Folder(out_dir)
@@ -984,7 +1110,7 @@ def _plan(warc: Path, candidate: Wanted, unpack: bool, policy: Policy) -> tuple[
                 entry.naming_type = _naming_type(item.content_type)
                 entry.folders, entry.leaf = _layout(entry.key, entry.naming_type)
                 planned.append(entry)
-        elif item.status == 206 and _has_host(item.uri) and (unpack or item.content_type in HTML_TYPES | CSS_TYPES):
+        elif item.status == 206 and _has_host(item.uri) and (unpack or item.content_type in DOCUMENT_TYPES):
             entry.problems.append(
                 f"offset {item.offset}: 206 Partial Content holds only part of {_clean(item.uri, 120)}: not written"
             )
@@ -1043,13 +1169,14 @@ def _rendered(
         return None
     assert item.file is not None
     content_type = document.content_type
-    if content_type not in HTML_TYPES and content_type not in CSS_TYPES:
+    engine = engine_for_type(content_type)
+    if engine is None:
         return document.body
     folder_path = item.file.rpartition("/")[0]
     used = policy.clone(remove_base=True, relink=_relinker(files, redirects, folder_path)) if unpack else policy
-    engine = rewrite_css if content_type in CSS_TYPES else rewrite_html
     try:
-        result = engine(document.body, url=document.uri, charset=document.charset, policy=used)
+        rewritten = engine.rewrite(document.body, url=document.uri, charset=document.charset, policy=used)
+        result = cast("HTMLResult", rewritten)  # the engine of an HTML or CSS type
     except Exception as error:  # the engines never raise by contract; should one, the record is reported
         item.problems.append(f"offset {item.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
         return None
@@ -1085,3 +1212,547 @@ def _relinker(files: Mapping[str, str], redirects: Mapping[str, str], folder: st
         return quote(_relative(path, folder)) + mark + fragment
 
     return relink
+
+
+# --------------------------------------------------------------------------
+# Pieces, and WARC out
+# --------------------------------------------------------------------------
+
+
+def plan_warc(path: str | os.PathLike[str], *, piece_size: int = PIECE_SIZE) -> Iterator[Piece]:
+    """The pieces of the WARC (or ARC) file at *path*, streamed as they close, from one reading
+    of its records (plain, or one gzip member per record: WARC 1.1 Annex D).
+
+    A piece begins where a record begins (the first, at 0: what comes before the first record
+    is its) and ends where the first record at least *piece_size* bytes after its start
+    begins (the last piece, at the end of the file), so that together they hold every byte
+    of the file once: a damaged stretch is in the piece it starts in. ``first`` is the index
+    of the piece's first record, counting every record of the file from 0.
+    Payloads are read through without being held, and digests are not checked: memory stays
+    flat. A file that is one gzip stream (not a member per record) has no offsets to cut at
+    after the point where that is found: the piece there runs to the end. An empty file, or
+    one with no record, is one piece. Raises ``OSError`` when the file cannot be read, and
+    ``ValueError`` for a *piece_size* below 1.
+
+    >>> import io, tempfile
+    >>> from warcio.warcwriter import WARCWriter
+    >>> with tempfile.NamedTemporaryFile(suffix=".warc.gz") as file:
+    ...     writer = WARCWriter(file, gzip=True)
+    ...     for n in range(3):
+    ...         writer.write_record(writer.create_warc_record(f"http://h/{n}", "resource",
+    ...             payload=io.BytesIO(b"x" * 5000), warc_content_type="text/plain"))
+    ...     file.flush()
+    ...     pieces = list(plan_warc(file.name, piece_size=100))
+    >>> [(piece.first, piece.number, piece.last) for piece in pieces]
+    [(0, 0, False), (1, 1, False), (2, 2, True)]
+    >>> pieces[0].end == pieces[1].start and pieces[1].end == pieces[2].start
+    True
+    """
+    if piece_size < 1:
+        raise ValueError(f"piece_size must be 1 or more, not {piece_size}")
+    with open(path, "rb") as stream:
+        size = os.fstat(stream.fileno()).st_size
+        start = first = number = count = 0
+        whole = False
+        for event in _records(stream, _no_body, start=0, digests=False):
+            if isinstance(event, _Whole):
+                whole = True
+            elif isinstance(event, _Record) and not event.again:
+                if not whole and count > first and event.offset >= start + piece_size:
+                    yield Piece(start, event.offset, first, number)
+                    start, first, number = event.offset, count, number + 1
+                count += 1
+    yield Piece(start, size, first, number, last=True)
+
+
+def _no_body(offset: int, kind: str, uri: str, status: int | None, content_type: str | None) -> bool:
+    return False
+
+
+def _page_body(offset: int, kind: str, uri: str, status: int | None, content_type: str | None) -> bool:
+    return _success(kind, status) and content_type in DOCUMENT_TYPES
+
+
+@dataclass(frozen=True, slots=True)
+class WarcPage:
+    """One page of a WARC as :func:`rewrite_warc_piece` read it: a whole 2xx ``response``
+    (not 206) or a ``resource`` record of an HTML or CSS type.
+
+    ``format`` is the engine's (``html`` or ``css``); ``record`` the index of its record in
+    the file (from 0) and ``offset`` where it begins; ``size`` the length of its decoded
+    body; ``result`` what the engine returned (the rewritten page, or with ``rewrite=False``
+    the links found), None when the body could not be decoded or the engine failed (see
+    ``problems``, which hold the record's own; the page's are the result's). ``converted``:
+    its rewritten page differs from the recorded one, so a conversion record follows it in
+    the output (would follow it, with no target).
+    """
+
+    uri: str
+    format: EngineFormat
+    offset: int
+    record: int
+    status: int | None
+    content_type: str
+    charset: str | None
+    size: int
+    result: HTMLResult | None = field(repr=False)
+    converted: bool
+    problems: tuple[str, ...] = ()
+
+
+def rewrite_warc_piece(
+    path: str | os.PathLike[str],
+    piece: Piece | None,
+    target: BinaryIO | None,
+    *,
+    policy: Policy = DEFAULT_POLICY,
+    gzip: bool,
+    rewrite: bool = True,
+) -> Iterator[WarcPage | WarcDamage]:
+    """WARC out: write every record of *piece* (None: the whole file) of the WARC at *path* to
+    *target*, each page followed by a conversion record of it rewritten; yield each page and
+    each damage, in file order.
+
+    A page (see :class:`WarcPage`) is rewritten with ``engine.rewrite(body, url=target_uri,
+    charset=http_charset, policy=policy)`` of its decoded body (chunking and content coding
+    undone), as ``rewriter rewrite --url URI`` rewrites those bytes. When the output differs,
+    a ``conversion`` record (WARC 1.1 §6.7) follows the page's record: its block is the
+    rewritten page; ``WARC-Refers-To`` (§5.11) names the page's record; ``WARC-Target-URI``,
+    ``WARC-Date`` and the document's ``Content-Type`` are the page's; ``WARC-Record-ID``
+    (§5.2) is ``urn:uuid:`` + uuid5(NAMESPACE_URL, the page's record ID), so that every run on
+    every machine writes the same record; ``WARC-Block-Digest`` and ``WARC-Payload-Digest``
+    (§5.8, §5.9: the block is the payload) are computed with the algorithm and encoding of the
+    page's own digests (sha1 in base 32, as warcio writes, when it has none). Every record is
+    kept, revisits (§6.7.2, which name the original by URI and digest) and requests included:
+    the records a revisit refers to are still there, unchanged.
+
+    The records are written as they are when *gzip* is the input's compression (the raw
+    bytes of each gzip member; every byte of the piece, damage included). Otherwise each
+    record's uncompressed bytes are the same, framed anew: one gzip member per record (Annex
+    D; a plain file's bytes from one record to the next, damage included) or, to a plain
+    output, each whole record's gzip member decompressed, and what is no whole record
+    (damage) left out, with a :class:`WarcDamage` saying so. A file that is one gzip stream is
+    framed anew from where that is found. Conversion records are gzip members of their own
+    (mtime 0, OS 255: RFC 1952 §2.3) or plain, as *gzip* says.
+
+    An ARC file's records cannot be kept byte for byte in a WARC: each is written as the
+    WARC record warcio's ARC-to-WARC reading makes of it (its ARC fields as WARC fields,
+    the version block a ``warcinfo`` record, the ARC block as the WARC block), with a record
+    ID made from its offset and fields (uuid5), so that every run writes the same bytes.
+
+    Pieces (:func:`plan_warc`) are independent: the outputs of a file's pieces, joined in
+    order, are byte for byte the output of the whole file. With *target* None nothing is
+    written (a dry run), and with ``rewrite=False`` the engine only finds links (only
+    without a target). Nothing is raised for what the file holds; errors writing *target*
+    propagate. The generator must be run to its end for the output to be whole.
+    """
+    if target is not None and not rewrite:
+        raise ValueError("rewrite=False only finds links: there is no output to write")
+    with contextlib.ExitStack() as files:
+        try:
+            stream = files.enter_context(open(path, "rb"))
+            copy = files.enter_context(open(path, "rb")) if target is not None else None
+        except OSError as error:
+            yield WarcDamage(0, f"cannot read {os.fspath(path)}: {error.strerror or error}")
+            return
+        start, end, index = (0, None, 0) if piece is None else (piece.start, piece.end, piece.first)
+        end = None if piece is None or piece.last else end
+        container = sniff_container(cast(BinaryIO, stream), 0) or "warc"
+        stream.seek(0)
+        gzipped = stream.read(2) == b"\x1f\x8b"
+        out = None
+        if copy is not None and target is not None:
+            out = _Out(copy, target, gzipped=gzipped, gzip=gzip, arc=container == "arc", start=start)
+        for event in _records(stream, _page_body, start=start, end=end):
+            if isinstance(event, _Whole):
+                if end is not None:
+                    yield WarcDamage(event.position, f"offset {event.position}: {_NOT_PLANNED}")
+                    return
+                if out is not None:
+                    out.whole(event.position)
+            elif isinstance(event, WarcDamage):
+                yield event
+            elif event.again:
+                if out is not None:
+                    out.add(event, None)
+            else:
+                page, conversion = _page(event, index, policy, rewrite, container, write=out is not None)
+                index += 1
+                if out is not None:
+                    out.add(event, conversion)
+                    yield from out.take()
+                if page is not None:
+                    yield page
+                elif isinstance(event.item, WarcDocument):  # a record's own problems: a digest, its heading
+                    yield from (WarcDamage(event.offset, problem) for problem in event.item.problems)
+                elif isinstance(event.item, WarcDamage):
+                    yield event.item
+        if out is not None:
+            out.close(end)
+            yield from out.take()
+
+
+_NOT_PLANNED = (
+    "the file is one gzip stream from here, which plan_warc never cuts into pieces: this piece is not of "
+    "its plan (was the file changed?); the piece is not written on from here"
+)
+
+
+def _page(
+    record: _Record, index: int, policy: Policy, rewrite: bool, container: Container, *, write: bool
+) -> tuple[WarcPage | None, bytes | None]:
+    """The page a record is (None when it is none), and its conversion record (None when not
+    to be written)."""
+    document = record.item
+    if not isinstance(document, WarcDocument) or not _success(document.record_type, document.status):
+        return None, None
+    engine = engine_for_type(document.content_type)
+    if engine is None or engine.format == "message" or document.content_type is None:
+        return None, None
+    problems = list(document.problems)
+    result: HTMLResult | None = None
+    if document.body is not None:
+        run = engine.rewrite if rewrite else engine.find
+        try:
+            found = run(document.body, url=document.uri or None, charset=document.charset, policy=policy)
+            result = cast("HTMLResult", found)  # the engine of an HTML or CSS type
+        except Exception as error:  # the engines never raise by contract; should one, the page is reported
+            problems.append(f"offset {record.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
+    changed = rewrite and result is not None and result.output != document.body
+    conversion = None
+    if changed and result is not None:
+        original = _arc_id(record) if container == "arc" else _header(record.headers, "WARC-Record-ID")
+        if original is None:
+            problems.append(f"offset {record.offset}: a record without WARC-Record-ID (WARC 1.1 §5.2): no conversion")
+            changed = False
+        elif write:
+            conversion = _conversion(record, document, result.output, original)
+    page = WarcPage(
+        document.uri,
+        engine.format,
+        record.offset,
+        index,
+        document.status,
+        document.content_type,
+        document.charset,
+        len(document.body or b""),
+        result,
+        changed,
+        tuple(problems),
+    )
+    return page, conversion
+
+
+def _header(headers: StatusAndHeaders | None, name: str) -> str | None:
+    """A field of a heading, on one line (a value with a line break would break the record)."""
+    value = headers.get_header(name) if headers is not None else None
+    return None if value is None else " ".join(str(value).split()) or None
+
+
+def _conversion(record: _Record, document: WarcDocument, output: bytes, original: str) -> bytes:
+    """The conversion record (WARC 1.1 §6.7) of a page rewritten to *output*, unframed."""
+    headers = record.headers
+    version = getattr(headers, "protocol", None)  # the page's record's (WARC 1.0 for an older one)
+    version = version if version in ("WARC/1.0", "WARC/1.1") else "WARC/1.0"
+    block = _Digest.like(_header(headers, "WARC-Block-Digest"))
+    payload = _Digest.like(_header(headers, "WARC-Payload-Digest"))
+    block, payload = block or payload or _SHA1, payload or block or _SHA1
+    http = record.http if document.record_type == "response" else None
+    content_type = _header(http, "Content-Type") if http is not None else _header(headers, "Content-Type")
+    fields = [
+        ("WARC-Type", "conversion"),  # §5.5, §6.7
+        ("WARC-Record-ID", f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, original)}>"),  # §5.2
+        ("WARC-Target-URI", " ".join(document.uri.split()) or None),  # §5.7
+        ("WARC-Date", _header(headers, "WARC-Date")),  # §5.4: the page's, as the record it converts
+        ("WARC-Refers-To", original),  # §5.11
+        ("Content-Type", content_type),  # §5.6
+        ("WARC-Block-Digest", block.of(output)),  # §5.8
+        ("WARC-Payload-Digest", payload.of(output)),  # §5.9
+        ("Content-Length", str(len(output))),  # §5.3
+    ]
+    heading = "".join(f"{name}: {value}\r\n" for name, value in fields if value is not None)
+    return f"{version}\r\n{heading}\r\n".encode() + output + b"\r\n\r\n"  # §4: the record's end
+
+
+def _arc_id(record: _Record) -> str:
+    """The record ID of the WARC record an ARC record is written as: uuid5 of its offset and its
+    fields (not warcio's, which is random), so that every run writes the same ID."""
+    fields = [] if record.headers is None else record.headers.headers
+    name = " ".join(f"{key}: {value}" for key, value in fields if key != "WARC-Record-ID")
+    return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'arc record at {record.offset}: {name}')}>"
+
+
+_HASHES = {"sha1": "sha1", "sha-1": "sha1", "sha256": "sha256", "sha-256": "sha256", "sha512": "sha512"}
+_HASHES |= {"sha-512": "sha512", "sha384": "sha384", "sha-384": "sha384", "md5": "md5"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Digest:
+    """How a record writes a digest, ``labelled-digest = algorithm ":" digest-value`` (WARC
+    1.1 §5.8): the algorithm's name as written, and the encoding of its value (base 32 as
+    WARC 1.1 suggests, base 16 or base 64 as some tools write)."""
+
+    label: str
+    algorithm: str  # hashlib's name
+    encoding: str  # "base32", "base16" or "base64"
+    lower: bool = False
+    padded: bool = True
+
+    @classmethod
+    def like(cls, value: str | None) -> _Digest | None:
+        """The way *value* is written; None when it names no algorithm known here.
+
+        >>> _Digest.like("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ")
+        _Digest(label='sha1', algorithm='sha1', encoding='base32', lower=False, padded=True)
+        >>> _Digest.like("sha256:" + "ab" * 32).encoding, _Digest.like("crc32:x")
+        ('base16', None)
+        """
+        label, colon, text = (value or "").strip().partition(":")
+        algorithm = _HASHES.get(label.lower())
+        if not colon or algorithm is None:
+            return None
+        size = hashlib.new(algorithm).digest_size
+        bare = text.rstrip("=")
+        if len(text) == 2 * size and re.fullmatch(r"[0-9A-Fa-f]+", text):
+            return cls(label, algorithm, "base16", text != text.upper())
+        if len(bare) == -(-8 * size // 5) and re.fullmatch(r"[A-Za-z2-7]+", bare):
+            return cls(label, algorithm, "base32", bare != bare.upper(), bare != text or len(bare) % 8 == 0)
+        if len(bare) == -(-4 * size // 3) and re.fullmatch(r"[A-Za-z0-9+/]+", bare):
+            return cls(label, algorithm, "base64", False, bare != text or len(bare) % 4 == 0)
+        return cls(label, algorithm, "base32")
+
+    def of(self, data: bytes) -> str:
+        digest = hashlib.new(self.algorithm, data).digest()
+        if self.encoding == "base16":
+            text = digest.hex()
+            return f"{self.label}:{text if self.lower else text.upper()}"
+        text = (base64.b32encode(digest) if self.encoding == "base32" else base64.b64encode(digest)).decode("ascii")
+        text = text if self.padded else text.rstrip("=")
+        return f"{self.label}:{text.lower() if self.lower else text}"
+
+
+_SHA1 = _Digest("sha1", "sha1", "base32")
+
+
+class _Frame:
+    """The bytes of one record on their way to the target: as they are, or as one gzip member
+    of their own (WARC 1.1 Annex D), whose header (RFC 1952 §2.3) has no name, MTIME 0 and
+    OS 255, so that the same bytes give the same member on every machine and every run."""
+
+    HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+    def __init__(self, target: BinaryIO, gzip: bool) -> None:
+        self.target = target
+        self.compressor = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS) if gzip else None
+        self.crc = 0
+        self.size = 0
+        if self.compressor is not None:
+            target.write(self.HEADER)
+
+    def write(self, data: bytes) -> None:
+        if self.compressor is None:
+            self.target.write(data)
+            return
+        self.crc = zlib.crc32(data, self.crc)
+        self.size += len(data)
+        self.target.write(self.compressor.compress(data))
+
+    def close(self) -> None:
+        if self.compressor is not None:
+            self.target.write(self.compressor.flush() + struct.pack("<II", self.crc, self.size & 0xFFFFFFFF))
+
+
+class _Out:
+    """WARC out for one piece (see :func:`rewrite_warc_piece`): a record's span runs from its
+    start to the next record's (or the piece's end), and is written when that is known, then
+    the record's conversion record. *source* is a handle of its own on the input file."""
+
+    def __init__(self, source: IO[bytes], target: BinaryIO, *, gzipped: bool, gzip: bool, arc: bool, start: int):
+        self.source = source
+        self.view: IO[bytes] | _GzipStream = source  # what spans are read from
+        self.target = target
+        self.gzipped = gzipped  # the spans read are gzip members
+        self.gzip = gzip
+        self.arc = arc
+        self.cursor: int | None = start  # where the open span begins; None: not known yet (see whole)
+        self.pending: _Record | None = None  # the record of the open span (None: bytes before a first record)
+        self.after: bytes | None = None  # its conversion record
+        self.waiting = False  # the pending record is read again from the decompressed data
+        self.left: list[WarcDamage] = []
+
+    def take(self) -> list[WarcDamage]:
+        """What was left out of the output since last asked."""
+        taken, self.left = self.left, []
+        return taken
+
+    def add(self, record: _Record, conversion: bytes | None) -> None:
+        """A record begins: the open span ends there."""
+        if record.again:
+            if self.waiting and self.cursor is None:
+                self.cursor, self.waiting = record.offset, False
+            return
+        if self.cursor is None:  # the first record read from the decompressed data, none read again
+            if self.waiting and self.pending is not None:
+                self._leave(self.pending.offset, None, "of a record not found again in the decompressed data")
+            self.waiting = False
+            self.cursor = record.offset
+        else:
+            self._flush(max(record.offset, self.cursor))
+        self.pending, self.after = record, conversion
+
+    def whole(self, position: int) -> None:
+        """From *position* on, the file is read as one gzip stream (see :class:`_Whole`)."""
+        if self.pending is not None and self.cursor is not None and self.pending.offset >= position:
+            self.waiting = True  # its bytes are written from the decompressed data, once found there
+        elif self.cursor is not None:
+            self._flush(max(position, self.cursor))
+            self.pending = self.after = None
+        self.view = _GzipStream(_Window(self.source, position))
+        self.gzipped = False
+        self.cursor = None
+
+    def close(self, end: int | None) -> None:
+        """The piece ends at *end* (None: the end of the file)."""
+        if self.cursor is None:
+            if self.waiting and self.pending is not None:
+                self._leave(self.pending.offset, None, "of a record not found again in the decompressed data")
+            return
+        self._flush(None if isinstance(self.view, _GzipStream) else end)
+
+    def _chunks(self, start: int, end: int | None) -> Iterator[bytes]:
+        """The bytes [start, end) of the view (to its end when *end* is None), in blocks."""
+        self.view.seek(start)
+        left = None if end is None else end - start
+        while left is None or left > 0:
+            data = self.view.read(_BLOCK if left is None else min(_BLOCK, left))
+            if not data:
+                return
+            if left is not None:
+                left -= len(data)
+            yield data
+
+    def _flush(self, end: int | None) -> None:
+        start, record = self.cursor, self.pending
+        assert start is not None
+        if self.arc:
+            self._arc(record, start, end)
+        elif self.gzipped == self.gzip:
+            for data in self._chunks(start, end):
+                self.target.write(data)
+        elif not self.gzipped:
+            frame: _Frame | None = None
+            for data in self._chunks(start, end):
+                frame = frame or _Frame(self.target, True)
+                frame.write(data)
+            if frame is not None:
+                frame.close()
+        elif record is None or record.damaged:
+            self._leave(start, sum(map(len, self._chunks(start, end))), "that are no whole record")
+        else:
+            inflater = _Inflater(self._chunks(start, end))
+            for data in inflater:
+                self.target.write(data)
+            if inflater.error is not None:
+                self._leave(start, None, f"of the record's gzip member: {inflater.error}")
+            self._leave(start + inflater.size, inflater.rest, "after the record's gzip member")
+        if self.after is not None:
+            frame = _Frame(self.target, self.gzip)
+            frame.write(self.after)
+            frame.close()
+        self.cursor, self.after = end, None
+
+    def _arc(self, record: _Record | None, start: int, end: int | None) -> None:
+        """An ARC record written as the WARC record warcio reads it as (WARC 1.1 §4: heading,
+        block, two line ends)."""
+        length = _header(record.headers, "Content-Length") if record is not None else None
+        if record is None or record.damaged or record.headers is None or length is None or not length.isdigit():
+            self._leave(start, sum(map(len, self._chunks(start, end))), "that are no whole ARC record")
+            return
+        chunks: Iterable[bytes] = self._chunks(start, end)
+        if self.gzipped:
+            chunks = _Inflater(chunks)
+        reader = _Lines(chunks)
+        reader.readline()  # the ARC record's first line: its fields are the heading's
+        fields = [
+            (name, _arc_id(record) if name == "WARC-Record-ID" else value) for name, value in record.headers.headers
+        ]
+        heading = "".join(f"{name}: {' '.join(str(value).split())}\r\n" for name, value in fields)
+        frame = _Frame(self.target, self.gzip)
+        frame.write(f"{record.headers.protocol or 'WARC/1.0'}\r\n{heading}\r\n".encode())
+        left = int(length)
+        while left > 0:
+            data = reader.read(min(left, _BLOCK))
+            if not data:
+                break
+            frame.write(data)
+            left -= len(data)
+        frame.write(b"\r\n\r\n")
+        frame.close()
+
+    def _leave(self, start: int, size: int | None, what: str) -> None:
+        """Say that *size* bytes (None: some) from *start* are not in the output."""
+        if size != 0:
+            amount = "bytes" if size is None else f"{size} bytes"
+            self.left.append(WarcDamage(start, f"offset {start}: {amount} {what}: left out of the output"))
+
+
+class _Inflater:
+    """The decompressed bytes of the gzip member that *chunks* begin with, in blocks of at most
+    1 MiB (a small member can hold much more); ``size`` is the member's own length, ``rest``
+    the number of bytes after it, ``error`` says why it could not be read to its end."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.chunks = chunks
+        self.size = 0
+        self.rest = 0
+        self.error: str | None = None
+
+    def __iter__(self) -> Iterator[bytes]:
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        for data in self.chunks:
+            if decompressor.eof or self.error is not None:
+                self.rest += len(data)
+                continue
+            self.size += len(data)
+            try:
+                while True:
+                    out = decompressor.decompress(data, _BLOCK)
+                    if out:
+                        yield out
+                    data = decompressor.unconsumed_tail
+                    if not data and len(out) < _BLOCK:
+                        break
+            except zlib.error as error:
+                self.error = _clean(str(error))
+                continue
+            if decompressor.eof:
+                self.size -= len(decompressor.unused_data)
+                self.rest += len(decompressor.unused_data)
+        if not decompressor.eof and self.error is None:
+            self.error = "the gzip member is cut short"
+
+
+class _Lines:
+    """A reader of lines and blocks over an iterable of byte strings."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.chunks = iter(chunks)
+        self.buffer = b""
+
+    def _fill(self) -> bool:
+        data = next(self.chunks, b"")
+        self.buffer += data
+        return bool(data)
+
+    def readline(self) -> bytes:
+        while b"\n" not in self.buffer and len(self.buffer) < _BLOCK and self._fill():
+            pass
+        end = self.buffer.find(b"\n") + 1 or len(self.buffer)
+        line, self.buffer = self.buffer[:end], self.buffer[end:]
+        return line
+
+    def read(self, size: int) -> bytes:
+        if not self.buffer:
+            self._fill()
+        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        return data

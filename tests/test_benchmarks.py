@@ -118,3 +118,27 @@ def test_scale_benchmark_runs_both_executors_and_prints_ratios(tmp_path: Path) -
     assert "processes (-j 2)" in done.stdout and "caller peak RSS" in done.stdout
     assert "Dask / processes wall time:" in done.stdout
     assert sorted(path.name for path in tmp_path.iterdir()) == ["html", "mail"]  # the scratch collection is gone
+
+
+def test_warc_benchmark_runs_and_prints_figures_and_damage(tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_warc.py"), "--size-mb", "0.5", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for reader in ("warcio", "plan_warc", "record loop", "iter_documents"):
+        assert sum(line.strip().startswith(f"{reader} ") for line in out.splitlines()) >= 2, reader
+    try:
+        import fastwarc  # noqa: F401
+    except ImportError:
+        assert "fastwarc is not installed (pip install fastwarc)" in out
+    else:
+        assert out.count("records and payload bytes agree") == 2 and "warcio / fastwarc, payloads read:" in out
+    assert "WARC out of the whole gzip file" in out and "a gzip member zeroed:" in out and "cut short:" in out
+    assert list(scratch.iterdir()) == []  # the generated WARCs are deleted
