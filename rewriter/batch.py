@@ -96,7 +96,13 @@ DEFAULT_INCLUDE: tuple[str, ...] = (
     "*.mhtml",
     "*.mbox",
     "*.mbx",
+    "*.warc",
+    "*.warc.gz",
+    "*.arc",
+    "*.arc.gz",
 )
+# A web archive records what was fetched: it is rewritten into a new file, never in place.
+_ARCHIVES: tuple[str, ...] = ("*.warc", "*.warc.gz", "*.arc", "*.arc.gz")
 
 State = Literal["rewritten", "unchanged", "failed", "copied"]
 
@@ -394,7 +400,9 @@ def iter_plan(
     must be what the jobs are given (``min(Settings.max_size, MAX_MESSAGE)``, the default),
     since it decides where an mbox's messages end.
     """
-    include = tuple(include) or DEFAULT_INCLUDE
+    include = tuple(include) or (
+        tuple(glob for glob in DEFAULT_INCLUDE if glob not in _ARCHIVES) if in_place else DEFAULT_INCLUDE
+    )
     if len(inputs) > 1 and not in_place and output in (None, "-") and not dry:
         yield "rewriter: several inputs need -o DIR (a folder for the outputs) or --in-place"
         return
@@ -442,7 +450,7 @@ def iter_plan(
             for found, kind in _walk(path, include, exclude, skip, others=copy_others and not in_place and not dry):
                 if in_place and found.is_symlink():
                     continue  # its target, when in the tree, is rewritten as itself
-                relative = found.relative_to(path)
+                relative = _archive_name(found.relative_to(path))
                 target = str(found) if in_place else (None if dry else str(base / relative))
                 maildir, copy = kind == "maildir", kind == "other"
                 yield from checked(
@@ -475,6 +483,27 @@ def iter_plan(
             yield from checked(Job(given, output, given, tree=alone))
 
 
+def _archive_pieces(job: Job, archive: str, piece_size: int) -> Iterator[Job]:
+    """A large WARC or ARC file's jobs: a piece each (a run in place refuses it whole)."""
+    if job.in_place:
+        yield replace(job, format=archive)
+        return
+    from rewriter.warc import plan_warc
+
+    for piece in plan_warc(job.source, piece_size=piece_size):
+        yield replace(job, format=archive, piece=piece)
+
+
+def _archive_name(relative: Path) -> Path:
+    """An output's path under its folder: an ARC file's becomes a WARC's, which it is then
+    (``crawl.arc.gz`` is written as ``crawl.warc.gz``)."""
+    name = relative.name
+    for old, new in ((".arc.gz", ".warc.gz"), (".arc", ".warc")):
+        if name.lower().endswith(old):
+            return relative.with_name(name[: -len(old)] + new)
+    return relative
+
+
 def _split(job: Job, piece_size: int, max_message: int | None) -> Iterator[Job | str]:
     """*job*, or its pieces when it is a large mbox (each with its format told, so that no
     worker reads the head again). Only a file written to a file, or only read, is split."""
@@ -489,10 +518,15 @@ def _split(job: Job, piece_size: int, max_message: int | None) -> Iterator[Job |
     if not stat.S_ISREG(status.st_mode) or status.st_size < piece_size:
         yield job
         return
-    from rewriter.formats import detect_format
+    from rewriter.formats import detect_format, sniff_container
 
     try:
         with open(job.source, "rb") as stream:
+            archive = sniff_container(stream)
+            if archive is not None:
+                yield from _archive_pieces(job, archive, piece_size)
+                return
+            stream.seek(0)
             fmt = detect_format(stream.read(65536), Path(job.source).name)
             if fmt != "mbox":
                 yield replace(job, format=fmt)
@@ -745,10 +779,12 @@ def run_job(job: Job, settings: Settings) -> Outcome:
         settings = job_settings(job, settings)
         if job.maildir:
             return _maildir(job, settings, outcome)
+        if job.piece is not None and job.format in ("warc", "arc"):
+            return _warc(job, settings, outcome, job.format)
         if job.piece is not None:
             return _piece(job, settings, outcome)
-        if job.dry and job.source != "-" and _is_warc(job.source):
-            return _warc_pages(job, settings, outcome)
+        if job.format in ("warc", "arc"):
+            return _warc(job, settings, outcome, job.format)
         return _file(job, settings, outcome)
     except Refused as error:  # its message says it all
         return outcome.fail(str(error))
@@ -821,6 +857,13 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         if source is not None:
             status = read or os.fstat(stream.fileno())
             outcome.identity = (status.st_size, status.st_mtime_ns)
+            if job.format is None and stat.S_ISREG(status.st_mode):
+                from rewriter.formats import sniff_container
+
+                archive = sniff_container(stream)  # type: ignore[arg-type]
+                stream.seek(0)
+                if archive is not None:
+                    return _warc(job, settings, outcome, archive)
         head = stream.read(65536)
         fmt = job.format or settings.format
         if fmt == "auto":
@@ -1059,35 +1102,63 @@ class _Discarded:
         pass
 
 
-def _is_warc(source: str) -> bool:
-    from rewriter.formats import is_warc
+def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outcome:
+    """A WARC or ARC file, or a piece of one: each page read against its own URL, and
+    written out as a WARC whose every record is the input's, byte for byte, each page
+    followed by a conversion record of it rewritten (:func:`rewriter.warc.rewrite_warc_piece`);
+    or, for ``links`` and ``explain``, only read."""
+    from rewriter.warc import WarcDamage, rewrite_warc_piece
 
-    return os.path.isfile(source) and is_warc(source)
+    outcome.format = archive
+    if job.in_place:
+        return outcome.fail(
+            "not rewritten: a web archive records what was fetched, and is never changed in place "
+            "(give -o OUT.warc.gz: its pages come after their records, rewritten)"
+        )
+    status = os.stat(job.source)
+    outcome.identity = (status.st_size, status.st_mtime_ns)
 
+    def each(target: BinaryIO | None, gzip: bool) -> None:
+        changed = False
+        pages = rewrite_warc_piece(
+            job.source, job.piece, target, policy=settings.policy, gzip=gzip, rewrite=not job.dry
+        )
+        for item in pages:
+            if isinstance(item, WarcDamage):
+                outcome.messages.append(f"rewriter: {outcome.shown}: offset {item.offset}: {item.problem}")
+                outcome.ok = False
+                continue
+            outcome.bytes_in += item.size
+            where = {"record": item.uri}
+            if item.result is None:
+                outcome.messages.extend(
+                    f"rewriter: {outcome.shown}: record {item.uri}: {problem}" for problem in item.problems
+                )
+                outcome.ok = False
+                continue
+            outcome.warnings.extend(f"rewriter: {outcome.shown}: record {item.uri}: {p}" for p in item.problems)
+            tally(outcome, item.result, settings, where, fmt=item.format)
+            changed = changed or item.converted
+        outcome.state = "rewritten" if changed else "unchanged"
 
-def _warc_pages(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
-    """A dry run over a WARC: each page and style sheet (a whole 2xx response, or a resource
-    record) read against its own URL, as ``rewriter rewrite`` mirrors them; nothing written."""
-    from rewriter.warc import CSS_TYPES, HTML_TYPES, WarcDamage, iter_documents
+    if job.dry:
+        each(None, False)
+    elif job.piece is not None:
+        if settings.work is None or job.target is None:
+            return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
+        from rewriter.pipeline import pieces_path
 
-    outcome.format = "warc"
-    for item in iter_documents(job.source):
-        if isinstance(item, WarcDamage):
-            outcome.messages.append(f"rewriter: {outcome.shown}: offset {item.offset}: {item.problem}")
-            outcome.ok = False
-            continue
-        whole = item.status is None or (200 <= item.status < 300 and item.status != 206)
-        if not whole or item.content_type not in HTML_TYPES | CSS_TYPES:
-            continue
-        if item.body is None:
-            outcome.messages.extend(f"rewriter: {outcome.shown}: {problem}" for problem in item.problems)
-            outcome.ok = False
-            continue
-        fmt = "css" if item.content_type in CSS_TYPES else "html"
-        page = replace(settings, url=item.uri, charset=item.charset, format=fmt, local=None)
-        outcome.bytes_in += len(item.body)
-        _, result = process(item.body, item.uri, page, rewrite=False)
-        tally(outcome, result, page, {"record": item.uri}, fmt=fmt)
+        with replacing(pieces_path(settings.work, job)) as replacement:
+            each(replacement.stream, job.target.endswith(".gz"))
+    elif job.target is None:
+        with open(job.source, "rb") as head:
+            gzip = head.read(2) == b"\x1f\x8b"  # to standard output: the input's own compression
+        sink = _standard_output()
+        each(sink, gzip)
+        sink.flush()
+    else:
+        with replacing(Path(job.target), mode_of(Path(job.source)), root=_root(job)) as replacement:
+            each(replacement.stream, job.target.endswith(".gz"))
     return outcome
 
 

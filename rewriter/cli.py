@@ -778,29 +778,43 @@ class _RunTotals:
 
 
 def _warcs(names: list[str]) -> list[str]:
-    """The WARC files among *names* (rewriter.warc, with warcio and fsspec, is imported only
-    for those: 0.28 s)."""
-    from rewriter.formats import is_warc
+    """The web archives (WARC or ARC) among *names* (rewriter.warc, with warcio and fsspec, is
+    imported only for those: 0.28 s)."""
+    from rewriter.formats import container_format
 
-    return [name for name in names if name != "-" and Path(name).is_file() and is_warc(name)]
+    return [name for name in names if name != "-" and Path(name).is_file() and container_format(name) is not None]
 
 
 def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str]]:
-    """Rewrite the WARC inputs, each into a folder that mirrors its URLs (the WARC itself is
-    never changed); returns the status and the other inputs."""
+    """The web archives named with ``-o DIR``: each mirrored into the folder, its pages
+    rewritten against their URLs (the archive itself is never changed); returns the status and
+    the other inputs. One archive written to ``-o OUT.warc`` or ``OUT.warc.gz``, or to standard
+    output, is a WARC out: a job of the pipeline, like any other input (and so is an archive
+    found in a folder: it keeps its path and its format)."""
     warcs = _warcs(args.files)
     if not warcs:
         return EXIT_OK, args.files
+    if args.in_place:
+        err.write(
+            f"rewriter rewrite: {warcs[0]} is a web archive: it is never changed in place; give -o OUT.warc.gz "
+            "for a WARC with its pages rewritten, or -o DIR/ for a folder of them\n"
+        )
+        return EXIT_USAGE, args.files
+    output = args.output
+    # -o OUT.warc[.gz] (one input) is a WARC out; any other -o is the folder the pages go to.
+    warc_out = len(args.files) == 1 and output is not None and output.lower().endswith((".warc", ".warc.gz"))
+    if output in (None, "-") or (warc_out and not Path(output).is_dir()):
+        return EXIT_OK, args.files
     from rewriter.warc import rewrite_warc
 
-    if args.in_place or not args.output or args.output == "-" or Path(args.output).is_file():
-        err.write(f"rewriter rewrite: {warcs[0]} is a WARC: it is never changed; give -o DIR for the pages\n")
-        return EXIT_USAGE, args.files
     status = EXIT_OK
     for name in warcs:
         folder = Path(args.output)
         if len(args.files) > 1:  # one folder each, named after the file
-            folder = folder / Path(name).name.removesuffix(".gz").removesuffix(".warc")
+            stem = Path(name).name
+            for suffix in (".gz", ".warc", ".arc"):
+                stem = stem.removesuffix(suffix)
+            folder = folder / stem
         try:
             if args.dask:
                 from rewriter.dask import rewrite_warc_records

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import err_lines, run_cli
+from test_warc_out import COLLECTION, EXPECTED, read_back, warcio_check, write_collection
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
@@ -68,6 +69,10 @@ def collection(folder: Path, pages: int = 40) -> Path:
     for number, message in enumerate(messages[:5]):
         (maildir / "cur" / f"{number}.host:2,S").write_bytes(message)
     (site / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    # A crawl: gzip, a chunked and gzip-coded page, a revisit, a 301, a 206, non-HTML records,
+    # a resource; over and over, so that it too goes in pieces.
+    (site / "crawl").mkdir()
+    write_collection(site / "crawl" / "crawl.warc.gz", compress=True, records=COLLECTION * 12)
     return site
 
 
@@ -106,6 +111,8 @@ def test_every_executor_writes_the_serial_runs_bytes_report_and_messages(tmp_pat
     assert serial[2]["mail.mbox"] != (site / "mail.mbox").read_bytes()
     assert "mail.mbox" in {Path(json.loads(line)["file"]).name for line in serial[3].splitlines()}
     assert not (tmp_path / f"out-{executor}" / ".rewriter-run").exists(), "a finished run leaves no work folder"
+    # The crawl came out as a WARC of its records and their conversions, in pieces or not.
+    assert len(read_back(serial[2]["crawl/crawl.warc.gz"])) == len(COLLECTION) * 12 + len(EXPECTED) * 12
 
 
 def test_an_mbox_in_pieces_is_the_one_pass_rewrite(tmp_path: Path) -> None:
@@ -121,6 +128,61 @@ def test_an_mbox_in_pieces_is_the_one_pass_rewrite(tmp_path: Path) -> None:
         assert target.read_bytes() == (tmp_path / "whole.mbox").read_bytes()
         assert (tmp_path / "p.jsonl").read_bytes() == (tmp_path / "w.jsonl").read_bytes()
         assert err_lines(done) == err_lines(whole)  # one line for the file, not one per piece
+
+
+def test_a_warc_written_to_a_warc_in_pieces_is_the_one_pass_output_and_passes_warcio_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    crawl = write_collection(tmp_path / "crawl.warc.gz", compress=True, records=COLLECTION * 6)
+    whole = run_cli(tmp_path, "rewrite", str(crawl), "-o", "whole.warc.gz", "--report", "w.jsonl")
+    assert whole.returncode == 0, whole.stderr
+    warcio_check(tmp_path / "whole.warc.gz", capsys)
+    records = read_back((tmp_path / "whole.warc.gz").read_bytes())
+    conversions = [record for record in records if record.kind == "conversion"]
+    assert all(record.digests is not False for record in records)
+    expected = [EXPECTED[record.fields["WARC-Target-URI"]] for record in conversions]
+    assert [record.block for record in conversions] == expected
+    assert len(conversions) == len(EXPECTED) * 6
+    for size, executor in (("3K", "-j1"), ("1", "-j2"), ("40K", "-j2")):
+        done = run_cli(
+            tmp_path,
+            "rewrite",
+            str(crawl),
+            "-o",
+            "pieces.warc.gz",
+            "--piece-size",
+            size,
+            executor,
+            "--report",
+            "p.jsonl",
+        )
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "pieces.warc.gz").read_bytes() == (tmp_path / "whole.warc.gz").read_bytes()
+        assert (tmp_path / "p.jsonl").read_bytes() == (tmp_path / "w.jsonl").read_bytes()
+    plain = run_cli(tmp_path, "rewrite", str(crawl), "-o", "plain.warc", "--piece-size", "5K", "-j2")
+    assert plain.returncode == 0, plain.stderr
+    warcio_check(tmp_path / "plain.warc", capsys)
+    assert (crawl.read_bytes()) == write_collection(
+        tmp_path / "again.warc.gz", compress=True, records=COLLECTION * 6
+    ).read_bytes()
+
+
+def test_a_warc_is_never_rewritten_in_place_and_a_folder_walk_takes_archives(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    write_collection(site / "a.warc.gz", compress=True)
+    write_collection(site / "b.warc", compress=False)
+    (site / "page.html").write_bytes(page(1))
+    before = tree(site)
+    done = run_cli(tmp_path, "rewrite", str(site / "a.warc.gz"), "--in-place")
+    assert done.returncode == 2 and b"never changed in place" in done.stderr
+    done = run_cli(tmp_path, "rewrite", str(site), "--in-place", "-q")
+    assert done.returncode == 0, done.stderr
+    assert tree(site)["a.warc.gz"] == before["a.warc.gz"] and tree(site)["b.warc"] == before["b.warc"]
+    done = run_cli(tmp_path, "rewrite", str(site), "-o", "out")
+    assert done.returncode == 0, done.stderr
+    assert sorted(tree(tmp_path / "out")) == ["a.warc.gz", "b.warc", "page.html"]
+    assert (tmp_path / "out" / "b.warc").read_bytes().startswith(b"WARC/1.")
 
 
 # --------------------------------------------------------------------------
