@@ -42,7 +42,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Literal, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, cast
 
 from rewriter.files import (
     O_CLOEXEC,
@@ -352,20 +352,12 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
-def plan(
-    inputs: Sequence[str],
-    output: str | None = None,
-    *,
-    in_place: bool = False,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    copy_others: bool = False,
-) -> tuple[list[Job], list[str]]:
+def plan(inputs: Sequence[str], output: str | None = None, **options: Any) -> tuple[list[Job], list[str]]:
     """The jobs for *inputs* (files, folders, Maildirs, ``-``), and the inputs that cannot be:
-    :func:`iter_plan`, all at once, with no container split into pieces."""
+    :func:`iter_plan` (the same *options*), all at once."""
     jobs: list[Job] = []
     problems: list[str] = []
-    for item in iter_plan(inputs, output, in_place=in_place, include=include, exclude=exclude, copy_others=copy_others):
+    for item in iter_plan(inputs, output, **options):
         (problems if isinstance(item, str) else jobs).append(item)  # type: ignore[arg-type]
     return jobs, problems
 

@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import json
 import os
-import re
 import sys
 import threading
 import time
@@ -35,6 +33,7 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from rewriter import __version__
 from rewriter.policy import Policy
+from rewriter.report import escape_controls, json_text
 from rewriter.resolve import RULES, Resolver, UnresolvableReference
 
 if TYPE_CHECKING:
@@ -47,40 +46,7 @@ EXIT_SOME_FAILED = 1
 EXIT_USAGE = 2
 
 
-# What never reaches a terminal raw: the C0 controls (line ends and tabs too) and DEL, the C1
-# controls, the bidirectional formatting characters (they reorder what follows them on screen:
-# U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), the line and paragraph separators, and
-# lone surrogates (a byte of a file name that is not UTF-8, kept by surrogateescape).
-_TERMINAL_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
-# The same less the C0 controls, which json.dumps escapes already.
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x80:
-        return f"\\x{code:02x}"
-    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8: shown as that byte
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\u{code:04x}"
-
-
-def escape_controls(text: str) -> str:
-    r"""*text* fit for a terminal: each character that could drive one (see above) written
-    as an escape, ``\xNN`` for ASCII controls and bytes that are not UTF-8, ``\uNNNN`` for
-    the others. A backslash is left as it is. Every message of the command line goes through it.
-
-    >>> escape_controls("a\x1b[2Jb\x07\r\u202etxt.exe\udcff\x9b")
-    'a\\x1b[2Jb\\x07\\x0d\\u202etxt.exe\\xff\\u009b'
-    """
-    return _TERMINAL_UNSAFE.sub(_escape, text)
-
-
-def _json(value: object, **options: object) -> str:
-    """*value* as JSON (non-ASCII as it is) with the characters :func:`escape_controls`
-    escapes written as ``\\uNNNN``: still valid JSON, read back as the same value."""
-    text = json.dumps(value, ensure_ascii=False, **options)  # type: ignore[arg-type]
-    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+_json = json_text  # JSON that stays JSON, with what could drive a terminal escaped (rewriter.report)
 
 
 class _Escaping:
