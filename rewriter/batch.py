@@ -1121,7 +1121,7 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
                 outcome.ok = False
                 continue
             outcome.bytes_in += item.size
-            where = {"record": item.uri}
+            where: dict[str, object] = {"record": item.uri}
             if item.result is None:
                 outcome.messages.extend(
                     f"rewriter: {outcome.shown}: record {item.uri}: {problem}" for problem in item.problems

@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from rewriter import __version__
 from rewriter.policy import Policy
@@ -474,7 +474,7 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         total = sum(1 for item in iter_plan(args.files, args.output, **options) if not isinstance(item, str))
     progress = _progress(total, err, quiet)
     size = args.piece_size or PIECE_SIZE
-    pieces = {"piece_size": size, "max_message": settings.max_size} if journal is not None else {}
+    pieces: dict[str, Any] = {"piece_size": size, "max_message": settings.max_size} if journal is not None else {}
     plan = iter_plan(args.files, args.output, **pieces, **options)
     status = warc_status
     run = _RunTotals()
@@ -698,13 +698,12 @@ class _RunTotals:
                 outcome.shown if outcome.piece is None else f"{outcome.shown} (piece {outcome.piece.number + 1})"
             )
         self.resumed += outcome.resumed
-        if outcome.piece is not None:
-            outcome = self._merged(outcome)
-            if outcome is None:
-                return []
-        for name, value in totals([outcome]).items():
+        whole = outcome if outcome.piece is None else self._merged(outcome)
+        if whole is None:
+            return []
+        for name, value in totals([whole]).items():
             self.figures[name] += value
-        return _said(outcome, quiet=quiet, verbose=verbose)
+        return _said(whole, quiet=quiet, verbose=verbose)
 
     def _merged(self, piece: Outcome) -> Outcome | None:
         """The container's outcome when *piece* is its last, else None (its counts kept)."""
