@@ -470,8 +470,9 @@ def _attribute(
     tag = element.tag
     replacements: list[tuple[int, int, str]] = []
     if kind == "css":
+        css_context = context.for_css()  # CSS reads every URL as UTF-8
         for found in _css_urls(value):
-            resolved = run.record(context, tag, name, kind, found.value)
+            resolved = run.record(css_context, tag, name, kind, found.value)
             if resolved is not None:
                 replacements.append((found.start, found.end, css.escape_url(resolved, found.quote)))
     elif kind == "srcdoc":
@@ -499,7 +500,7 @@ def _style_text(element: _Element[N], context: _Context, run: _Run[N]) -> None:
         return
     replacements: list[tuple[int, int, str]] = []
     for found in _css_urls(source):
-        resolved = run.record(context, "style", "#style", "css", found.value)
+        resolved = run.record(context.for_css(), "style", "#style", "css", found.value)
         if resolved is not None:
             # Raw text when serialised as HTML: "<" is escaped so that no "</style" appears.
             replacements.append((found.start, found.end, css.escape_url(resolved, found.quote, in_style_element=True)))
