@@ -422,6 +422,25 @@ class Browser:
     ) -> None:
         self.close()
 
+    def evaluate(self, url: str, body: bytes, script: str, argument: Any = None) -> Any:
+        """Serve *body* as the document at *url* (nothing else) and run *script*, a function of
+        *argument*, in it through ``page.evaluate``; its result."""
+        context = self._browser.new_context(java_script_enabled=False, service_workers="block")
+        try:
+            context.route(
+                "**/*",
+                lambda route: (
+                    route.fulfill(status=200, headers={"Content-Type": "text/html"}, body=body)
+                    if route.request.is_navigation_request()
+                    else route.abort("aborted")
+                ),
+            )
+            page = context.new_page()
+            page.goto(url, wait_until="load", timeout=NAVIGATION_TIMEOUT_MS)
+            return page.evaluate(script, argument)
+        finally:
+            context.close()
+
     def load(self, url: str, body: bytes) -> Collected:
         """Serve *body* as the document at *url* (nothing else) and collect its URLs."""
         context = self._browser.new_context(java_script_enabled=False, service_workers="block")
