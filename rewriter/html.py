@@ -1065,7 +1065,7 @@ def _elements_links(
             start, end = match.span(last)
             raw = text[start:end]
             quote = _QUOTE_OF_VALUE_GROUP[last]
-            if name in split.lazy and not _looks_like_url(raw, "url"):
+            if name in split.lazy and not _looks_like_url(_decoded(raw), "url"):
                 continue
             if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
                 _plain_url(document, tag, name, (start, end, quote), context, policy, result)
@@ -1116,7 +1116,7 @@ def _element_links(
             result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
             continue
         span = spans[name]
-        if name in lazy and not _looks_like_url(document.text[span[0] : span[1]], kind):
+        if name in lazy and not _looks_like_url(document.value(span), kind):
             continue
         local = context
         if (tag, name) in CODEBASE_RELATIVE and "codebase" in spans:
@@ -1156,15 +1156,23 @@ def _plain_url(
         _splice_attribute(raw, raw_start, raw_end, quote, raw, None, [replacement], result)
 
 
-def _looks_like_url(raw: str, kind: Kind) -> bool:
+def _looks_like_url(value: str, kind: Kind) -> bool:
     """Lazy-loading attributes are a convention, not a standard: some sites keep markup
     or text in them (``data-original='<i>…'``). Take one only when it could be a URL
-    (or a srcset): no "<" or ">", and, for a single URL, no whitespace inside."""
-    if "<" in raw or ">" in raw:
+    (or a srcset): no "<" or ">", and, for a single URL, no whitespace inside. *value* is
+    the attribute's value as the tokenizer gives it (``&#x20;`` is a space, ``&lt;`` a "<")."""
+    if "<" in value or ">" in value:
         return False
     if kind == "srcset":
         return True
-    return _ASCII_WHITESPACE_IN(raw.strip(ASCII_WHITESPACE)) is None
+    return _ASCII_WHITESPACE_IN(value.strip(ASCII_WHITESPACE)) is None
+
+
+def _decoded(raw: str) -> str:
+    """An attribute value's source text as the tokenizer gives it (:meth:`_Document.value`)."""
+    if "&" not in raw and "\r" not in raw and "\0" not in raw:
+        return raw
+    return decode_attribute(_newlines_normalised(raw).replace("\0", "\ufffd"))[0]
 
 
 _URL_TAB_OR_NEWLINE = re.compile("[\t\n\r]")
