@@ -47,7 +47,15 @@ from rewriter.microsyntax import (
 )
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
-from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse, scheme_of, scheme_prefix
+from rewriter.resolve import (
+    Resolver,
+    UnresolvableReference,
+    authority_problem,
+    is_hierarchical,
+    parse,
+    scheme_of,
+    scheme_prefix,
+)
 
 __all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html", "saved_from_mark", "start_tags"]
 
@@ -713,21 +721,9 @@ def _rewrite_text(
         base_element = candidate
         href = document.attribute_value(candidate, "href") or ""
         start, end = strip_whitespace(href, 0, len(href))
-        reference = href[start:end]
-        problem = _unusable_base(reference, fallback_context)
-        if problem is None:
-            try:
-                frozen = (
-                    reference
-                    if fallback_context.is_absolute(reference)
-                    else (fallback_context.resolver.resolve(reference) if fallback_context.resolver else None)
-                )
-            except UnresolvableReference as error:
-                frozen, problem = None, error.reason
-            if frozen is not None:
-                base, layer = frozen, "base-element"
-            elif problem is None:
-                problem = "it is relative and there is no base to resolve it against"
+        frozen, problem = _frozen_base(href[start:end], fallback_context)
+        if frozen is not None:
+            base, layer = frozen, "base-element"
         if problem is not None:
             # Left exactly as it is: rewritten, a disguised javascript: base could become
             # a usable http: one that the page never had.
@@ -864,6 +860,28 @@ def _spliced(text: str, edits: list[tuple[int, int, str]]) -> str:
 def _require_base(policy: Policy, result: _TextResult) -> None:
     if policy.require_base and any(found[_STATUS] == "no-base" for found in result.found):
         raise NoBaseError("the document has relative links and no base URL (RFC 1808 §3.4)")
+
+
+def _frozen_base(reference: str, fallback: _Context) -> tuple[str | None, str | None]:
+    """HTML §4.2.3 "set the frozen base URL": the ``<base href>`` *reference* (whitespace
+    stripped) parsed against the fallback base, and None with the reason when it cannot be
+    the base; the fallback then stays the base (the next layer of RFC 1808 §3). Under the
+    RFC rules an absolute URL whose authority is none of the rules' syntax (an unclosed IP
+    literal) fails to parse, as the WHATWG parser fails."""
+    problem = _unusable_base(reference, fallback)
+    if problem is not None:
+        return None, problem
+    try:
+        if fallback.is_absolute(reference):
+            frozen = reference
+        elif fallback.resolver is not None:
+            frozen = fallback.resolver.resolve(reference)
+        else:
+            return None, "it is relative and there is no base to resolve it against"
+    except UnresolvableReference as error:
+        return None, error.reason
+    problem = authority_problem(frozen, rules=fallback.policy.rules)
+    return (None, problem) if problem is not None else (frozen, None)
 
 
 def _unusable_base(reference: str, context: _Context) -> str | None:
