@@ -33,7 +33,9 @@ from browser_relocation import (
     tooling_problem,
 )
 from conftest import shared_path
+from test_parsing_tables import CSS, REFRESH, SRCSET
 
+from rewriter.css import find_urls
 from rewriter.html import find_links
 from rewriter.query_encoding import SPECIAL_QUERY_SET, percent_encode_after_encoding
 
@@ -258,6 +260,83 @@ def test_query_encoding_per_code_point(encoding: str, browser: Browser) -> None:
         (hex(cp), mine, theirs) for cp, mine, theirs in zip(CODE_POINTS, ours, chromium, strict=True) if mine != theirs
     ]
     assert not differences, f"{len(differences)} code points differ, e.g. {differences[:10]}"
+
+
+@pytest.mark.parametrize(("content", "expected"), [row for row in REFRESH if row[0].lstrip().startswith(("0", "."))])
+def test_meta_refresh_table_in_chromium(content: str, expected: str | None, browser: Browser) -> None:
+    """Issue 22, class 6: the refresh rows that fire at once (HTML §7.11.1), as Chromium reads them:
+    the URL it navigates to is the one rewriter found and resolved, or none when rewriter found none."""
+    document = f'<!doctype html><meta http-equiv="Refresh" content="{content.replace(chr(34), "&quot;")}">'.encode()
+    requested = browser.requested(PAGE_URL, document)
+    links = find_links(document, url=PAGE_URL, policy=policy_for(RULES)).links
+    if expected is None:
+        assert requested == [] and links == ()
+    else:
+        assert requested == [links[0].resolved], (requested, links[0])
+
+
+@pytest.mark.parametrize(("value", "urls"), SRCSET)
+def test_srcset_table_in_chromium(value: str, urls: list[str], browser: Browser) -> None:
+    """Issue 22, class 6: the candidate Chromium picks from each srcset row (``currentSrc``, at a
+    device pixel ratio of 1) is one of the URLs rewriter found, or none is picked."""
+    document = f'<!doctype html><img srcset="{value}">'.encode()
+    picked = browser.evaluate(PAGE_URL, document, "() => document.querySelector('img').currentSrc")
+    links = find_links(document, url=PAGE_URL, policy=policy_for(RULES)).links
+    found = {link.resolved or link.original for link in links}  # an absolute one is kept as written
+    assert picked == "" or picked in found, (picked, found)
+
+
+COMPUTED_BACKGROUND_JS = """
+() => [...document.querySelectorAll("p")].map((p) => getComputedStyle(p).backgroundImage)
+"""
+
+
+def _css_urls_of(computed: str) -> list[str]:
+    """The URLs of a computed ``background-image`` (``url("...")`` each, none for ``none``)."""
+    return [found.value for found in find_urls(computed)]
+
+
+# Rows Chromium can compute in background-image: url() values, and not url( "a" x), whose unknown
+# modifier (CSS Values §4.5.1) makes the declaration invalid there, before and after a rewrite.
+CSS_IN_CHROMIUM = [row for row in CSS if row[0].lower().startswith(("url(", "u\\")) and " x)" not in row[0]]
+
+
+@pytest.mark.parametrize(("css", "urls"), CSS_IN_CHROMIUM)
+def test_css_url_table_in_chromium(css: str, urls: list[str], browser: Browser) -> None:
+    """Issue 22, class 6: each url()/bad-url row in a style attribute, as Chromium computes it: the
+    URLs it resolves are the ones rewriter found and resolved; a bad url is none to both."""
+    value = css.replace("&", "&amp;").replace('"', "&quot;")
+    document = f'<!doctype html><meta charset="utf-8"><p style="background-image:{value}">x</p>'.encode()
+    computed = browser.evaluate(PAGE_URL, document, COMPUTED_BACKGROUND_JS)
+    links = find_links(document, url=PAGE_URL, policy=policy_for(RULES)).links
+    assert [link.original for link in links] == urls
+    if urls and "\ufffd" not in urls[0]:
+        assert _css_urls_of(computed[0]) == [link.resolved for link in links]
+    elif not urls:
+        assert computed == ["none"]
+
+
+@pytest.mark.parametrize(("encoding", "char"), [("shift_jis", "\u8868"), ("euc-jp", "\u8868"), ("gb18030", "\u8868")])
+def test_css_urls_are_utf8_in_chromium(encoding: str, char: str, browser: Browser) -> None:
+    """Issue 22: CSS reads a URL's query as UTF-8 in a document of any encoding (CSS Values
+    §4.5.1.1; CSSWG resolution w3c/csswg-drafts#9301, Gecko and WebKit), in a style attribute and
+    a <style> element; the URL attribute beside them is in the document's encoding. Chromium 156
+    agrees for the style attribute, and still encodes a <style> element's query in the document's
+    encoding: where the two disagree the standard wins, and this is the difference."""
+    document = (
+        f'<!doctype html><meta charset="{encoding}"><style>.s{{background-image:url(s?{char})}}</style>'
+        f'<p style="background-image:url(b?{char})">x</p><p class=s>y</p><a href="a?{char}">a</a>'
+    ).encode(encoding)
+    computed = [_css_urls_of(value)[0] for value in browser.evaluate(PAGE_URL, document, COMPUTED_BACKGROUND_JS)]
+    links = find_links(document, url=PAGE_URL, policy=policy_for(RULES)).links
+    by_attribute = {link.attribute: link.resolved for link in links}
+    assert by_attribute["style"].endswith("/b?%E8%A1%A8") and by_attribute["#style"].endswith("/s?%E8%A1%A8")
+    assert "%E8%A1%A8" not in by_attribute["href"]
+    assert computed[0] == by_attribute["style"]
+    in_document_encoding = by_attribute["href"].replace("/a?", "/s?")
+    assert computed[1] in (by_attribute["#style"], in_document_encoding)  # the standard's, or Chromium 156's
+    report = compare_document(browser, "legacy", document, PAGE_URL, policy_for(RULES))
+    assert not report.mismatches, _report(report.mismatches)
 
 
 def _cases() -> list[Any]:
