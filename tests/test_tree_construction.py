@@ -69,6 +69,18 @@ CASES = [
         (("href", "x", None),),
     ),
     Case(
+        "noscript fostered out of a table is raw text too",
+        '<table><noscript><base href="http://evil.example/"><img src=n.png></noscript><tr><td><a href=x>x</a>',
+        None,
+        (("src", "n.png", "http://h.example/dir/n.png"), ("href", "x", "http://h.example/dir/x")),
+    ),
+    Case(
+        "noscript in MathML is a MathML element, and so is its base",
+        '<math><noscript><base href="http://m.example/"></noscript></math><a href=x>x</a>',
+        None,
+        (("href", "x", "http://h.example/dir/x"),),
+    ),
+    Case(
         "template contents are inert",
         '<template><base href="http://t.example/"></template><a href=x>x</a>',
         None,
