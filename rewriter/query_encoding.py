@@ -31,7 +31,6 @@ import unicodedata
 from collections.abc import Callable
 from functools import cache, lru_cache
 
-import turbohtml.detect  # noqa: F401  (registers the whatwg-* decoders)
 import webencodings
 
 __all__ = [
@@ -128,6 +127,9 @@ def has_encoder(encoding: str) -> bool:
 
 
 def _decoder(encoding: str) -> Callable[[bytes], str]:
+    """The Encoding Standard's decoder for *encoding*, as turbohtml ships it (replacement mode)."""
+    import turbohtml.detect  # noqa: F401  (registers the whatwg-* codecs; needed only here)
+
     decode = codecs.lookup("whatwg-" + encoding).decode
     return lambda data: decode(data)[0]
 
