@@ -43,17 +43,17 @@ from rewriter.html import (
     _css_urls,
     _fallback,
     _for_context,
+    _frozen_base,
     _looks_like_url,
     _rewrite_text,
     _saved_from,
     _spliced,
-    _unusable_base,
     _url_spans,
 )
 from rewriter.links import CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of
 from rewriter.microsyntax import strip_whitespace
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import UnresolvableReference, parse
+from rewriter.resolve import parse
 
 __all__ = ["NO_SPAN", "Adapter", "Namespace", "TreeResult", "absolutize", "namespace_of"]
 
@@ -407,18 +407,7 @@ def _base_element(
         href = names["href"]
         start, end = strip_whitespace(href, 0, len(href))
         reference = href[start:end]
-        problem = _unusable_base(reference, fallback)
-        frozen = None
-        if problem is None:
-            try:
-                if fallback.is_absolute(reference):
-                    frozen = reference
-                elif fallback.resolver is not None:
-                    frozen = fallback.resolver.resolve(reference)
-            except UnresolvableReference as error:
-                problem = error.reason
-            if frozen is None and problem is None:
-                problem = "it is relative and there is no base to resolve it against"
+        frozen, problem = _frozen_base(reference, fallback)
         if problem is not None:
             run.problems.append(f"<base href={href!r}> ignored: {problem}")
             return element.node, False, fallback.base, fallback.layer
@@ -470,8 +459,9 @@ def _attribute(
     tag = element.tag
     replacements: list[tuple[int, int, str]] = []
     if kind == "css":
+        css_context = context.for_css()  # CSS reads every URL as UTF-8
         for found in _css_urls(value):
-            resolved = run.record(context, tag, name, kind, found.value)
+            resolved = run.record(css_context, tag, name, kind, found.value)
             if resolved is not None:
                 replacements.append((found.start, found.end, css.escape_url(resolved, found.quote)))
     elif kind == "srcdoc":
@@ -499,7 +489,7 @@ def _style_text(element: _Element[N], context: _Context, run: _Run[N]) -> None:
         return
     replacements: list[tuple[int, int, str]] = []
     for found in _css_urls(source):
-        resolved = run.record(context, "style", "#style", "css", found.value)
+        resolved = run.record(context.for_css(), "style", "#style", "css", found.value)
         if resolved is not None:
             # Raw text when serialised as HTML: "<" is escaped so that no "</style" appears.
             replacements.append((found.start, found.end, css.escape_url(resolved, found.quote, in_style_element=True)))

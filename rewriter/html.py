@@ -46,7 +46,16 @@ from rewriter.microsyntax import (
     strip_whitespace,
 )
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse, scheme_of, scheme_prefix
+from rewriter.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
+from rewriter.resolve import (
+    Resolver,
+    UnresolvableReference,
+    authority_problem,
+    is_hierarchical,
+    parse,
+    scheme_of,
+    scheme_prefix,
+)
 
 __all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html", "saved_from_mark", "start_tags"]
 
@@ -544,9 +553,12 @@ class _Context:
         self.layer: Layer | None = layer
         self.policy = policy
         self.codec = codec
-        # URL Standard "query state": a special URL's query is encoded in the document's
-        # encoding; ada-url knows only UTF-8, so such queries are encoded here first.
-        self.query_codec = None if policy.rules != "whatwg" or codec in ("utf-8", "utf-16-le", "utf-16-be") else codec
+        # URL Standard §4.4 "query state": a special URL's query is encoded in the document's
+        # encoding (HTML §2.4.2 "encoding-parse a URL"); ada-url knows only UTF-8, so such a
+        # query is encoded here first (rewriter.query_encoding). CSS reads every URL as UTF-8.
+        encoding = whatwg_name(codec) if policy.rules == "whatwg" else None
+        self.query_encoding = encoding if encoding is not None and has_encoder(encoding) else None
+        self._css: _Context | None = None
         # Resolver parses its base once; the resolve module caches parsed bases.
         self.resolver = Resolver(base, rules=policy.rules, strict=policy.strict) if base else None
         self.classified: dict[str, tuple[Status, str | None, str | None]] = {}  # reference: classify()
@@ -562,6 +574,15 @@ class _Context:
 
     def with_base(self, base: str, layer: Layer) -> _Context:
         return _Context(base, layer, self.policy, self.codec, self.in_noscript)
+
+    def for_css(self) -> _Context:
+        """This base and policy for the URLs of CSS, which are UTF-8 whatever the document's
+        encoding (CSS Values §4.5.1.1, w3c/csswg-drafts#9301): the query is not encoded in it."""
+        if self.query_encoding is None:
+            return self
+        if self._css is None:
+            self._css = _Context(self.base, self.layer, self.policy, "utf-8", self.in_noscript)
+        return self._css
 
     def inside_noscript(self) -> _Context:
         """This base and policy, for the links of a <noscript>'s text."""
@@ -637,8 +658,9 @@ class _Context:
         if resolve_one is None:
             return _NO_BASE
         try:
+            query_encoding = self.query_encoding
             resolved = resolve_one(
-                reference if self.query_codec is None else _encode_query(reference, self.query_codec, self.base or "")
+                reference if query_encoding is None else encode_query(reference, query_encoding, self.base)
             )
         except UnresolvableReference as error:
             return "unresolvable", None, error.reason
@@ -647,35 +669,6 @@ class _Context:
             # resolves to itself, and was absolute all along.
             return _ABSOLUTE
         return "rewritten", resolved, None
-
-
-def _encode_query(reference: str, codec: str, base: str) -> str:
-    """*reference* with the non-ASCII characters of its query percent-encoded in *codec*.
-
-    URL Standard "percent-encode after encoding": what the encoding cannot represent
-    becomes ``%26%23`` + its code point in decimal + ``%3B``. Only for special URLs.
-    """
-    question = reference.find("?")
-    hash_mark = reference.find("#")
-    if question < 0 or 0 <= hash_mark < question:
-        return reference
-    end = len(reference) if hash_mark < 0 else hash_mark
-    query = reference[question + 1 : end]
-    if query.isascii():
-        return reference
-    scheme = scheme_of(reference) or scheme_of(base)
-    if scheme is None or scheme.lower() not in ("http", "https", "ws", "wss", "ftp", "file"):
-        return reference
-    encoded: list[str] = []
-    for char in query:
-        if char.isascii():
-            encoded.append(char)
-            continue
-        try:
-            encoded.extend(f"%{byte:02X}" for byte in char.encode(codec))
-        except UnicodeEncodeError:
-            encoded.append(f"%26%23{ord(char)}%3B")
-    return reference[: question + 1] + "".join(encoded) + reference[end:]
 
 
 def _rewrite_text(
@@ -728,21 +721,9 @@ def _rewrite_text(
         base_element = candidate
         href = document.attribute_value(candidate, "href") or ""
         start, end = strip_whitespace(href, 0, len(href))
-        reference = href[start:end]
-        problem = _unusable_base(reference, fallback_context)
-        if problem is None:
-            try:
-                frozen = (
-                    reference
-                    if fallback_context.is_absolute(reference)
-                    else (fallback_context.resolver.resolve(reference) if fallback_context.resolver else None)
-                )
-            except UnresolvableReference as error:
-                frozen, problem = None, error.reason
-            if frozen is not None:
-                base, layer = frozen, "base-element"
-            elif problem is None:
-                problem = "it is relative and there is no base to resolve it against"
+        frozen, problem = _frozen_base(href[start:end], fallback_context)
+        if frozen is not None:
+            base, layer = frozen, "base-element"
         if problem is not None:
             # Left exactly as it is: rewritten, a disguised javascript: base could become
             # a usable http: one that the page never had.
@@ -879,6 +860,28 @@ def _spliced(text: str, edits: list[tuple[int, int, str]]) -> str:
 def _require_base(policy: Policy, result: _TextResult) -> None:
     if policy.require_base and any(found[_STATUS] == "no-base" for found in result.found):
         raise NoBaseError("the document has relative links and no base URL (RFC 1808 §3.4)")
+
+
+def _frozen_base(reference: str, fallback: _Context) -> tuple[str | None, str | None]:
+    """HTML §4.2.3 "set the frozen base URL": the ``<base href>`` *reference* (whitespace
+    stripped) parsed against the fallback base, and None with the reason when it cannot be
+    the base; the fallback then stays the base (the next layer of RFC 1808 §3). Under the
+    RFC rules an absolute URL whose authority is none of the rules' syntax (an unclosed IP
+    literal) fails to parse, as the WHATWG parser fails."""
+    problem = _unusable_base(reference, fallback)
+    if problem is not None:
+        return None, problem
+    try:
+        if fallback.is_absolute(reference):
+            frozen = reference
+        elif fallback.resolver is not None:
+            frozen = fallback.resolver.resolve(reference)
+        else:
+            return None, "it is relative and there is no base to resolve it against"
+    except UnresolvableReference as error:
+        return None, error.reason
+    problem = authority_problem(frozen, rules=fallback.policy.rules)
+    return (None, problem) if problem is not None else (frozen, None)
 
 
 def _unusable_base(reference: str, context: _Context) -> str | None:
@@ -1080,7 +1083,7 @@ def _elements_links(
             start, end = match.span(last)
             raw = text[start:end]
             quote = _QUOTE_OF_VALUE_GROUP[last]
-            if name in split.lazy and not _looks_like_url(raw, "url"):
+            if name in split.lazy and not _looks_like_url(_decoded(raw), "url"):
                 continue
             if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
                 _plain_url(document, tag, name, (start, end, quote), context, policy, result)
@@ -1131,7 +1134,7 @@ def _element_links(
             result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
             continue
         span = spans[name]
-        if name in lazy and not _looks_like_url(document.text[span[0] : span[1]], kind):
+        if name in lazy and not _looks_like_url(document.value(span), kind):
             continue
         local = context
         if (tag, name) in CODEBASE_RELATIVE and "codebase" in spans:
@@ -1171,15 +1174,23 @@ def _plain_url(
         _splice_attribute(raw, raw_start, raw_end, quote, raw, None, [replacement], result)
 
 
-def _looks_like_url(raw: str, kind: Kind) -> bool:
+def _looks_like_url(value: str, kind: Kind) -> bool:
     """Lazy-loading attributes are a convention, not a standard: some sites keep markup
     or text in them (``data-original='<i>…'``). Take one only when it could be a URL
-    (or a srcset): no "<" or ">", and, for a single URL, no whitespace inside."""
-    if "<" in raw or ">" in raw:
+    (or a srcset): no "<" or ">", and, for a single URL, no whitespace inside. *value* is
+    the attribute's value as the tokenizer gives it (``&#x20;`` is a space, ``&lt;`` a "<")."""
+    if "<" in value or ">" in value:
         return False
     if kind == "srcset":
         return True
-    return _ASCII_WHITESPACE_IN(raw.strip(ASCII_WHITESPACE)) is None
+    return _ASCII_WHITESPACE_IN(value.strip(ASCII_WHITESPACE)) is None
+
+
+def _decoded(raw: str) -> str:
+    """An attribute value's source text as the tokenizer gives it (:meth:`_Document.value`)."""
+    if "&" not in raw and "\r" not in raw and "\0" not in raw:
+        return raw
+    return decode_attribute(_newlines_normalised(raw).replace("\0", "\ufffd"))[0]
 
 
 _URL_TAB_OR_NEWLINE = re.compile("[\t\n\r]")
@@ -1259,6 +1270,7 @@ def _attribute_links(
     # text is the old one with a prefix (then only the prefix is written).
     replacements: list[tuple[int, int, str, str | None]] = []
     if kind == "css":
+        css_context = context.for_css()
         for url in _css_urls(value):
             _one_url(
                 tag,
@@ -1268,7 +1280,7 @@ def _attribute_links(
                 url.start,
                 url.end,
                 url.value,
-                context,
+                css_context,
                 offsets,
                 raw_start,
                 result,
@@ -1404,7 +1416,7 @@ def _style_element(
     foreign = element.namespace != _HTML
     if foreign and ("&" in source or "<" in source):
         return  # SVG <style> is parsed as markup; only plain text is taken as is
-    _css_links(source, start, "style", "#style", context, result, in_style_element=True, foreign=foreign)
+    _css_links(source, start, "style", "#style", context.for_css(), result, in_style_element=True, foreign=foreign)
 
 
 def _css_links(
@@ -1715,7 +1727,7 @@ def _process(
         bom = sniffed.bom
         body, tail = split(document, sniffed)
     with _collector_paused():
-        found = engine(text, fallback, layer, policy, codec, readable)
+        found = engine(_as_browsers_read(text, codec, policy), fallback, layer, policy, codec, readable)
     byte_map = ByteMap(text, body, codec, errors)
     shift = len(bom)
 
@@ -1750,6 +1762,22 @@ def _process(
         return dict(Counter(map(itemgetter(_STATUS), found.found)))
 
     return HTMLResult(output, links, label, found.base, found.layer, tuple(found.problems), status_counts)
+
+
+def _as_browsers_read(text: str, codec: str, policy: Policy) -> str:
+    """Under ``whatwg`` rules, *text* (decoded by Python's *codec*) with each character Python
+    reads from bytes the Encoding Standard's decoder reads as another character replaced by
+    that one (EUC-JP 0xA1 0xC1 is U+FF5E, not U+301C; gb18030 0xA6 0xD9 is U+FE10, not
+    U+E78D): the URL a browser makes of a link is made of those. One character for one, so
+    every offset holds; character references are decoded later, from the text as written.
+    The RFC rule sets write a link's characters back as they are, so they keep Python's."""
+    if policy.rules != "whatwg" or text.isascii():
+        return text
+    encoding = whatwg_name(codec)
+    if encoding is None or not has_encoder(encoding):
+        return text
+    misreadings = python_misreadings(encoding, codec)
+    return text.translate(misreadings) if misreadings else text
 
 
 def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tuple[str, dict[str, str]]]:

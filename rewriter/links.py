@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-__all__ = ["CODEBASE_RELATIVE", "CONDITIONAL", "Kind", "attributes_of", "kind_of", "selector"]
+__all__ = ["CODEBASE_RELATIVE", "CONDITIONAL", "Kind", "attributes_of", "css_identifier", "kind_of", "selector"]
 
 Kind = Literal[
     "url",  # one URL
@@ -132,6 +132,33 @@ _cached_attributes_of = lru_cache(maxsize=4096)(_attributes_of)
 _CONDITION_ATTRIBUTES = {("meta", "content"): "http-equiv", ("param", "value"): "valuetype"}
 
 
+def css_identifier(name: str) -> str:
+    """*name* as a CSS identifier that means it exactly: CSSOM §2.1 "serialize an identifier"
+    (what ``CSS.escape`` does). A policy's attribute names go into a selector through it, so
+    ``"``, ``{``, ``=``, ``:`` or a control character in one is a name, never syntax.
+
+    >>> css_identifier("xlink:href"), css_identifier('a{"'), css_identifier("1a"), css_identifier("-")
+    ('xlink\\\\:href', 'a\\\\{\\\\"', '\\\\31 a', '\\\\-')
+    """
+    out: list[str] = []
+    for index, char in enumerate(name):
+        if char == "\0":
+            out.append("\ufffd")
+        elif (
+            "\x01" <= char <= "\x1f"
+            or char == "\x7f"
+            or (char.isdigit() and char.isascii() and (index == 0 or (index == 1 and name[0] == "-")))
+        ):
+            out.append(f"\\{ord(char):x} ")
+        elif index == 0 and char == "-" and len(name) == 1:
+            out.append("\\-")
+        elif char >= "\x80" or char in "-_" or (char.isascii() and char.isalnum()):
+            out.append(char)
+        else:
+            out.append("\\" + char)
+    return "".join(out)
+
+
 @lru_cache(maxsize=64)
 def selector(lazy: frozenset[str] = frozenset()) -> str:
     """One CSS selector for every element that may hold a link, generated from the tables.
@@ -148,6 +175,6 @@ def selector(lazy: frozenset[str] = frozenset()) -> str:
     names = set(_HTML_ANY) | set(_FOREIGN_ANY) | lazy
     for element, name in _HTML_BY_ELEMENT:
         names.add(_CONDITION_ATTRIBUTES.get((element, name), name))
-    parts = [f"[{name.replace(':', chr(92) + ':')}]" for name in sorted(names)]
+    parts = [f"[{css_identifier(name)}]" for name in sorted(names)]
     parts.append("style")  # <style> elements, for their text
     return ",".join(parts)

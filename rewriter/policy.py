@@ -10,13 +10,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from rewriter.resolve import RULES, Rules
 
-__all__ = ["DEFAULT_POLICY", "LAZY_ATTRIBUTES", "Kept", "Policy"]
+__all__ = ["DEFAULT_POLICY", "LAZY_ATTRIBUTES", "Kept", "Policy", "attribute_name_problem", "attribute_names"]
 
 # A relative reference kept as written on purpose: its status and why. "local": it names a
 # file the document was saved or mirrored with; "part": it names a part of its own message
@@ -78,9 +78,17 @@ class Policy:
     keep: Callable[[str, str | None], Kept | None] | None = None
 
     def __post_init__(self) -> None:
-        if self.rules not in RULES:
+        """Every value is checked here: a bad one is a ValueError now, never an exception
+        inside an engine later."""
+        if not isinstance(self.rules, str) or self.rules not in RULES:
             raise ValueError(f"unknown rules {self.rules!r}: choose one of {', '.join(RULES)}")
-        object.__setattr__(self, "lazy_attributes", frozenset(name.lower() for name in self.lazy_attributes))
+        for name in _FLAGS:
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
+        for name in ("relink", "keep"):
+            if getattr(self, name) is not None and not callable(getattr(self, name)):
+                raise ValueError(f"{name} must be a function or None, not {getattr(self, name)!r}")
+        object.__setattr__(self, "lazy_attributes", attribute_names(self.lazy_attributes))
 
     def clone(self, **changes: object) -> Policy:
         """A copy with *changes* applied (the CPython ``email.policy`` idiom)."""
@@ -102,6 +110,66 @@ class Policy:
             return first(reference, resolved) or keep(reference, resolved)
 
         return self.clone(keep=either)
+
+
+_FLAGS = (
+    "strict",
+    "same_document",
+    "conditional_comments",
+    "remove_base",
+    "canonical_base",
+    "require_base",
+    "rewrite_signed",
+)
+_ENDS_A_NAME = frozenset("\t\n\f\r />")
+
+
+def attribute_name_problem(name: str) -> str | None:
+    """Why no start tag can have an attribute *name*, or None when one can.
+
+    HTML §13.2.5.32-34 (before attribute name, attribute name): a name runs to ASCII
+    whitespace, "/" or ">", and to "=" after its first character; U+0000 in it is read as
+    U+FFFD (§13.2.5.33) and a CR never reaches the tokenizer (§13.2.3.5, newlines). Any
+    other string is a name some markup gives (``"q``, ``a{``, ``=``, control characters).
+
+    >>> attribute_name_problem("data-src") is None, attribute_name_problem("=") is None
+    (True, True)
+    >>> attribute_name_problem("a b")
+    "holds ' ', which ends an attribute name (HTML §13.2.5.33)"
+    """
+    if not name:
+        return "is empty"
+    for char in name:
+        if char in _ENDS_A_NAME:
+            return f"holds {char!r}, which ends an attribute name (HTML §13.2.5.33)"
+        if char == "\0":
+            return "holds U+0000, which the tokenizer reads as U+FFFD (HTML §13.2.5.33)"
+        if "\ud800" <= char <= "\udfff":
+            return f"holds the lone surrogate U+{ord(char):04X}, which no document's text holds"
+    if "=" in name[1:]:
+        return 'holds "=" after its first character, where it starts the value (HTML §13.2.5.33)'
+    return None
+
+
+def attribute_names(names: object) -> frozenset[str]:
+    """*names* checked (:func:`attribute_name_problem`) and ASCII-lowercased, as the tokenizer
+    lowercases names (§13.2.5.33); a ValueError for a bad one or for anything but a
+    collection of strings (one string is not a collection of names).
+
+    >>> sorted(attribute_names(["Data-Src", "data-É"]))
+    ['data-src', 'data-É']
+    """
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+        raise ValueError(f"lazy_attributes must be a collection of attribute names, not {names!r}")
+    checked: set[str] = set()
+    for name in names:
+        if not isinstance(name, str):
+            raise ValueError(f"lazy_attributes: {name!r} is not a string")
+        problem = attribute_name_problem(name)
+        if problem is not None:
+            raise ValueError(f"lazy_attributes: {name!r} {problem}")
+        checked.add(name.lower() if name.isascii() else "".join(c.lower() if c.isascii() else c for c in name))
+    return frozenset(checked)
 
 
 DEFAULT_POLICY = Policy()

@@ -29,6 +29,7 @@ for byte what the RFC algorithm gives, spaces and non-ASCII included.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import threading
@@ -47,6 +48,7 @@ __all__ = [
     "Rules",
     "URIReference",
     "UnresolvableReference",
+    "authority_problem",
     "is_hierarchical",
     "parse",
     "remove_dot_segments",
@@ -171,6 +173,58 @@ def parse(url: str, *, rules: Rules = "rfc3986") -> URIReference | RFC1808URL:
     if rules == "rfc1808":
         return RFC1808URL(*_RFC1808_URL.match(url).groups())  # type: ignore[union-attr]
     return URIReference(*_RFC3986_REFERENCE.match(url).groups())  # type: ignore[union-attr]
+
+
+_IPV_FUTURE = re.compile(r"[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+")
+
+
+def authority_problem(url: str, *, rules: Rules = "rfc3986") -> str | None:
+    """Why the authority of the absolute *url* is not one of *rules*' syntax, or None.
+
+    ``rfc3986`` §3.2 (authority = [ userinfo "@" ] host [ ":" port ]): "[" and "]" only
+    around an IP-literal that is the whole host (§3.2.2: IPv6address, RFC 6874's zone, or
+    IPvFuture), and a port of digits (§3.2.3). ``rfc2396`` §3.2.2 with RFC 2732's IPv6
+    references reads the same. ``rfc1808`` §2.2 puts "[" and "]" among the "national"
+    characters of a net_loc (``*( pchar | ";" | "?" )``): every net_loc parses. Other
+    rules: None (the WHATWG parser decides for itself).
+
+    >>> authority_problem("http://[::1/x"), authority_problem("http://[::1/x", rules="rfc1808")
+    ('its authority has an unclosed IP literal (RFC 3986 §3.2.2)', None)
+    >>> authority_problem("http://u@[v1.x]:8080/"), authority_problem("http://h:8o/")
+    (None, 'its port is not digits (RFC 3986 §3.2.3)')
+    """
+    if rules not in ("rfc2396", "rfc3986"):
+        return None
+    authority = _RFC3986_REFERENCE.match(url).group(2)  # type: ignore[union-attr]
+    if authority is None:
+        return None
+    userinfo, _, host_port = authority.rpartition("@")
+    if "[" in userinfo or "]" in userinfo:
+        return 'its userinfo holds "[" or "]" (RFC 3986 §3.2.1)'
+    if host_port.startswith("["):
+        close = host_port.find("]")
+        if close < 0:
+            return "its authority has an unclosed IP literal (RFC 3986 §3.2.2)"
+        literal, port = host_port[1:close], host_port[close + 1 :]
+        if port and not port.startswith(":"):
+            return "something follows its IP literal other than a port (RFC 3986 §3.2.2)"
+        port = port[1:]
+        if _IPV_FUTURE.fullmatch(literal) is None:
+            address, separator, zone = literal.partition("%25")  # RFC 6874 §2: a zone after "%25"
+            try:
+                ipaddress.IPv6Address(address)
+                valid = "%" not in address and not (separator and not zone)  # Python takes "%zone" too
+            except ValueError:
+                valid = False
+            if not valid:
+                return f"its IP literal [{literal}] is no IPv6 address (RFC 3986 §3.2.2)"
+    else:
+        if "[" in host_port or "]" in host_port:
+            return 'its host holds "[" or "]" outside an IP literal (RFC 3986 §3.2.2)'
+        port = host_port.partition(":")[2]
+    if port and not (port.isascii() and port.isdigit()):
+        return "its port is not digits (RFC 3986 §3.2.3)"
+    return None
 
 
 def _recompose(scheme: str | None, authority: str | None, path: str, query: str | None, fragment: str | None) -> str:

@@ -422,6 +422,49 @@ class Browser:
     ) -> None:
         self.close()
 
+    def evaluate(self, url: str, body: bytes, script: str, argument: Any = None) -> Any:
+        """Serve *body* as the document at *url* (nothing else) and run *script*, a function of
+        *argument*, in it through ``page.evaluate``; its result."""
+        context = self._browser.new_context(java_script_enabled=False, service_workers="block")
+        try:
+            context.route(
+                "**/*",
+                lambda route: (
+                    route.fulfill(status=200, headers={"Content-Type": "text/html"}, body=body)
+                    if route.request.is_navigation_request()
+                    else route.abort("aborted")
+                ),
+            )
+            page = context.new_page()
+            page.goto(url, wait_until="load", timeout=NAVIGATION_TIMEOUT_MS)
+            return page.evaluate(script, argument)
+        finally:
+            context.close()
+
+    def requested(self, url: str, body: bytes, settle_ms: int = 500) -> list[str]:
+        """Serve *body* as the document at *url* and list every other request Chromium makes
+        (each aborted) by *settle_ms* after the load: subresources, a meta refresh."""
+        context = self._browser.new_context(java_script_enabled=False, service_workers="block")
+        served: list[str] = []
+        requested: list[str] = []
+
+        def route(route: Any) -> None:
+            if not served and route.request.is_navigation_request():
+                served.append(route.request.url)
+                route.fulfill(status=200, headers={"Content-Type": "text/html"}, body=body)
+            else:
+                requested.append(route.request.url)
+                route.abort("aborted")
+
+        try:
+            context.route("**/*", route)
+            page = context.new_page()
+            page.goto(url, wait_until="load", timeout=NAVIGATION_TIMEOUT_MS)
+            page.wait_for_timeout(settle_ms)
+        finally:
+            context.close()
+        return requested
+
     def load(self, url: str, body: bytes) -> Collected:
         """Serve *body* as the document at *url* (nothing else) and collect its URLs."""
         context = self._browser.new_context(java_script_enabled=False, service_workers="block")
