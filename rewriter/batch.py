@@ -200,6 +200,9 @@ class Outcome:
     format: str | None = None  # what the input was: html, css, message, mbox, maildir, warc
     rows: list[dict[str, object]] = field(default_factory=list)  # explain: each document or part
     report: str = ""  # the records as JSON Lines (Settings.report_text)
+    # ... or, when they are many, the file in the run's work folder that holds them (so that
+    # neither the executor's pipes nor the caller's memory carry them)
+    report_file: str | None = None
     # What a resumed run must find at the source to take this outcome as done: (size,
     # modification time) of the input read, or in place of the file written.
     identity: tuple[int, int] | None = None
@@ -592,6 +595,7 @@ _OUTCOME_FIELDS = (
     "format",
     "rows",
     "report",
+    "report_file",
     "retried",
 )
 
@@ -620,9 +624,13 @@ def outcome_from_json(value: dict[str, object]) -> Outcome:
     return outcome
 
 
+REPORT_INLINE = 256 << 10  # a job's report lines above this go to the work folder, not through the pipes
+
+
 def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
     """Do each job of a batch (:func:`run_job`); with ``report_text``, each outcome's records
-    become JSON Lines text here, in the worker."""
+    become JSON Lines text here, in the worker, and when they are many (a piece of a large
+    mbox holds millions of links) a file in the run's work folder."""
     outcomes = []
     for job in jobs:
         outcome = run_job(job, settings)
@@ -631,8 +639,23 @@ def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
 
             outcome.report = json_lines(outcome.records)
             outcome.records = []
+            if settings.work is not None and len(outcome.report) > REPORT_INLINE:
+                _report_aside(job, outcome, settings.work)
         outcomes.append(outcome)
     return outcomes
+
+
+def _report_aside(job: Job, outcome: Outcome, work: str) -> None:
+    """Put *outcome*'s report lines in a file of the work folder (atomically), named by the job."""
+    import hashlib
+
+    key = job_key(job).encode("utf-8", "surrogateescape")
+    path = Path(work) / "reports" / f"{hashlib.sha256(key).hexdigest()[:32]}.jsonl"
+    try:
+        write_atomically(path, outcome.report.encode("utf-8", "surrogateescape"), root=Path(work))
+    except OSError:
+        return  # kept in the outcome: slower, never lost
+    outcome.report, outcome.report_file = "", str(path)
 
 
 def job_settings(job: Job, settings: Settings) -> Settings:

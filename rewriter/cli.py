@@ -494,6 +494,8 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 continue
             if report is not None:
                 report.add(item.report)
+                if item.report_file is not None:
+                    report.add_file(Path(item.report_file))
             item.report = ""
             if item.output is not None:
                 try:

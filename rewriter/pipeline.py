@@ -53,7 +53,7 @@ __all__ = ["BATCH_BYTES", "BATCH_JOBS", "execute"]
 
 BATCH_JOBS = 32  # jobs sent to a worker at once: fewer round trips (Dask's cost a task)
 BATCH_BYTES = 8 << 20  # input bytes in one batch at most: the workers stay balanced
-HELD_BYTES = 64 << 20  # outcomes finished early held in memory; past this, read back from the journal
+HELD_BYTES = 8 << 20  # outcomes finished early held in memory; past this, read back from the journal
 
 
 @dataclass(slots=True)
@@ -163,6 +163,9 @@ def _resumed(job: Job, journal: Journal) -> int | None:
         return offset if job.dry or journal.piece_path(job_key(job, whole=True), job.piece.number).exists() else None
     if job.target is not None and not job.dry and not os.path.lexists(job.target):
         return None
+    aside = journal.read(offset)["outcome"].get("report_file")
+    if aside is not None and not os.path.exists(aside):
+        return None  # its report lines are gone with the work folder: done again
     return offset
 
 

@@ -93,6 +93,19 @@ class ReportFile:
         self.first = False
         self._replacement.stream.write(lines.encode("utf-8", "surrogateescape"))
 
+    def add_file(self, path: Path) -> None:
+        """A job's records, from the JSON Lines file a worker wrote, copied in chunks."""
+        with open(path, "rb") as stream:
+            if not self.array:
+                while chunk := stream.read(1 << 20):
+                    self._replacement.stream.write(chunk)
+                return
+            for line in stream:  # one record a line: written as the array's items
+                text = line.rstrip(b"\n")
+                if text:
+                    self._replacement.stream.write((b"\n" if self.first else b",\n") + text)
+                    self.first = False
+
     def commit(self) -> None:
         if self.array:
             self._replacement.stream.write(b"\n]\n" if not self.first else b"]\n")
