@@ -955,18 +955,10 @@ def _mbox(
 ) -> Outcome:
     """Stream an mbox message by message: memory stays flat whatever its size. *read*: in
     place, the input's status when it was opened."""
-    from rewriter.mailbox import MAX_MESSAGE, rewrite_mbox
+    from rewriter.mailbox import rewrite_mbox
 
     def each(sink: BinaryIO) -> bool:
-        reports = rewrite_mbox(
-            stream,
-            sink,
-            url=settings.url,
-            policy=settings.policy,
-            with_links=True,
-            max_message=min(settings.max_size, MAX_MESSAGE),
-        )
-        return _tally_messages(reports, outcome, settings)
+        return _tally_messages(rewrite_mbox(stream, sink, **_mbox_options(settings)), outcome, settings)
 
     if job.dry:
         each(_Discarded())  # type: ignore[arg-type]  # the one method rewrite_mbox writes with
@@ -983,6 +975,19 @@ def _mbox(
     if job.in_place and replacement.keep:
         outcome.identity = _identity_now(job.target, outcome.identity)
     return outcome
+
+
+def _mbox_options(settings: Settings) -> dict[str, Any]:
+    """What an mbox's messages are rewritten with, whole or in pieces (the same, or the
+    pieces would cut the messages elsewhere)."""
+    from rewriter.mailbox import MAX_MESSAGE
+
+    return {
+        "url": settings.url,
+        "policy": settings.policy,
+        "with_links": True,
+        "max_message": min(settings.max_size, MAX_MESSAGE),
+    }
 
 
 def _tally_messages(reports: Iterable[MboxReport], outcome: Outcome, settings: Settings) -> bool:
@@ -1021,7 +1026,7 @@ def _unit(report: MboxReport) -> dict[str, object]:
 def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     """One piece of a large container: its messages or records, read from its own bytes,
     written to the work folder (the caller joins the pieces in order), or only read."""
-    from rewriter.mailbox import MAX_MESSAGE, rewrite_mbox_piece
+    from rewriter.mailbox import rewrite_mbox_piece
 
     assert job.piece is not None
     outcome.format = job.format
@@ -1031,15 +1036,7 @@ def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
 
         def each(sink: BinaryIO) -> bool:
             assert job.piece is not None
-            reports = rewrite_mbox_piece(
-                stream,
-                job.piece,
-                sink,
-                url=settings.url,
-                policy=settings.policy,
-                with_links=True,
-                max_message=min(settings.max_size, MAX_MESSAGE),
-            )
+            reports = rewrite_mbox_piece(stream, job.piece, sink, **_mbox_options(settings))
             return _tally_messages(reports, outcome, settings)
 
         if job.dry or job.target is None:
