@@ -299,7 +299,7 @@ def rewrite_warc_records(
     *window* is kept for callers of earlier releases and changes nothing. (A WARC rewritten
     into a WARC, ``rewriter rewrite crawl.warc.gz -o out.warc.gz``, is done in pieces, each a
     task: :func:`rewrite_files`.)"""
-    from rewriter.workers import Failed
+    from rewriter.executors import Failed
 
     with _executor(client, scheduler, workers) as executor:
         for _, result in executor.map(_mirror_task, [(str(warc), str(out_dir), policy)]):

@@ -27,9 +27,8 @@ import contextlib
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
-
-from rewriter.workers import Failed
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -41,6 +40,15 @@ Result = TypeVar("Result")
 
 EXTRA_HINT = "pip install 'rewriter[dask]'"
 AHEAD = 2  # items in flight per worker on Dask: the one it does and the next
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A job without a result: its function raised, its result would not pickle, or its
+    worker died (*died*: then the job may be tried again)."""
+
+    reason: str
+    died: bool = False
 
 
 class DaskMissing(ImportError):

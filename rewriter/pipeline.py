@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rewriter.batch import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json, run_batch
-from rewriter.workers import Failed
+from rewriter.executors import Failed
 
 if TYPE_CHECKING:
     from rewriter.executors import Executor

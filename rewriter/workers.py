@@ -49,6 +49,8 @@ from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
 from typing import Any, Generic, TypeVar
 
+from rewriter.executors import Failed
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -59,15 +61,6 @@ _ORPHANED = 70  # a worker's exit status when its parent is gone (no one reads i
 
 
 __all__ = ["Failed", "default_context", "map_unordered", "run_ordered"]
-
-
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """A job without a result: its function raised, its result would not pickle, or its
-    worker died (*died*: then the job may be tried again)."""
-
-    reason: str
-    died: bool = False
 
 
 def default_context() -> BaseContext:
