@@ -9,7 +9,7 @@ output folder, two ways:
   error (the links left relative, expected) is captured and dropped. It runs in an empty
   scratch folder so that no rewriter.toml or pyproject.toml changes its defaults;
 - batch phase in one process: ``plan([CORPUS], OUT, include=["*.html"])`` and
-  ``list(run(jobs, Settings(), N))`` in this process, after ``rewriter.batch._warm()``
+  ``list(run(jobs, Settings(), N))`` in this process, after ``rewriter.run.batch._warm()``
   (the engines imported once, untimed), with ``gc.collect()`` before each run.
 
 Each round runs every N of --jobs-list (default 1,2), the order reversed every other round
@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rewriter.batch import Settings, _warm, plan, run
+from rewriter.run.batch import Settings, _warm, plan, run
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "html"
 INCLUDE = "*.html"
@@ -57,7 +57,10 @@ TARGET_SPEED_UP = 1.8  # the issue's acceptance point for -j 2
 CPU_LOOP_SECONDS = 0.3  # one pure-CPU work unit of the machine reference
 # The command line's fixed cost: the interpreter and the imports, bs4's as the tool imports it; it leaves
 # with os._exit, as the tool does.
-START_UP = "import os, rewriter.cli, rewriter.batch; rewriter.cli._light_bs4(); rewriter.batch._warm(); os._exit(0)"
+START_UP = (
+    "import os, rewriter.cli.main, rewriter.run.batch; "
+    "rewriter.cli.main._light_bs4(); rewriter.run.batch._warm(); os._exit(0)"
+)
 
 # One timed run: (input folder, output folder, N) -> (wall seconds, CPU seconds).
 Runner = Callable[[Path, Path, int], tuple[float, float]]

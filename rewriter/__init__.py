@@ -5,7 +5,8 @@
 'http://a/b/g'
 """
 
-from rewriter.resolve import (
+from rewriter import _moved
+from rewriter.url.resolve import (
     RFC1808URL,
     RULES,
     Resolver,
@@ -16,6 +17,8 @@ from rewriter.resolve import (
 )
 
 __version__ = "0.1.0"
+
+_moved.install()
 
 __all__ = [
     "RFC1808URL",

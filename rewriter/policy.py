@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from rewriter.resolve import RULES, Rules
+from rewriter.url.resolve import RULES, Rules
 
 __all__ = ["DEFAULT_POLICY", "LAZY_ATTRIBUTES", "Kept", "Policy", "attribute_name_problem", "attribute_names"]
 
@@ -43,7 +43,7 @@ LAZY_ATTRIBUTES: frozenset[str] = frozenset(
 class Policy:
     """How to rewrite. Every field has the default a careful archivist would choose.
 
-    - ``rules``, ``strict``: the resolver's rule set (see :mod:`rewriter.resolve`).
+    - ``rules``, ``strict``: the resolver's rule set (see :mod:`rewriter.url.resolve`).
     - ``same_document``: also make ``#frag`` and empty references absolute (off: they
       keep pointing into the document, the peers' most common complaint otherwise).
     - ``lazy_attributes``: ``data-*`` attributes treated as URLs (``*srcset`` ones as srcsets).

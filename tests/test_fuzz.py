@@ -72,15 +72,15 @@ from conftest import SHARED, shared_path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rewriter.css import CSSURL, escape_url, find_urls
-from rewriter.encoding import errors_for
-from rewriter.html import Link, NoBaseError, find_links, rewrite_html, start_tags
-from rewriter.mailbox import iter_mbox, rewrite_mbox
-from rewriter.microsyntax import decode_attribute
-from rewriter.mime import find_message_links, rewrite_message
+from rewriter.containers.mailbox import iter_mbox, rewrite_mbox
+from rewriter.css.stylesheet import find_css_links, rewrite_css
+from rewriter.css.syntax import CSSURL, escape_url, find_urls
+from rewriter.document.encoding import errors_for
+from rewriter.html.engine import Link, NoBaseError, find_links, rewrite_html, start_tags
+from rewriter.html.microsyntax import decode_attribute
+from rewriter.mime.message import find_message_links, rewrite_message
 from rewriter.policy import Policy
-from rewriter.resolve import _RULE_SETS, RULES, Resolver, UnresolvableReference, parse, remove_dot_segments
-from rewriter.stylesheet import find_css_links, rewrite_css
+from rewriter.url.resolve import _RULE_SETS, RULES, Resolver, UnresolvableReference, parse, remove_dot_segments
 
 T = TypeVar("T")
 

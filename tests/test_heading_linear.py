@@ -1,6 +1,6 @@
-"""rewriter.heading against the email package functions it stands in for.
+"""rewriter.mime.heading against the email package functions it stands in for.
 
-The readers of rewriter.heading take time linear in a heading's length where the email
+The readers of rewriter.mime.heading take time linear in a heading's length where the email
 package's take quadratic time (tests/test_pathological.py times them). Here they must
 give what the email package gives: on generated parameters (quotes, backslashes, RFC 2231
 sections, charsets and languages, percent escapes), on generated encoded words (RFC 2047,
@@ -23,9 +23,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rewriter import heading
-from rewriter.mailbox import iter_mbox
-from rewriter.mime import _heading_end, _read_heading, find_message_links, header_url, rewrite_message
+from rewriter.containers.mailbox import iter_mbox
+from rewriter.mime import heading
+from rewriter.mime.message import _heading_end, _read_heading, find_message_links, header_url, rewrite_message
 from tests.conftest import SHARED, shared_path
 
 CORPUS = SHARED / "corpus" / "mail"

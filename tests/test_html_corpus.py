@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from conftest import SHARED, shared_path
 
-from rewriter.encoding import sniff
-from rewriter.html import HTMLResult, Link, rewrite_html
-from rewriter.microsyntax import decode_attribute
+from rewriter.document.encoding import sniff
+from rewriter.html.engine import HTMLResult, Link, rewrite_html
+from rewriter.html.microsyntax import decode_attribute
 
 CORPUS = SHARED / "corpus" / "html"
 
@@ -127,13 +127,13 @@ def _elements(tree: Any, line_starts: list[int]) -> list[tuple[str, object, int 
 
 @pytest.mark.parametrize("entry", _pages())
 def test_one_line_parser_input_builds_the_same_tree(entry: dict[str, Any] | None) -> None:
-    """The engine parses each page with its line breaks read as spaces (rewriter.html._Document):
+    """The engine parses each page with its line breaks read as spaces (rewriter.html.engine._Document):
     every element, its namespace and the offset of its start tag are those of the page parsed
     as it is."""
     import turbohtml
 
-    from rewriter.encoding import decode_checked
-    from rewriter.html import _Document, _for_parser, _line_starts
+    from rewriter.document.encoding import decode_checked
+    from rewriter.html.engine import _Document, _for_parser, _line_starts
 
     data, _ = _load(entry)
     text, readable = decode_checked(data, sniff(data))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rewriter.html import find_links, rewrite_html, start_tags
-from rewriter.microsyntax import srcset_urls
+from rewriter.html.engine import find_links, rewrite_html, start_tags
+from rewriter.html.microsyntax import srcset_urls
 from rewriter.policy import Policy
 
 _PIECES = [
@@ -116,7 +116,7 @@ def _first_value_by_steps(tag: str, name: str) -> tuple[int, int, str] | str | N
     """The first attribute *name* of *tag* read one attribute at a time, as the
     tokenizer does (HTML §13.2.5.32-39): its value span and quote, None for no value,
     "absent" when the tag does not have it."""
-    from rewriter.html import _ATTRIBUTE, _QUOTE_OF_GROUP, _TAG_NAME, _ascii_lower
+    from rewriter.html.engine import _ATTRIBUTE, _QUOTE_OF_GROUP, _TAG_NAME, _ascii_lower
 
     at = _TAG_NAME.match(tag, 0).end()  # type: ignore[union-attr]
     while True:
@@ -138,7 +138,7 @@ def _first_value_by_steps(tag: str, name: str) -> tuple[int, int, str] | str | N
 def test_one_attribute_pattern_reads_a_tag_as_the_steps_do(tag: str, name: str) -> None:
     # The fast path reads a start tag up to one attribute in a single pattern; it must
     # give what reading attribute after attribute gives (K and İ fold only outside ASCII).
-    from rewriter.html import _QUOTE_OF_VALUE_GROUP, _value_of
+    from rewriter.html.engine import _QUOTE_OF_VALUE_GROUP, _value_of
 
     match = _value_of(name)(tag, 0)
     if match is None:
@@ -155,7 +155,7 @@ def test_one_attribute_pattern_reads_a_tag_as_the_steps_do(tag: str, name: str) 
 def test_amp_only_shortcut_decodes_as_the_reference_reader(raw: str) -> None:
     """decode_attribute's shortcut for values whose only references are "&amp;" gives the
     value and offsets that reading every reference gives."""
-    from rewriter.microsyntax import _decode_references, decode_attribute
+    from rewriter.html.microsyntax import _decode_references, decode_attribute
 
     if "&" in raw:
         assert decode_attribute(raw) == _decode_references(raw)

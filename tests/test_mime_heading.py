@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewriter.mailbox import iter_mbox
-from rewriter.mime import _heading_end, _read_heading, find_message_links
+from rewriter.containers.mailbox import iter_mbox
+from rewriter.mime.message import _heading_end, _read_heading, find_message_links
 from tests.conftest import SHARED, shared_path
 
 CORPUS = SHARED / "corpus" / "mail"

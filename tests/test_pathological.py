@@ -48,11 +48,11 @@ from typing import Any, TypeVar
 import pytest
 
 import rewriter
-from rewriter.html import rewrite_html
-from rewriter.mailbox import rewrite_mbox
-from rewriter.mime import rewrite_message
+from rewriter.containers.mailbox import rewrite_mbox
+from rewriter.css.stylesheet import rewrite_css
+from rewriter.html.engine import rewrite_html
+from rewriter.mime.message import rewrite_message
 from rewriter.policy import Policy
-from rewriter.stylesheet import rewrite_css
 
 T = TypeVar("T")
 
@@ -859,7 +859,7 @@ def _unpack_case(n: int) -> bytes:
 
 def test_unpack_megabyte_heading_parameters(tmp_path: Path) -> None:
     """unpack reads start, name and filename with the same linear reader."""
-    from rewriter.unpack import unpack_message
+    from rewriter.bundle.unpack import unpack_message
 
     folders = iter(range(1_000_000))
 
@@ -1127,8 +1127,8 @@ BASES_BUDGET = 150 * MB  # the issue's bound on the peak resident size, the inte
 _DISTINCT_BASES_CHILD = """
 import hashlib, json, resource, sys
 sys.path.insert(0, {root!r})
-from rewriter.mailbox import rewrite_mbox
-from rewriter.resolve import _resolver_for
+from rewriter.containers.mailbox import rewrite_mbox
+from rewriter.url.resolve import _resolver_for
 
 COUNT, SIZE = {count}, {size}
 FROM = b"From someone@example.org Sat Jan  1 00:00:00 2000\\n"
@@ -1221,7 +1221,7 @@ def test_resolver_cache_is_bounded_by_the_size_of_its_bases() -> None:
     """Many distinct bases of 100 KB: the resolver cache keeps about a megabyte of them,
     however many came; many short ones: at most 512, as before; the newest is kept
     whatever its size, so a long base used over and over is parsed once."""
-    from rewriter.resolve import Resolver, _resolver_for
+    from rewriter.url.resolve import Resolver, _resolver_for
 
     _resolver_for.cache_clear()
     for number in range(200):
@@ -1239,7 +1239,7 @@ def test_resolver_cache_is_bounded_by_the_size_of_its_bases() -> None:
 
 def test_url_key_cache_is_bounded_by_the_size_of_its_urls() -> None:
     """unpack and WARC keep url_key's answers: 65,536 of them, whatever their length, were kept."""
-    from rewriter.resolve import _url_keys, url_key
+    from rewriter.url.resolve import _url_keys, url_key
 
     for number in range(100):
         assert url_key(f"HTTP://Example.org/{number}/" + "a" * 100_000).startswith(f"http://example.org/{number}/a")
@@ -1251,8 +1251,8 @@ def test_element_name_caches_keep_no_long_or_endless_names() -> None:
     documents: 200 pages of distinct 100 KB names, and 10,000 distinct short ones with a
     link each, leave the caches holding no long name and at most a few thousand short ones;
     every link is still found."""
-    from rewriter import html
-    from rewriter.links import _cached_attributes_of
+    from rewriter.html import engine as html
+    from rewriter.html.table import _cached_attributes_of
 
     _cached_attributes_of.cache_clear()
     for number in range(200):

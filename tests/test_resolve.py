@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rewriter import RFC1808URL, RULES, Resolver, UnresolvableReference, URIReference, parse, resolve
-from rewriter.resolve import (
+from rewriter.url.resolve import (
     _RULE_SETS,
     _remove_dot_segments_1808,
     _remove_dot_segments_by_rule,

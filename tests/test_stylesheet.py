@@ -10,11 +10,11 @@ import pytest
 import turbohtml
 from conftest import SHARED, shared_path
 
-from rewriter import css
-from rewriter.encoding import ByteMap, decode, errors_for, sniff, split
-from rewriter.html import HTMLResult, NoBaseError, _Document, _end_tag, find_links
+from rewriter.css import syntax as css
+from rewriter.css.stylesheet import find_css_links, rewrite_css, sniff_stylesheet
+from rewriter.document.encoding import ByteMap, decode, errors_for, sniff, split
+from rewriter.html.engine import HTMLResult, NoBaseError, _Document, _end_tag, find_links
 from rewriter.policy import Policy
-from rewriter.stylesheet import find_css_links, rewrite_css, sniff_stylesheet
 
 URL = "http://h/css/site.css"
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rewriter.transfer import TransferError, decode, encode, mechanism
+from rewriter.mime.transfer import TransferError, decode, encode, mechanism
 
 QP = "quoted-printable"
 B64 = "base64"
@@ -479,7 +479,7 @@ def test_base64_round_trip_property(data: bytes, new: bytes, width: int, final: 
 @settings(max_examples=500)
 def test_fast_decoder_reads_as_the_line_parser(body: bytes) -> None:
     # decode() takes a fast path; encode() aligns on _parse_qp's lines: they must agree.
-    from rewriter.transfer import _decode_qp, _parse_qp
+    from rewriter.mime.transfer import _decode_qp, _parse_qp
 
     assert _decode_qp(body) == b"".join(line.decoded + line.brk for line in _parse_qp(body))
 
@@ -488,7 +488,7 @@ def test_fast_decoder_reads_as_the_line_parser(body: bytes) -> None:
     "body", [b"a==\r\nb", b"=\r", b"x=\r=\n", b"=3d=3D \r\n", b"a=3=\nD", b"a=\n", b"=", b" \t=\r\n", b"=\r\r\n"]
 )
 def test_fast_decoder_edges(body: bytes) -> None:
-    from rewriter.transfer import _decode_qp, _parse_qp
+    from rewriter.mime.transfer import _decode_qp, _parse_qp
 
     assert _decode_qp(body) == b"".join(line.decoded + line.brk for line in _parse_qp(body))
 
@@ -503,7 +503,7 @@ def test_fast_decoder_edges(body: bytes) -> None:
 @settings(max_examples=600)
 def test_line_by_line_encoder_agrees_with_the_full_one(original: bytes, edit: bytes) -> None:
     # The fast path must give exactly what the full alignment gives, wherever it applies.
-    from rewriter.transfer import _decode_qp, _encode_qp_aligned, _encode_qp_by_lines
+    from rewriter.mime.transfer import _decode_qp, _encode_qp_aligned, _encode_qp_by_lines
 
     old = _decode_qp(original)
     new = old[: len(old) // 2] + edit + old[len(old) // 2 :]
@@ -523,7 +523,7 @@ def test_line_by_line_encoder_agrees_with_the_full_one(original: bytes, edit: by
 )
 @settings(max_examples=1000)
 def test_whole_body_decoder_agrees_with_the_line_parser(body: bytes) -> None:
-    from rewriter.transfer import _parse_qp, _whole_body_safe
+    from rewriter.mime.transfer import _parse_qp, _whole_body_safe
 
     if _whole_body_safe(body):
         assert binascii.a2b_qp(body) == b"".join(line.decoded + line.brk for line in _parse_qp(body))
@@ -540,7 +540,7 @@ def test_escapes_read_as_rfc_2045_note_2(content: bytes) -> None:
     # _unescape lets binascii decode where it reads as the RFC 2045 §6.7 note (2) reading.
     import re
 
-    from rewriter.transfer import _unescape
+    from rewriter.mime.transfer import _unescape
 
     content = content.rstrip(b" \t")
     expected = re.sub(rb"=([0-9A-Fa-f]{2})", lambda m: bytes([int(m[1], 16)]), content)
@@ -573,7 +573,7 @@ def _wrap_token_by_token(text: bytes, eol: bytes, soft_end: bool) -> bytes:
 @example(b"a" * 75, b"\n", True)
 @settings(max_examples=2000)
 def test_wrap_cuts_where_the_rules_cut_one_character_at_a_time(text: bytes, eol: bytes, soft_end: bool) -> None:
-    from rewriter.transfer import _wrap
+    from rewriter.mime.transfer import _wrap
 
     assert _wrap(text, eol, soft_end) == _wrap_token_by_token(text, eol, soft_end)
 
@@ -590,7 +590,7 @@ def test_splice_keeps_every_unchanged_physical_line_at_each_end(
     pieces: list[bytes], soft: bytes, cut: int, length: int, insert: bytes
 ) -> None:
     # The oracle: the whole line parsed, then kept physical lines counted from each end, one at a time.
-    from rewriter.transfer import _parse_qp, _splice_logical_line, _wrap
+    from rewriter.mime.transfer import _parse_qp, _splice_logical_line, _wrap
 
     encoded = soft.join(pieces)  # one logical line of soft-broken physical lines
     (line,) = _parse_qp(encoded)

@@ -2,13 +2,13 @@
 
 The URLs are found and rewritten by exactly the rules the HTML engine applies to a
 ``<style>`` element (``url()``, ``src()``, ``@import`` strings, ``image-set()``
-strings; new text escaped by :func:`rewriter.css.escape_url`), through the same
+strings; new text escaped by :func:`rewriter.css.syntax.escape_url`), through the same
 classification, byte mapping and splicing: only rewritten URL text changes, and every
 offset is a byte offset in the input. What differs is how the encoding is found
 (CSS Syntax 3 §3.2, :func:`sniff_stylesheet`) and that the base is the style sheet's
 own URL, there being no ``<base>`` element.
 
-Each :class:`~rewriter.html.Link` has ``element`` ``""`` (there is none),
+Each :class:`~rewriter.html.engine.Link` has ``element`` ``""`` (there is none),
 ``attribute`` ``"#stylesheet"`` and ``kind`` ``"css"``.
 
 >>> result = rewrite_css(b'@import "print.css";\\nh1 { background: url(img/h.png) } a { b: url(#f) }',
@@ -26,8 +26,8 @@ import re
 
 import webencodings
 
-from rewriter.encoding import _BOMS, Sniffed, by_default, lookup, sniffed
-from rewriter.html import (
+from rewriter.document.encoding import _BOMS, Sniffed, by_default, lookup, sniffed
+from rewriter.html.engine import (
     HTMLResult,
     Layer,
     _Context,
@@ -58,7 +58,7 @@ def sniff_stylesheet(data: bytes, transport: str | None = None) -> Sniffed:
     page, windows-1252 the commonest; it reads every byte, so a URL holding non-ASCII
     bytes keeps them when it is rewritten (read as UTF-8 they would be unreadable, and
     a rewritten URL could only carry U+FFFD, as CSS cannot write a lone byte). It is
-    also the HTML engine's last resort (:func:`rewriter.encoding.sniff`).
+    also the HTML engine's last resort (:func:`rewriter.document.encoding.sniff`).
 
     >>> sniff_stylesheet(b'@charset "iso-8859-15"; a{}')
     Sniffed(codec='iso8859-15', label='iso-8859-15', bom=b'', source='meta')
@@ -115,7 +115,7 @@ def rewrite_css(
     transport charset (:func:`sniff_stylesheet`). The output is bytes in the sheet's own
     encoding; a ``str`` sheet is taken as decoded and comes back as UTF-8. Without a
     base, relative URLs stay as they are and are reported ``"no-base"``
-    (``policy.require_base``: :class:`~rewriter.html.NoBaseError`).
+    (``policy.require_base``: :class:`~rewriter.html.engine.NoBaseError`).
 
     >>> rewrite_css("a { background: url('b c.png') }", url="http://h/s/x.css").output
     b"a { background: url('http://h/s/b c.png') }"

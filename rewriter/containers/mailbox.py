@@ -1,11 +1,11 @@
 """Mailboxes: rewrite every message of an mbox or a Maildir (what a file is, mbox or
-not, is told by :mod:`rewriter.formats`, re-exported here).
+not, is told by :mod:`rewriter.containers.formats`, re-exported here).
 
 An mbox is read as a byte stream, one message at a time (memory stays flat in the size
 of the mbox): :func:`iter_mbox` yields each ``From `` separator line as found and the
 message bytes after it, and the pieces it yields always add up to the input, byte for
 byte. :func:`rewrite_mbox` writes each separator unchanged and each message as
-:func:`rewriter.mime.rewrite_message` returns it (quoting a ``From `` line the rewrite
+:func:`rewriter.mime.message.rewrite_message` returns it (quoting a ``From `` line the rewrite
 made, and moving a right Content-Length by the change in size). A large mbox can be done in
 pieces, each by a worker of its own: :func:`plan_mbox` scans it once for them, and the outputs of
 :func:`rewrite_mbox_piece` for each, joined, are :func:`rewrite_mbox`'s. A Maildir is a folder of message
@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from rewriter.files import identity, replacing
-from rewriter.formats import detect_format, is_warc
-from rewriter.mime import MessageResult, rewrite_message
-from rewriter.pieces import PIECE_SIZE, Piece
+from rewriter.containers.formats import detect_format, is_warc
+from rewriter.containers.pieces import PIECE_SIZE, Piece
+from rewriter.disk.files import identity, replacing
+from rewriter.mime.message import MessageResult, rewrite_message
 from rewriter.policy import DEFAULT_POLICY, Policy
 
 __all__ = [
@@ -142,7 +142,7 @@ class _MboxSplitter:
         self.limit = limit
         self.spill = spill
         self.spilled = 0  # bytes of the current message already spilled; 0: none
-        # A stream with no seekable() at all (rewriter.batch's _Replayed) is read as a pipe.
+        # A stream with no seekable() at all (rewriter.run.batch's _Replayed) is read as a pipe.
         seekable = getattr(stream, "seekable", None)
         self.seekable = bool(seekable is not None and seekable())
         # A Content-Length further ahead than this is not followed up on a stream that

@@ -1,8 +1,8 @@
-"""Scale-out on Dask: the pipeline of :mod:`rewriter.pipeline` with its jobs as Dask tasks.
+"""Scale-out on Dask: the pipeline of :mod:`rewriter.run.pipeline` with its jobs as Dask tasks.
 
 Nothing here rewrites anything: every function plans jobs as ``rewriter rewrite`` plans
-them (:func:`rewriter.batch.iter_plan`), and runs them through
-:func:`rewriter.pipeline.execute` on a :class:`rewriter.executors.DaskExecutor`, so that
+them (:func:`rewriter.run.batch.iter_plan`), and runs them through
+:func:`rewriter.run.pipeline.execute` on a :class:`rewriter.run.executors.DaskExecutor`, so that
 outputs and reports are byte for byte those of the serial run. :func:`run_jobs` does a
 plan; :func:`rewrite_files` plans files, folders and glob patterns under an output folder;
 :func:`rewrite_mbox_messages` does one mbox in pieces (each piece a task) and gives a record
@@ -39,10 +39,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rewriter.batch import Job, Outcome, Settings, iter_plan, run_job
-from rewriter.executors import EXTRA_HINT, DaskExecutor, DaskMissing, Scheduler
-from rewriter.files import is_temporary
+from rewriter.disk.files import is_temporary
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.run.batch import Job, Outcome, Settings, iter_plan, run_job
+from rewriter.run.executors import EXTRA_HINT, DaskExecutor, DaskMissing, Scheduler
 
 try:
     import dask  # noqa: F401
@@ -56,8 +56,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 if TYPE_CHECKING:
     from distributed import Client
 
-    from rewriter.mailbox import MboxReport
-    from rewriter.warc import WarcEntry, WarcReport
+    from rewriter.containers.mailbox import MboxReport
+    from rewriter.containers.warc import WarcEntry, WarcReport
 
 __all__ = [
     "EXTRA_HINT",
@@ -74,7 +74,7 @@ WINDOW = 64 << 20  # the size of one piece of an mbox: one task's share
 
 def _require() -> None:
     if _MISSING is not None:
-        raise DaskMissing(f"rewriter.dask needs Dask and dask.distributed: {EXTRA_HINT}") from _MISSING
+        raise DaskMissing(f"rewriter.run.dask needs Dask and dask.distributed: {EXTRA_HINT}") from _MISSING
 
 
 def _executor(client: Client | str | None, scheduler: Scheduler, workers: int | None) -> DaskExecutor:
@@ -91,7 +91,7 @@ def run_jobs(
     workers: int | None = None,
 ) -> list[Outcome]:
     """Do *jobs* in Dask tasks; the outcomes in the order of *jobs*, as
-    :func:`rewriter.batch.run` gives them (a drop-in for it). A job reading standard input is
+    :func:`rewriter.run.batch.run` gives them (a drop-in for it). A job reading standard input is
     done here. A task whose worker dies is tried once more, then fails its jobs, each reported
     in its outcome; nothing is raised for what the inputs hold."""
     _require()
@@ -111,7 +111,7 @@ def _execute(
     journal: object = None,
 ) -> Iterator[Outcome]:
     """The pipeline's outcomes on Dask; a problem of the plan becomes a failed outcome."""
-    from rewriter.pipeline import execute
+    from rewriter.run.pipeline import execute
 
     with _executor(client, scheduler, workers) as executor:
         for item in execute(plan, settings, executor, journal=journal):  # type: ignore[arg-type]
@@ -131,7 +131,7 @@ def _has_magic(text: str) -> bool:
 def _glob_jobs(pattern: str, out_dir: Path, exclude: Sequence[str]) -> list[Job]:
     """A job per regular file *pattern* matches (``**`` included), its target under *out_dir*
     at its path under the pattern's leading folder (the part before the first wildcard)."""
-    from rewriter.batch import _matches
+    from rewriter.run.batch import _matches
 
     parts = Path(pattern).parts
     fixed = next(number for number, part in enumerate(parts) if _has_magic(part))
@@ -151,10 +151,10 @@ def _glob_jobs(pattern: str, out_dir: Path, exclude: Sequence[str]) -> list[Job]
 
 
 def as_record(report: Outcome | MboxReport | WarcEntry) -> dict[str, object]:
-    """A plain dict of one report: a file's :class:`~rewriter.batch.Outcome` (without its
+    """A plain dict of one report: a file's :class:`~rewriter.run.batch.Outcome` (without its
     output bytes and pipeline bookkeeping), an mbox message's
-    :class:`~rewriter.mailbox.MboxReport` (without the engine's result), or a WARC record's
-    :class:`~rewriter.warc.WarcEntry`. Tuples become lists.
+    :class:`~rewriter.containers.mailbox.MboxReport` (without the engine's result), or a WARC record's
+    :class:`~rewriter.containers.warc.WarcEntry`. Tuples become lists.
 
     >>> as_record(Outcome("a.html", "rewritten", rewritten=2))["rewritten"]
     2
@@ -185,7 +185,7 @@ def rewrite_files(
     (a folder is walked for *include* globs less *exclude*, and keeps its relative paths;
     with several inputs, each goes under its own name). A glob pattern (``pages/**/*.html``)
     takes every regular file it matches, at its path under the pattern's leading folder.
-    Each file is one :func:`rewriter.batch.run_job`, written atomically. A record is
+    Each file is one :func:`rewriter.run.batch.run_job`, written atomically. A record is
     :func:`as_record` of its outcome plus ``target``; an input that cannot be planned is a
     record with ``state`` ``"failed"``.
     """
@@ -240,7 +240,7 @@ def rewrite_mbox_messages(
 ) -> Iterator[dict[str, object]]:
     """Rewrite the mbox at *mbox_path* into *out_path*, in pieces of about *window* bytes,
     each a Dask task; yield a record per message (:func:`as_record` of the
-    :class:`~rewriter.mailbox.MboxReport` that :func:`~rewriter.mailbox.rewrite_mbox` would
+    :class:`~rewriter.containers.mailbox.MboxReport` that :func:`~rewriter.containers.mailbox.rewrite_mbox` would
     yield) as the pieces finish, in order, holding none of them.
 
     The output is byte for byte ``rewrite_mbox``'s. A message over *max_message* bytes
@@ -249,8 +249,8 @@ def rewrite_mbox_messages(
     pieces wait in ``.NAME.rewriter-run`` beside it.
     """
     _require()
-    from rewriter.journal import Journal, work_folder_for
-    from rewriter.mailbox import MAX_MESSAGE
+    from rewriter.containers.mailbox import MAX_MESSAGE
+    from rewriter.run.journal import Journal, work_folder_for
 
     source, target = Path(mbox_path), Path(out_path)
     limit = MAX_MESSAGE if max_message is None else max_message
@@ -270,7 +270,7 @@ def rewrite_mbox_messages(
 
 def _pieces(job: Job, size: int, max_message: int) -> Iterator[Job]:
     """*job*'s mbox as pieces of about *size* bytes (one piece at least)."""
-    from rewriter.mailbox import plan_mbox
+    from rewriter.containers.mailbox import plan_mbox
 
     with open(job.source, "rb") as stream:
         for piece in plan_mbox(stream, piece_size=max(1, size), max_message=max_message):
@@ -278,7 +278,7 @@ def _pieces(job: Job, size: int, max_message: int) -> Iterator[Job]:
 
 
 def _mirror_task(job: tuple[str, str, Policy]) -> WarcReport:
-    from rewriter.warc import rewrite_warc
+    from rewriter.containers.warc import rewrite_warc
 
     warc, out_dir, policy = job
     return rewrite_warc(Path(warc), Path(out_dir), policy=policy)
@@ -294,12 +294,12 @@ def rewrite_warc_records(
     workers: int | None = None,
     window: int = WINDOW,
 ) -> WarcReport:
-    """:func:`rewriter.warc.rewrite_warc` as a Dask task (the WARC read and its mirror
-    written on the worker): the same files, manifest and :class:`~rewriter.warc.WarcReport`.
+    """:func:`rewriter.containers.warc.rewrite_warc` as a Dask task (the WARC read and its mirror
+    written on the worker): the same files, manifest and :class:`~rewriter.containers.warc.WarcReport`.
     *window* is kept for callers of earlier releases and changes nothing. (A WARC rewritten
     into a WARC, ``rewriter rewrite crawl.warc.gz -o out.warc.gz``, is done in pieces, each a
     task: :func:`rewrite_files`.)"""
-    from rewriter.workers import Failed
+    from rewriter.run.workers import Failed
 
     with _executor(client, scheduler, workers) as executor:
         for _, result in executor.map(_mirror_task, [(str(warc), str(out_dir), policy)]):

@@ -1,24 +1,24 @@
 """The tree adapters' shared engine: the bytes engine's rules, run over a parsed tree.
 
-:mod:`rewriter.bs4` and :mod:`rewriter.lxml` are thin :class:`Adapter` implementations;
-everything else lives here and reuses the bytes engine's parts (:mod:`rewriter.html`'s
-base checks and resolving context, the link table of :mod:`rewriter.links`, the
-microsyntaxes of :mod:`rewriter.microsyntax`, :mod:`rewriter.css`), so both engines
+:mod:`rewriter.html.bs4` and :mod:`rewriter.html.lxml` are thin :class:`Adapter` implementations;
+everything else lives here and reuses the bytes engine's parts (:mod:`rewriter.html.engine`'s
+base checks and resolving context, the link table of :mod:`rewriter.html.table`, the
+microsyntaxes of :mod:`rewriter.html.microsyntax`, :mod:`rewriter.css.syntax`), so both engines
 apply one set of rules:
 
 - the base (RFC 1808 §3, HTML §4.2.3 "the base element"): the first ``<base href>`` in
   tree order, in the HTML namespace, not in ``<template>`` or ``<noscript>``; then the
   enclosing base (``base=``), the retrieval URL (``url=``), the ``saved from url=``
   mark, and with ``policy.canonical_base`` the canonical URL;
-- every attribute :func:`rewriter.links.attributes_of` names for the element;
+- every attribute :func:`rewriter.html.table.attributes_of` names for the element;
   ``srcset`` (HTML §4.8.4.3.10), ``ping`` and archives, meta refresh (HTML §4.2.5.3 and
   §7.11.1), CSS in ``style`` attributes and ``<style>`` text, ``iframe srcdoc``, and
   ``<!--[if IE]>`` comments;
 - every :class:`~rewriter.policy.Policy` option.
 
-A tree has no bytes, so each :class:`~rewriter.html.Link` has ``start == end == -1``.
+A tree has no bytes, so each :class:`~rewriter.html.engine.Link` has ``start == end == -1``.
 
->>> from rewriter.bs4 import absolutize
+>>> from rewriter.html.bs4 import absolutize
 >>> from bs4 import BeautifulSoup
 >>> soup = BeautifulSoup('<a href="x">x</a>', "html.parser")
 >>> absolutize(soup, url="http://h/d/").links[0][:6]
@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, NamedTuple, Protocol, TypeVar
 
-from rewriter import css
-from rewriter.html import (
+from rewriter.css import syntax as css
+from rewriter.html.engine import (
     Layer,
     Link,
     NoBaseError,
@@ -50,10 +50,10 @@ from rewriter.html import (
     _spliced,
     _url_spans,
 )
-from rewriter.links import CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of
-from rewriter.microsyntax import strip_whitespace
+from rewriter.html.microsyntax import strip_whitespace
+from rewriter.html.table import CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import parse
+from rewriter.url.resolve import parse
 
 __all__ = ["NO_SPAN", "Adapter", "Namespace", "TreeResult", "absolutize", "namespace_of"]
 
@@ -140,7 +140,7 @@ class _Element(Generic[N]):
 
 
 class _Shim(NamedTuple):
-    """An element as :func:`rewriter.html._applies` reads it: its attributes, by name."""
+    """An element as :func:`rewriter.html.engine._applies` reads it: its attributes, by name."""
 
     attrs: dict[str, str]
 
@@ -292,9 +292,9 @@ def absolutize(
     even when *root* is one element of it; only links under *root* are found and
     changed. *codec* is the document's encoding, for the URL Standard's query encoding
     under ``rules="whatwg"``. With ``policy.require_base`` and a relative link but no
-    base, :class:`~rewriter.html.NoBaseError` is raised before anything is changed.
+    base, :class:`~rewriter.html.engine.NoBaseError` is raised before anything is changed.
 
-    >>> from rewriter.lxml import _LxmlAdapter
+    >>> from rewriter.html.lxml import _LxmlAdapter
     >>> import lxml.html
     >>> page = lxml.html.fromstring('<p><a href="x">x</a></p>')
     >>> absolutize(_LxmlAdapter(page), page, url="http://h/").base

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 if TYPE_CHECKING:
-    from rewriter.html import HTMLResult
-    from rewriter.mime import MessageResult
+    from rewriter.html.engine import HTMLResult
+    from rewriter.mime.message import MessageResult
 
 __all__ = [
     "CSS_TYPES",
@@ -49,9 +49,9 @@ DOCUMENT_TYPES = HTML_TYPES | CSS_TYPES
 
 # format -> (module, rewriting function, link-finding function). Imported on first use.
 _TABLE: dict[EngineFormat, tuple[str, str, str]] = {
-    "html": ("rewriter.html", "rewrite_html", "find_links"),
-    "css": ("rewriter.stylesheet", "rewrite_css", "find_css_links"),
-    "message": ("rewriter.mime", "rewrite_message", "find_message_links"),
+    "html": ("rewriter.html.engine", "rewrite_html", "find_links"),
+    "css": ("rewriter.css.stylesheet", "rewrite_css", "find_css_links"),
+    "message": ("rewriter.mime.message", "rewrite_message", "find_message_links"),
 }
 _BY_TYPE: dict[str, EngineFormat] = {
     **dict.fromkeys(HTML_TYPES, "html"),

@@ -6,7 +6,7 @@ back in the order of the plan whatever the number of workers, so outputs and rep
 are the same for ``-j 1`` and ``-j 8``.
 
 Every file is written through a temporary file in the same folder (fsync, rename, then
-fsync of the folder; :mod:`rewriter.files`): a reader, a crash or a ``kill -9`` sees the
+fsync of the folder; :mod:`rewriter.disk.files`): a reader, a crash or a ``kill -9`` sees the
 old content or the new, never a mix. A failure in one job is reported in its :class:`Outcome`; the
 others go on.
 
@@ -44,7 +44,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, cast
 
-from rewriter.files import (
+from rewriter.containers.pieces import Piece
+from rewriter.disk.files import (
     O_CLOEXEC,
     O_NOFOLLOW,
     Folder,
@@ -56,15 +57,14 @@ from rewriter.files import (
     replacing,
     write_atomically,
 )
-from rewriter.journal import is_work_folder
-from rewriter.pieces import Piece
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.run.journal import is_work_folder
 
 if TYPE_CHECKING:
-    from rewriter.collection import LocalCopies, Locations
-    from rewriter.html import HTMLResult, Link, Status
-    from rewriter.mailbox import MboxReport
-    from rewriter.mime import MessageResult
+    from rewriter.containers.mailbox import MboxReport
+    from rewriter.html.engine import HTMLResult, Link, Status
+    from rewriter.mime.message import MessageResult
+    from rewriter.run.collection import LocalCopies, Locations
 
 __all__ = [
     "DEFAULT_INCLUDE",
@@ -139,9 +139,9 @@ class Settings:
     # The records go back as JSON Lines text (Outcome.report), made in the worker: the
     # caller only writes them (--report), holding no dict of them.
     report_text: bool = False
-    # The run's work folder (rewriter.journal), where a piece of a container writes its output.
+    # The run's work folder (rewriter.run.journal), where a piece of a container writes its output.
     work: str | None = None
-    # Each message of an mbox as a record of its own (Outcome.units: rewriter.dask).
+    # Each message of an mbox as a record of its own (Outcome.units: rewriter.run.dask).
     units: bool = False
 
 
@@ -305,7 +305,7 @@ def _walk(
             if path.is_symlink() or (skip is not None and _resolved(path) == skip) or _matches(relative, exclude):
                 continue
             if is_work_folder(name):
-                continue  # a run's journal and pieces (rewriter.journal), never an input
+                continue  # a run's journal and pieces (rewriter.run.journal), never an input
             if _is_maildir(path):
                 yield path, "maildir"
                 continue
@@ -388,7 +388,7 @@ def iter_plan(
     (``links``, ``explain``).
 
     With *piece_size*, an mbox at least that large that is written to a file or only read
-    is done in pieces of about that size (:mod:`rewriter.pieces`), each a job; *max_message*
+    is done in pieces of about that size (:mod:`rewriter.containers.pieces`), each a job; *max_message*
     must be what the jobs are given (``min(Settings.max_size, MAX_MESSAGE)``, the default),
     since it decides where an mbox's messages end.
     """
@@ -480,7 +480,7 @@ def _archive_pieces(job: Job, archive: str, piece_size: int) -> Iterator[Job]:
     if job.in_place:
         yield replace(job, format=archive)
         return
-    from rewriter.warc import plan_warc
+    from rewriter.containers.warc import plan_warc
 
     for piece in plan_warc(job.source, piece_size=piece_size):
         yield replace(job, format=archive, piece=piece)
@@ -510,7 +510,7 @@ def _split(job: Job, piece_size: int, max_message: int | None) -> Iterator[Job |
     if not stat.S_ISREG(status.st_mode) or status.st_size < piece_size:
         yield job
         return
-    from rewriter.formats import detect_format, sniff_container
+    from rewriter.containers.formats import detect_format, sniff_container
 
     try:
         with open(job.source, "rb") as stream:
@@ -523,7 +523,7 @@ def _split(job: Job, piece_size: int, max_message: int | None) -> Iterator[Job |
             if fmt != "mbox":
                 yield replace(job, format=fmt)
                 return
-            from rewriter.mailbox import MAX_MESSAGE, plan_mbox
+            from rewriter.containers.mailbox import MAX_MESSAGE, plan_mbox
 
             limit = MAX_MESSAGE if max_message is None else min(max_message, MAX_MESSAGE)
             for piece in plan_mbox(stream, piece_size=piece_size, max_message=limit):
@@ -541,11 +541,11 @@ def process(
     data: bytes, name: str, settings: Settings, *, rewrite: bool = True, format: str | None = None
 ) -> tuple[str, HTMLResult | MessageResult]:
     """Run the engine *data*'s format needs (*format* when it is told already, else told by
-    the content, *name* only breaking ties; the engine from :mod:`rewriter.engines`):
+    the content, *name* only breaking ties; the engine from :mod:`rewriter.document.engines`):
     (format, result). Raises :class:`Unrecognised` for what is none of them, and the
-    engine's :class:`~rewriter.html.NoBaseError` when the policy requires a base."""
-    from rewriter.engines import engine
-    from rewriter.formats import detect_format
+    engine's :class:`~rewriter.html.engine.NoBaseError` when the policy requires a base."""
+    from rewriter.containers.formats import detect_format
+    from rewriter.document.engines import engine
 
     fmt = format or (settings.format if settings.format != "auto" else detect_format(data[:65536], name))
     if fmt not in ("html", "css", "message", "mbox"):
@@ -558,7 +558,7 @@ def process(
         policy = policy.with_keep(settings.local)
     url = settings.url
     if fmt == "html" and settings.url_from_collection:
-        from rewriter.html import saved_from_mark
+        from rewriter.html.engine import saved_from_mark
 
         if saved_from_mark(data) is not None:
             url = None  # the engine reads the mark, below a <base> as always
@@ -627,7 +627,7 @@ def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
     for job in jobs:
         outcome = run_job(job, settings)
         if settings.report_text and outcome.records:
-            from rewriter.report import json_lines
+            from rewriter.run.report import json_lines
 
             outcome.report = json_lines(outcome.records)
             outcome.records = []
@@ -640,7 +640,7 @@ def job_settings(job: Job, settings: Settings) -> Settings:
     the run's --url) and, for a file in a folder, its local copies."""
     if job.source == "-" or job.tree is None:
         return settings
-    from rewriter.collection import LocalCopies
+    from rewriter.run.collection import LocalCopies
 
     url, own = settings.url, None
     if settings.locations is not None:
@@ -745,7 +745,7 @@ def _rows(result: HTMLResult | MessageResult, fmt: str, extra: dict[str, object]
 
 
 # --------------------------------------------------------------------------
-# Writing (files through rewriter.files: atomic replace, folders walked without links)
+# Writing (files through rewriter.disk.files: atomic replace, folders walked without links)
 # --------------------------------------------------------------------------
 
 
@@ -841,8 +841,8 @@ def _opened(job: Job) -> Iterator[tuple[BinaryIO, os.stat_result | None]]:
 
 
 def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
-    from rewriter.formats import detect_format
-    from rewriter.html import NoBaseError
+    from rewriter.containers.formats import detect_format
+    from rewriter.html.engine import NoBaseError
 
     source = None if job.source == "-" else Path(job.source)
     with _opened(job) as (stream, read):
@@ -850,7 +850,7 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             status = read or os.fstat(stream.fileno())
             outcome.identity = (status.st_size, status.st_mtime_ns)
             if job.format is None and stat.S_ISREG(status.st_mode):
-                from rewriter.formats import sniff_container
+                from rewriter.containers.formats import sniff_container
 
                 archive = sniff_container(stream)  # type: ignore[arg-type]
                 stream.seek(0)
@@ -932,7 +932,7 @@ def _mbox(
 ) -> Outcome:
     """Stream an mbox message by message: memory stays flat whatever its size. *read*: in
     place, the input's status when it was opened."""
-    from rewriter.mailbox import MAX_MESSAGE, rewrite_mbox
+    from rewriter.containers.mailbox import MAX_MESSAGE, rewrite_mbox
 
     def each(sink: BinaryIO) -> bool:
         reports = rewrite_mbox(
@@ -998,7 +998,7 @@ def _unit(report: MboxReport) -> dict[str, object]:
 def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     """One piece of a large container: its messages or records, read from its own bytes,
     written to the work folder (the caller joins the pieces in order), or only read."""
-    from rewriter.mailbox import MAX_MESSAGE, rewrite_mbox_piece
+    from rewriter.containers.mailbox import MAX_MESSAGE, rewrite_mbox_piece
 
     assert job.piece is not None
     outcome.format = job.format
@@ -1024,7 +1024,7 @@ def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             return outcome
         if settings.work is None:
             return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
-        from rewriter.pipeline import pieces_path
+        from rewriter.run.pipeline import pieces_path
 
         with replacing(pieces_path(settings.work, job)) as replacement:
             each(replacement.stream)
@@ -1048,7 +1048,7 @@ def _identity_now(path: str, otherwise: tuple[int, int] | None) -> tuple[int, in
 
 
 def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
-    from rewriter.mailbox import rewrite_maildir
+    from rewriter.containers.mailbox import rewrite_maildir
 
     folder = Path(job.source)
     outcome.format = "maildir"
@@ -1097,9 +1097,9 @@ class _Discarded:
 def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outcome:
     """A WARC or ARC file, or a piece of one: each page read against its own URL, and
     written out as a WARC whose every record is the input's, byte for byte, each page
-    followed by a conversion record of it rewritten (:func:`rewriter.warc.rewrite_warc_piece`);
+    followed by a conversion record of it rewritten (:func:`rewriter.containers.warc.rewrite_warc_piece`);
     or, for ``links`` and ``explain``, only read."""
-    from rewriter.warc import WarcDamage, rewrite_warc_piece
+    from rewriter.containers.warc import WarcDamage, rewrite_warc_piece
 
     outcome.format = archive
     if job.in_place:
@@ -1138,7 +1138,7 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
     elif job.piece is not None:
         if settings.work is None or job.target is None:
             return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
-        from rewriter.pipeline import pieces_path
+        from rewriter.run.pipeline import pieces_path
 
         with replacing(pieces_path(settings.work, job)) as replacement:
             each(replacement.stream, job.target.endswith(".gz"))
@@ -1169,18 +1169,16 @@ def _warm() -> None:
     """Import the page and style sheet engines before forking, so that the workers start
     with them (bs4's import alone took 0.3 s). The MIME engine is left to the workers
     that meet mail: a batch of pages never needs it, and it adds 17-22 ms."""
-    import rewriter.html
-    import rewriter.stylesheet  # noqa: F401
-    from rewriter.encoding import sniff
+    from rewriter.document.encoding import sniff
 
     sniff(b"<meta charset=utf-8>", None)
 
 
 def run(jobs: Iterable[Job], settings: Settings, workers: int = 1) -> Iterator[Outcome]:
-    """Do *jobs* with *workers* processes (:mod:`rewriter.pipeline`); the outcomes come in
+    """Do *jobs* with *workers* processes (:mod:`rewriter.run.pipeline`); the outcomes come in
     the order of *jobs*."""
-    from rewriter.executors import Executor, Processes, Serial
-    from rewriter.pipeline import execute
+    from rewriter.run.executors import Executor, Processes, Serial
+    from rewriter.run.pipeline import execute
 
     jobs = list(jobs) if isinstance(jobs, (list, tuple)) else jobs
     few = isinstance(jobs, list) and len(jobs) <= 1

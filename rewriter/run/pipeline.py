@@ -1,9 +1,9 @@
 """The pipeline: plan -> jobs -> engine -> results, the same for every verb and executor.
 
-:func:`execute` takes the plan of a run (:func:`rewriter.batch.iter_plan`: jobs, and the
+:func:`execute` takes the plan of a run (:func:`rewriter.run.batch.iter_plan`: jobs, and the
 inputs that cannot be jobs, in a fixed order), groups small jobs into batches, has an
-:mod:`executor <rewriter.executors>` do them (:func:`rewriter.batch.run_batch`, the engines
-picked by :mod:`rewriter.engines`), and yields each job's :class:`~rewriter.batch.Outcome`
+:mod:`executor <rewriter.run.executors>` do them (:func:`rewriter.run.batch.run_batch`, the engines
+picked by :mod:`rewriter.document.engines`), and yields each job's :class:`~rewriter.run.batch.Outcome`
 in the order of the plan, whatever the order they finish in: outputs, reports and messages
 are byte for byte the same for the serial executor, the worker processes and Dask.
 
@@ -12,15 +12,15 @@ finishes early waits in memory while it is small, else in the journal on disk; a
 split into pieces is put together piece by piece. So the caller's memory stays flat
 whatever the number of inputs, links or messages.
 
-Resumable: with a :class:`~rewriter.journal.Journal`, every finished job is recorded as it
+Resumable: with a :class:`~rewriter.run.journal.Journal`, every finished job is recorded as it
 finishes, and a job that an earlier, killed run recorded is not done again.
 
 A job whose worker died is tried once more, alone; its outcome says so (``retried``), and a
 second death fails it. A piece that fails leaves its container's output as it was.
 
 >>> import pathlib, tempfile
->>> from rewriter.batch import Settings, iter_plan
->>> from rewriter.executors import Serial
+>>> from rewriter.run.batch import Settings, iter_plan
+>>> from rewriter.run.executors import Serial
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> _ = (folder / "a.html").write_bytes(b"<a href=x>x</a>")
 >>> _ = (folder / "b.html").write_bytes(b"<a href=y>y</a>")
@@ -41,13 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rewriter.batch import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json, run_batch
-from rewriter.workers import Failed
+from rewriter.run.batch import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json, run_batch
+from rewriter.run.workers import Failed
 
 if TYPE_CHECKING:
-    from rewriter.executors import Executor
-    from rewriter.files import Replacement
-    from rewriter.journal import Journal
+    from rewriter.disk.files import Replacement
+    from rewriter.run.executors import Executor
+    from rewriter.run.journal import Journal
 
 __all__ = ["BATCH_BYTES", "BATCH_JOBS", "execute"]
 
@@ -136,7 +136,7 @@ class _Leftovers:
         self.folders: dict[Path, dict[str, list[str]]] = {}
 
     def remove(self, job: Job, journal: Journal) -> None:
-        from rewriter.files import temporaries_in
+        from rewriter.disk.files import temporaries_in
 
         if job.dry or job.target is None:
             return
@@ -153,7 +153,7 @@ class _Leftovers:
 def _resumed(job: Job, journal: Journal) -> int | None:
     """Where the journal holds the outcome of *job* done by the run being resumed, when its
     input is unchanged and its output is there; else None (it is done again)."""
-    from rewriter.journal import identity_of
+    from rewriter.run.journal import identity_of
 
     identity = identity_of(job.source) if job.source != "-" else None
     offset = journal.done(job_key(job), identity)
@@ -231,7 +231,7 @@ def execute(
 def _forget_temporaries(job: Job, work: str | None) -> None:
     """What the dead worker was writing for *job* (a temporary beside its output, or its
     piece's), removed before the job is done again."""
-    from rewriter.files import remove_temporaries_of
+    from rewriter.disk.files import remove_temporaries_of
 
     if job.piece is not None and work is not None:
         remove_temporaries_of(pieces_path(work, job))
@@ -292,7 +292,7 @@ class _Assembly:
             self.close()
             self.failed = False
             self.changed = False
-            from rewriter.batch import replacing_target
+            from rewriter.run.batch import replacing_target
 
             self.context = replacing_target(job, self.backup if job.in_place else None)
             self.replacement = self.context.__enter__()
@@ -350,7 +350,7 @@ def _copy_all(source: object, target: object) -> None:
 
 def pieces_path(work: str, job: Job) -> Path:
     """Where the worker writes a piece's output (the journal's own place for it)."""
-    from rewriter.journal import piece_path
+    from rewriter.run.journal import piece_path
 
     assert job.piece is not None
     return piece_path(Path(work), job_key(job, whole=True), job.piece.number)

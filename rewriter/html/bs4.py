@@ -1,6 +1,6 @@
 """Make the relative links of a BeautifulSoup tree absolute, in place.
 
-The same rules as :func:`rewriter.html.rewrite_html` (the base of HTML §4.2.3, the link
+The same rules as :func:`rewriter.html.engine.rewrite_html` (the base of HTML §4.2.3, the link
 table, ``srcset`` of HTML §4.8.4.3, meta refresh of HTML §4.2.5.3, CSS, every
 :class:`~rewriter.policy.Policy` option), applied to a soup from any builder
 (``html.parser``, ``lxml``, ``html5lib``, ``lxml-xml``). The soup's own serialiser writes
@@ -23,15 +23,15 @@ from collections.abc import Sequence
 
 from bs4 import BeautifulSoup, Comment, NavigableString, PageElement, Tag
 
-from rewriter import _tree
-from rewriter._tree import NO_SPAN, NodeKind, TreeResult
+from rewriter.html import tree as _tree
+from rewriter.html.tree import NO_SPAN, NodeKind, TreeResult
 from rewriter.policy import DEFAULT_POLICY, Policy
 
 __all__ = ["NO_SPAN", "TreeResult", "absolutize"]
 
 
 class _SoupAdapter:
-    """:class:`rewriter._tree.Adapter` over BeautifulSoup's nodes."""
+    """:class:`rewriter.html.tree.Adapter` over BeautifulSoup's nodes."""
 
     def document(self, node: PageElement) -> PageElement:
         while node.parent is not None:
@@ -110,7 +110,7 @@ def absolutize(
     only the links under the tag change. *url* is the retrieval URL, *base* an enclosing
     base (RFC 1808 §3.2-3.3). Each link's ``start`` and ``end`` are :data:`NO_SPAN` (-1):
     a tree has no byte offsets. With ``policy.require_base``, a relative link with no
-    base raises :class:`~rewriter.html.NoBaseError` before anything changes.
+    base raises :class:`~rewriter.html.engine.NoBaseError` before anything changes.
 
     >>> from bs4 import BeautifulSoup
     >>> soup = BeautifulSoup('<p style="background:url(a.png)"><a href="#top" ping="p q">x</a>', "html.parser")

@@ -46,12 +46,12 @@ from email.message import Message
 from email.policy import compat32
 from typing import Literal
 
-from rewriter.engines import DOCUMENT_TYPES, engine_for_type
-from rewriter.heading import collapse_rfc2231_value, content_charset, decode_header, decode_text, get_param
-from rewriter.html import HTMLResult, Link, Status
+from rewriter.document.engines import DOCUMENT_TYPES, engine_for_type
+from rewriter.html.engine import HTMLResult, Link, Status
+from rewriter.mime.heading import collapse_rfc2231_value, content_charset, decode_header, decode_text, get_param
+from rewriter.mime.transfer import IDENTITY, TransferError, decode, encode, mechanism
 from rewriter.policy import DEFAULT_POLICY, Kept, Policy
-from rewriter.resolve import Resolver, UnresolvableReference, is_hierarchical, parse
-from rewriter.transfer import IDENTITY, TransferError, decode, encode, mechanism
+from rewriter.url.resolve import Resolver, UnresolvableReference, is_hierarchical, parse
 
 __all__ = ["Entity", "MessageResult", "Part", "entities", "find_message_links", "header_url", "rewrite_message"]
 
@@ -284,7 +284,7 @@ def _boundary(heading: Message) -> str | None:
 
     ``Message.get_boundary`` also strips one pair of angle brackets, so a boundary such
     as ``<<001-3e1d>>`` would never be found (bpo-28945). Read as ``get_param`` reads it,
-    in linear time (:mod:`rewriter.heading`).
+    in linear time (:mod:`rewriter.mime.heading`).
     """
     value = get_param(heading, "boundary", unquote=False)
     if value is None or value is True:  # absent, or a bare "boundary" without "="
@@ -434,7 +434,7 @@ def header_url(heading: Message, name: str) -> str | None:
         with contextlib.suppress(ValueError, LookupError, UnicodeError, email.errors.HeaderParseError):
             # Joined as they are: make_header would put a space between encoded and plain
             # pieces ("<URL:" "http://a/" ">"), and a URL has none there. Decoded as
-            # email.header.decode_header decodes, in linear time (rewriter.heading).
+            # email.header.decode_header decodes, in linear time (rewriter.mime.heading).
             text = "".join(
                 (decode_text(piece, charset) if charset else piece.decode("raw-unicode-escape", "replace"))
                 if isinstance(piece, bytes)

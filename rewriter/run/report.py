@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rewriter.files import Replacement
+    from rewriter.disk.files import Replacement
 
 __all__ = ["ReportFile", "escape_controls", "json_lines", "json_text"]
 
@@ -73,7 +73,7 @@ class ReportFile:
     """
 
     def __init__(self, path: Path) -> None:
-        from rewriter.files import replacing
+        from rewriter.disk.files import replacing
 
         self.path = path
         self.array = path.suffix.lower() == ".json"

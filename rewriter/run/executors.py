@@ -5,11 +5,11 @@ call shares, and yields ``(index, result)`` for each item as it finishes, *index
 item's place in the stream. The stream is read only as the executor has room for more
 (a few items per worker ahead), so that planning a million files or a 50 GB mbox costs the
 caller no memory; the caller puts results back in order where it needs to (the pipeline
-does, in :mod:`rewriter.batch`). A job whose worker died gives a
-:class:`~rewriter.workers.Failed` with ``died=True``, which the pipeline tries once more.
+does, in :mod:`rewriter.run.batch`). A job whose worker died gives a
+:class:`~rewriter.run.workers.Failed` with ``died=True``, which the pipeline tries once more.
 
 - :class:`Serial`: in this process, in order (one worker, and every test's reference).
-- :class:`Processes`: :mod:`rewriter.workers`' processes, which die with the command.
+- :class:`Processes`: :mod:`rewriter.run.workers`' processes, which die with the command.
 - :class:`DaskExecutor`: a ``dask.distributed`` cluster (an address, a ``Client``, a
   cluster object) or a ``LocalCluster`` on 127.0.0.1 started for the run; or one of Dask's
   local schedulers. Workers read and write the paths they are given, so a cluster of
@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
-from rewriter.workers import Failed
+from rewriter.run.workers import Failed
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -77,7 +77,7 @@ class Serial:
 
 
 class Processes:
-    """*workers* processes of :mod:`rewriter.workers` (fork where the system has it)."""
+    """*workers* processes of :mod:`rewriter.run.workers` (fork where the system has it)."""
 
     batch = 1  # a job costs one message each way; a dead worker then costs its one job
 
@@ -87,7 +87,7 @@ class Processes:
     def map(
         self, function: Callable[..., Result], items: Iterable[Any], *shared: Any
     ) -> Iterator[tuple[int, Result | Failed]]:
-        from rewriter.workers import map_unordered
+        from rewriter.run.workers import map_unordered
 
         return map_unordered(function, items, self.workers, shared=shared)
 

@@ -2,7 +2,7 @@
 
 A container larger than :data:`PIECE_SIZE` is done as several jobs, one per piece, so that
 one 50 GB file keeps every worker busy. The caller scans the file once for the boundaries
-(:func:`rewriter.mailbox.plan_mbox`, :func:`rewriter.warc.plan_warc`); each worker reads its
+(:func:`rewriter.containers.mailbox.plan_mbox`, :func:`rewriter.containers.warc.plan_warc`); each worker reads its
 own piece; the outputs of the pieces, joined in order, are the output of the whole file,
 byte for byte what the container's one-pass function writes.
 

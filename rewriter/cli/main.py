@@ -33,20 +33,20 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from rewriter import __version__
 from rewriter.policy import Policy
-from rewriter.report import escape_controls, json_text
-from rewriter.resolve import RULES, Resolver, UnresolvableReference
+from rewriter.run.report import escape_controls, json_text
+from rewriter.url.resolve import RULES, Resolver, UnresolvableReference
 
 if TYPE_CHECKING:
-    from rewriter.batch import Job, Outcome, Settings
-    from rewriter.journal import Journal
-    from rewriter.report import ReportFile
+    from rewriter.run.batch import Job, Outcome, Settings
+    from rewriter.run.journal import Journal
+    from rewriter.run.report import ReportFile
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
 EXIT_USAGE = 2
 
 
-_json = json_text  # JSON that stays JSON, with what could drive a terminal escaped (rewriter.report)
+_json = json_text  # JSON that stays JSON, with what could drive a terminal escaped (rewriter.run.report)
 
 
 class _Escaping:
@@ -412,7 +412,7 @@ def _size(text: str) -> int:
 
 
 def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
-    from rewriter.batch import Settings
+    from rewriter.run.batch import Settings
 
     settings = Settings(
         policy=_policy(args),
@@ -429,8 +429,8 @@ def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
 
 
 def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from rewriter.batch import iter_plan
-    from rewriter.pieces import PIECE_SIZE
+    from rewriter.containers.pieces import PIECE_SIZE
+    from rewriter.run.batch import iter_plan
 
     if args.backup and not args.in_place:
         err.write("rewriter rewrite: --backup goes with --in-place\n")
@@ -541,12 +541,12 @@ def _released(
     each worker starts with them) and the collector's objects frozen."""
     import gc
 
-    from rewriter.executors import Processes
-    from rewriter.pipeline import execute
+    from rewriter.run.executors import Processes
+    from rewriter.run.pipeline import execute
 
     forking = isinstance(executor, Processes)
     if forking:
-        from rewriter.batch import _warm
+        from rewriter.run.batch import _warm
 
         _warm()
         gc.freeze()
@@ -558,14 +558,14 @@ def _released(
 
 
 def _report_file(path: Path) -> ReportFile:
-    from rewriter.report import ReportFile
+    from rewriter.run.report import ReportFile
 
     return ReportFile(path)
 
 
 def _executor(args: argparse.Namespace, err: TextIO) -> object | int:
     """The executor the options ask for, or the exit status of why there is none."""
-    from rewriter.executors import DaskExecutor, DaskMissing, Processes, Serial
+    from rewriter.run.executors import DaskExecutor, DaskMissing, Processes, Serial
 
     workers = args.jobs or os.cpu_count() or 1
     if args.dask:
@@ -587,7 +587,7 @@ def _executor(args: argparse.Namespace, err: TextIO) -> object | int:
 
 def _large(name: str, piece_size: int | None) -> bool:
     """Whether the one input is large enough to be done in pieces (then by several workers)."""
-    from rewriter.pieces import PIECE_SIZE
+    from rewriter.containers.pieces import PIECE_SIZE
 
     with contextlib.suppress(OSError):
         return name != "-" and os.stat(name).st_size >= (piece_size or PIECE_SIZE)
@@ -626,7 +626,7 @@ _JOURNAL_OPTIONS = (
 def _journal(args: argparse.Namespace, err: TextIO, batch: bool) -> Journal | int | None:
     """The run's journal (None for a run that keeps none: standard output, or one small
     file), or the exit status of why it cannot be kept."""
-    from rewriter.journal import Journal, JournalError, work_folder_for
+    from rewriter.run.journal import Journal, JournalError, work_folder_for
 
     if args.output in (None, "-") and not args.in_place:
         return None
@@ -682,7 +682,7 @@ class _RunTotals:
     standard error says for each input; a container done in pieces is said once, at its end."""
 
     def __init__(self) -> None:
-        from rewriter.batch import totals
+        from rewriter.run.batch import totals
 
         self.figures = totals([])
         self.unplanned = 0
@@ -691,7 +691,7 @@ class _RunTotals:
         self.container: Outcome | None = None  # the pieces of one container so far
 
     def add(self, outcome: Outcome, *, quiet: bool, verbose: bool) -> list[str]:
-        from rewriter.batch import totals
+        from rewriter.run.batch import totals
 
         if outcome.retried is not None:
             self.retried.append(
@@ -743,9 +743,9 @@ class _RunTotals:
 
 
 def _warcs(names: list[str]) -> list[str]:
-    """The web archives (WARC or ARC) among *names* (rewriter.warc, with warcio and fsspec, is
+    """The web archives (WARC or ARC) among *names* (rewriter.containers.warc, with warcio and fsspec, is
     imported only for those: 0.28 s)."""
-    from rewriter.formats import container_format
+    from rewriter.containers.formats import container_format
 
     return [name for name in names if name != "-" and Path(name).is_file() and container_format(name) is not None]
 
@@ -770,7 +770,7 @@ def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str
     warc_out = len(args.files) == 1 and output is not None and output.lower().endswith((".warc", ".warc.gz"))
     if output in (None, "-") or (warc_out and not Path(output).is_dir()):
         return EXIT_OK, args.files
-    from rewriter.warc import rewrite_warc
+    from rewriter.containers.warc import rewrite_warc
 
     status = EXIT_OK
     for name in warcs:
@@ -782,7 +782,7 @@ def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str
             folder = folder / stem
         try:
             if args.dask:
-                from rewriter.dask import rewrite_warc_records
+                from rewriter.run.dask import rewrite_warc_records
 
                 client = None if args.dask == "local" else args.dask
                 report = rewrite_warc_records(Path(name), folder, policy=_policy(args), client=client)
@@ -912,14 +912,14 @@ def _dry_run(verb: str, args: argparse.Namespace, *, explain: bool) -> Iterator[
     every document of it (each message of an mbox or a Maildir, each page of a WARC) with its
     links and, for *explain*, its rows; an outcome for each job (a piece of a large mbox, or
     the whole file), as they are done."""
-    from rewriter.batch import Outcome, iter_plan
-    from rewriter.executors import Serial
-    from rewriter.pieces import PIECE_SIZE
-    from rewriter.pipeline import execute
+    from rewriter.containers.pieces import PIECE_SIZE
+    from rewriter.run.batch import Outcome, iter_plan
+    from rewriter.run.executors import Serial
+    from rewriter.run.pipeline import execute
 
     name = args.files[0]
     if name != "-" and os.path.isdir(name):
-        from rewriter.mailbox import is_maildir  # a folder is read only when it is a Maildir
+        from rewriter.containers.mailbox import is_maildir  # a folder is read only when it is a Maildir
 
         if not is_maildir(Path(name)):
             problem = f"a folder, and not a Maildir (cur/, new/, tmp/): {verb} reads one file or Maildir"
@@ -1014,13 +1014,13 @@ def _run_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _run_unpack(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from rewriter.formats import detect_format
-    from rewriter.unpack import UnpackError, unpack_message
+    from rewriter.bundle.unpack import UnpackError, unpack_message
+    from rewriter.containers.formats import detect_format
 
     path, folder = args.files[0], Path(args.output)
     name = _shown(path)
     if _warcs([path]):
-        from rewriter.warc import unpack_warc
+        from rewriter.containers.warc import unpack_warc
 
         try:
             report = unpack_warc(Path(path), folder, policy=_policy(args))
@@ -1062,8 +1062,8 @@ def _run_unpack(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _run_pack(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from rewriter.batch import write_atomically
-    from rewriter.pack import PackError, pack_mhtml, pack_single_file
+    from rewriter.bundle.pack import PackError, pack_mhtml, pack_single_file
+    from rewriter.run.batch import write_atomically
 
     page = Path(args.files[0])
     target = Path(args.single_file or args.output)
@@ -1153,9 +1153,9 @@ def _lists_from_config(args: argparse.Namespace) -> None:
 
 
 def _apply_config(parser: argparse.ArgumentParser, folder: Path) -> None:
-    """Defaults from rewriter.toml or pyproject's [tool.rewriter] (see rewriter.config):
+    """Defaults from rewriter.toml or pyproject's [tool.rewriter] (see rewriter.cli.config):
     each key must be an option of some verb, with a value of its type."""
-    from rewriter.config import ConfigError, load
+    from rewriter.cli.config import ConfigError, load
 
     path, settings = load(folder)
     if not settings:
@@ -1215,7 +1215,7 @@ def _usable_as_base(url: str) -> bool:
     >>> [_usable_as_base(url) for url in ("http://h/p", "file:///x", "page.html", "mailto:a@b", "//h/x")]
     [True, True, False, False, False]
     """
-    from rewriter.resolve import is_hierarchical
+    from rewriter.url.resolve import is_hierarchical
 
     return is_hierarchical(url)
 
@@ -1236,7 +1236,7 @@ def _option_problem(args: argparse.Namespace) -> str | None:
         )
     root, mapping = getattr(args, "url_root", None), getattr(args, "url_map", None)
     if root is not None:
-        from rewriter.collection import check_root
+        from rewriter.run.collection import check_root
 
         if url is not None:
             return "give --url or --url-root, not both (--url gives every file the one URL; --url-root each its own)"
@@ -1249,7 +1249,7 @@ def _option_problem(args: argparse.Namespace) -> str | None:
         return "-q and -v say opposite things: give one"
     charset = getattr(args, "charset", None)
     if charset is not None:
-        from rewriter.encoding import lookup  # here: a run without --charset need not load it
+        from rewriter.document.encoding import lookup  # here: a run without --charset need not load it
 
         if lookup(charset) is None:
             return (
@@ -1265,7 +1265,7 @@ def _locations(args: argparse.Namespace, err: TextIO | _Escaping) -> str | None:
     root, mapping = getattr(args, "url_root", None), getattr(args, "url_map", None)
     if root is None and mapping is None:
         return None
-    from rewriter.collection import CollectionError, Locations, load_url_map
+    from rewriter.run.collection import CollectionError, Locations, load_url_map
 
     mapped: dict[str, str] = {}
     if mapping is not None:
@@ -1346,7 +1346,7 @@ _BS4_EXTRAS = ("html5lib", "soupsieve", "lxml", "lxml.etree", "charset_normalize
 def _light_bs4() -> None:
     """Import bs4 for the command line without :data:`_BS4_EXTRAS`, each of which it imports
     only if it can. The tool uses bs4 for ``EncodingDetector.find_declared_encoding`` alone
-    (rewriter.encoding) and builds no soup; the extras took 0.12-0.2 s of a 0.45 s start-up.
+    (rewriter.document.encoding) and builds no soup; the extras took 0.12-0.2 s of a 0.45 s start-up.
     They stay importable afterwards; only bs4's own registry goes without them. The library,
     imported by a program that may build soups, never comes here."""
     if "bs4" in sys.modules:

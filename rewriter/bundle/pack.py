@@ -45,13 +45,13 @@ from pathlib import Path
 from typing import Literal, cast
 from urllib.parse import quote, unquote_to_bytes
 
-from rewriter.encoding import sniff
-from rewriter.engines import engine, engine_for_type
-from rewriter.html import HTMLResult, Link, find_links, start_tags
+from rewriter.css.stylesheet import find_css_links
+from rewriter.document.encoding import sniff
+from rewriter.document.engines import engine, engine_for_type
+from rewriter.html.engine import HTMLResult, Link, find_links, start_tags
+from rewriter.mime.transfer import decode, encode
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import is_hierarchical, parse
-from rewriter.stylesheet import find_css_links
-from rewriter.transfer import decode, encode
+from rewriter.url.resolve import is_hierarchical, parse
 
 __all__ = ["MAX_SIZE", "PackError", "PackResult", "PackedPart", "pack_mhtml", "pack_single_file"]
 

@@ -24,7 +24,7 @@ recorded redirects) at the file that answers it, by a relative path.
 
 The mirror is ``OUT/<host>[_<port>]/<path segments>``: a path ending in ``/`` gets an
 ``index`` file, a query is folded into the last name (``search?q=1`` is
-``search_q=1.html``), and every name is made by :class:`rewriter.names.Folder`, so that
+``search_q=1.html``), and every name is made by :class:`rewriter.disk.names.Folder`, so that
 nothing is written outside OUT, nothing is overwritten, and each file appears whole or
 not at all. ``OUT/manifest.json`` lists what each record became.
 
@@ -71,16 +71,16 @@ from warcio.archiveiterator import ArchiveIterator, ARCIterator, WARCIterator
 from warcio.bufferedreaders import BufferedReader
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 
-from rewriter.engines import CSS_TYPES, DOCUMENT_TYPES, HTML_TYPES, EngineFormat, engine_for_type
-from rewriter.formats import ARC_LINE, Container, gzip_holds_arc, gzip_holds_warc, is_warc, sniff_container
-from rewriter.names import Folder
-from rewriter.pieces import PIECE_SIZE, Piece
+from rewriter.bundle.unpack import declare_charset
+from rewriter.containers.formats import ARC_LINE, Container, gzip_holds_arc, gzip_holds_warc, is_warc, sniff_container
+from rewriter.containers.pieces import PIECE_SIZE, Piece
+from rewriter.disk.names import Folder
+from rewriter.document.engines import CSS_TYPES, DOCUMENT_TYPES, HTML_TYPES, EngineFormat, engine_for_type
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import Rules, UnresolvableReference, remove_dot_segments, resolve, url_key
-from rewriter.unpack import declare_charset
+from rewriter.url.resolve import Rules, UnresolvableReference, remove_dot_segments, resolve, url_key
 
 if TYPE_CHECKING:
-    from rewriter.html import HTMLResult
+    from rewriter.html.engine import HTMLResult
 
 __all__ = [
     "CSS_TYPES",

@@ -3,7 +3,7 @@
 Every leaf part is written to a file of its own. The HTML and CSS parts are rewritten so
 that each reference RFC 2557 §8 matches to a part points at that part's file by a
 relative path, and every other reference is made absolute (the base finder and
-resolver of :mod:`rewriter.mime`). A reference matches a part when
+resolver of :mod:`rewriter.mime.message`). A reference matches a part when
 
 - its resolved URL, fragment aside, equals the part's Content-Location (resolved
   against the enclosing entity's base, RFC 2557 §8.2) octet for octet; failing that,
@@ -15,7 +15,7 @@ resolver of :mod:`rewriter.mime`). A reference matches a part when
 
 The root document (the ``start`` part of a multipart/related, else the first
 text/html part) becomes ``index.html``; the other names come from Content-Location,
-the file name or the Content-ID, made safe by :mod:`rewriter.names`: nothing is written
+the file name or the Content-ID, made safe by :mod:`rewriter.disk.names`: nothing is written
 outside the folder, nothing overwrites anything, each extension is one the part's
 declared Content-Type allows (``evil.html`` declared ``image/png`` is written as
 ``evil.html.png``, and the links to it say so), and ``manifest.json`` keeps each part's
@@ -44,14 +44,14 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote, unquote
 
-from rewriter.encoding import sniff
-from rewriter.engines import engine_for_type
-from rewriter.heading import content_charset, get_filename, get_param
-from rewriter.mime import Entity, entities, header_url
-from rewriter.names import Folder
+from rewriter.disk.names import Folder
+from rewriter.document.encoding import sniff
+from rewriter.document.engines import engine_for_type
+from rewriter.mime.heading import content_charset, get_filename, get_param
+from rewriter.mime.message import Entity, entities, header_url
+from rewriter.mime.transfer import TransferError, decode
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.resolve import Resolver, UnresolvableReference, parse, url_key
-from rewriter.transfer import TransferError, decode
+from rewriter.url.resolve import Resolver, UnresolvableReference, parse, url_key
 
 __all__ = ["UnpackError", "UnpackResult", "UnpackedPart", "declare_charset", "unpack_message"]
 

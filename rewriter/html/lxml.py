@@ -1,6 +1,6 @@
 """Make the relative links of an lxml tree absolute, in place.
 
-The same rules as :func:`rewriter.html.rewrite_html` (the base of HTML §4.2.3, the link
+The same rules as :func:`rewriter.html.engine.rewrite_html` (the base of HTML §4.2.3, the link
 table, ``srcset`` of HTML §4.8.4.3, meta refresh of HTML §4.2.5.3, CSS, every
 :class:`~rewriter.policy.Policy` option), applied to an element or tree from
 ``lxml.html.fromstring``/``document_fromstring``/``parse``, or from
@@ -10,7 +10,7 @@ result, so this is for callers who hold a tree, not for archiving bytes; see
 
 libxml2's HTML parser puts every element in no namespace: an ``<svg>`` or ``<math>``
 subtree is recognised by its name, as HTML tree construction would (see
-:func:`rewriter._tree.namespace_of`). Clark names (``{http://www.w3.org/2000/svg}svg``,
+:func:`rewriter.html.tree.namespace_of`). Clark names (``{http://www.w3.org/2000/svg}svg``,
 ``{http://www.w3.org/1999/xlink}href``) are read as their namespace says.
 
 >>> import lxml.html
@@ -26,8 +26,8 @@ import codecs
 from collections.abc import Sequence
 from typing import Any
 
-from rewriter import _tree
-from rewriter._tree import ATTRIBUTE_PREFIXES, NO_SPAN, NodeKind, TreeResult
+from rewriter.html import tree as _tree
+from rewriter.html.tree import ATTRIBUTE_PREFIXES, NO_SPAN, NodeKind, TreeResult
 from rewriter.policy import DEFAULT_POLICY, Policy
 
 __all__ = ["NO_SPAN", "TreeResult", "absolutize"]
@@ -50,7 +50,7 @@ _Node = Any  # an lxml node, or the _Top above the root
 
 
 class _LxmlAdapter:
-    """:class:`rewriter._tree.Adapter` over lxml's nodes; one per call (it holds the document)."""
+    """:class:`rewriter.html.tree.Adapter` over lxml's nodes; one per call (it holds the document)."""
 
     def __init__(self, node: Element) -> None:
         root = node.getroottree().getroot()
@@ -156,7 +156,7 @@ def absolutize(
     given another element, only those under it. *url* is the retrieval URL, *base* an
     enclosing base (RFC 1808 §3.2-3.3). Each link's ``start`` and ``end`` are
     :data:`NO_SPAN` (-1): a tree has no byte offsets. With ``policy.require_base``, a
-    relative link with no base raises :class:`~rewriter.html.NoBaseError` before
+    relative link with no base raises :class:`~rewriter.html.engine.NoBaseError` before
     anything changes.
 
     >>> import lxml.html

@@ -35,7 +35,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
 from rewriter.policy import Kept
-from rewriter.resolve import is_hierarchical, scheme_of
+from rewriter.url.resolve import is_hierarchical, scheme_of
 
 __all__ = ["AUTO_ROOTS", "CollectionError", "LocalCopies", "Locations", "is_host_folder", "load_url_map", "path_url"]
 

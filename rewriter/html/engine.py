@@ -34,10 +34,9 @@ from typing import Literal, NamedTuple, TypeVar
 
 import turbohtml
 
-from rewriter import css
-from rewriter.encoding import ByteMap, Sniffed, decode_checked, encode_url_text, errors_for, sniff, split
-from rewriter.links import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of, selector
-from rewriter.microsyntax import (
+from rewriter.css import syntax as css
+from rewriter.document.encoding import ByteMap, Sniffed, decode_checked, encode_url_text, errors_for, sniff, split
+from rewriter.html.microsyntax import (
     ASCII_WHITESPACE,
     decode_attribute,
     refresh_url,
@@ -45,9 +44,10 @@ from rewriter.microsyntax import (
     srcset_urls,
     strip_whitespace,
 )
+from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of, selector
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
-from rewriter.resolve import (
+from rewriter.url.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
+from rewriter.url.resolve import (
     Resolver,
     UnresolvableReference,
     authority_problem,
@@ -555,7 +555,7 @@ class _Context:
         self.codec = codec
         # URL Standard §4.4 "query state": a special URL's query is encoded in the document's
         # encoding (HTML §2.4.2 "encoding-parse a URL"); ada-url knows only UTF-8, so such a
-        # query is encoded here first (rewriter.query_encoding). CSS reads every URL as UTF-8.
+        # query is encoded here first (rewriter.url.query_encoding). CSS reads every URL as UTF-8.
         encoding = whatwg_name(codec) if policy.rules == "whatwg" else None
         self.query_encoding = encoding if encoding is not None and has_encoder(encoding) else None
         self._css: _Context | None = None

@@ -26,7 +26,7 @@ import unicodedata
 from pathlib import Path
 from urllib.parse import unquote
 
-from rewriter import files
+from rewriter.disk import files
 
 __all__ = ["Folder", "safe_name"]
 
@@ -177,7 +177,7 @@ def _key(name: str) -> str:
 class Folder:
     """An output folder written only by name, through its descriptor.
 
-    Every write is exclusive (:meth:`rewriter.files.Folder.write_new`: ``O_EXCL`` and
+    Every write is exclusive (:meth:`rewriter.disk.files.Folder.write_new`: ``O_EXCL`` and
     ``O_NOFOLLOW`` on a temporary name, then a hard link to the final name, which fails
     rather than replace): nothing outside the folder is touched, nothing in it is
     overwritten, and a file is complete when its name appears.
