@@ -48,10 +48,12 @@ from urllib.parse import quote, unquote_to_bytes
 from rewriter.css.stylesheet import find_css_links
 from rewriter.document.encoding import sniff
 from rewriter.document.engines import engine, engine_for_type
-from rewriter.html.engine import HTMLResult, Link, find_links, start_tags
+from rewriter.document.model import DocumentResult, Link
+from rewriter.html.engine import find_links, start_tags
 from rewriter.mime.transfer import decode, encode
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.url.resolve import is_hierarchical, parse
+from rewriter.url.base import usable_as_base
+from rewriter.url.resolve import parse
 
 __all__ = ["MAX_SIZE", "PackError", "PackResult", "PackedPart", "pack_mhtml", "pack_single_file"]
 
@@ -300,7 +302,7 @@ class _Packer:
         """RFC 1808 §3.3, then §3.1: the URL given, the ``saved from url=`` mark, a ``<base href>``;
         else the page's own ``file:`` URL (RFC 8089)."""
         if url is not None:
-            if not is_hierarchical(url):
+            if not usable_as_base(url):
                 raise PackError(f"url {url!r} cannot be the page's URL: it is not an absolute, hierarchical URL")
             return _as_uri(url), "argument"
         found = find_links(data, policy=self.find_policy)
@@ -311,10 +313,10 @@ class _Packer:
                 (link.base for link in found.links if link.element == "base" and link.layer == "saved-from-mark"), None
             )
         if mark is not None:
-            if is_hierarchical(mark):
+            if usable_as_base(mark):
                 return _as_uri(mark), "saved-from-mark"
             self.notes.append(f"the saved-from mark {mark!r} is not the page's URL: it is not used")
-        if found.layer == "base-element" and found.base is not None and is_hierarchical(found.base):
+        if found.layer == "base-element" and found.base is not None and usable_as_base(found.base):
             return _as_uri(found.base), "base-element"
         uri = real.as_uri()
         self.notes.append(f"the page has no URL (no url given, no saved-from mark, no <base href>): it is {uri}")
@@ -456,7 +458,7 @@ class _Packer:
 
         return relink
 
-    def _rewrite(self, document: _File, relink: Callable[[str], str | None]) -> HTMLResult:
+    def _rewrite(self, document: _File, relink: Callable[[str], str | None]) -> DocumentResult:
         kind = cast(Literal["html", "css"], document.kind)  # only pages and style sheets are rewritten
         result = engine(kind).rewrite(document.data, url=document.location, policy=self.policy.clone(relink=relink))
         self.notes.extend(f"{document.name}: {problem}" for problem in result.problems)

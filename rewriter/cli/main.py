@@ -1208,23 +1208,13 @@ def _config_value(path: Path | None, name: str, action: argparse.Action, value: 
     return value
 
 
-def _usable_as_base(url: str) -> bool:
-    """Whether the retrieval URL given can be a base (RFC 1808 §3.3): absolute and
-    hierarchical, as read by the resolver (``mailto:x``, ``page.html`` and ``//host/x`` cannot).
-
-    >>> [_usable_as_base(url) for url in ("http://h/p", "file:///x", "page.html", "mailto:a@b", "//h/x")]
-    [True, True, False, False, False]
-    """
-    from rewriter.url.resolve import is_hierarchical
-
-    return is_hierarchical(url)
-
-
 def _option_problem(args: argparse.Namespace) -> str | None:
     """Why the options, from the command line and the configuration, are a usage error
     (a value no engine could use, or one that changes nothing); None when they are not."""
+    from rewriter.url.base import usable_as_base
+
     url = getattr(args, "url", None)
-    if url is not None and not _usable_as_base(url):
+    if url is not None and not usable_as_base(url):
         return (
             f"--url {url!r} is not an absolute URL that can be a base "
             "(a scheme, then a path from '/': http://example.org/page.html, file:///home/me/page.html)"

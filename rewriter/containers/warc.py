@@ -80,7 +80,7 @@ from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.url.resolve import Rules, UnresolvableReference, remove_dot_segments, resolve, url_key
 
 if TYPE_CHECKING:
-    from rewriter.html.engine import HTMLResult
+    from rewriter.document.model import DocumentResult
 
 __all__ = [
     "CSS_TYPES",
@@ -1176,7 +1176,7 @@ def _rendered(
     used = policy.clone(remove_base=True, relink=_relinker(files, redirects, folder_path)) if unpack else policy
     try:
         rewritten = engine.rewrite(document.body, url=document.uri, charset=document.charset, policy=used)
-        result = cast("HTMLResult", rewritten)  # the engine of an HTML or CSS type
+        result = cast("DocumentResult", rewritten)  # the engine of an HTML or CSS type
     except Exception as error:  # the engines never raise by contract; should one, the record is reported
         item.problems.append(f"offset {item.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
         return None
@@ -1186,7 +1186,7 @@ def _rendered(
     return result.output
 
 
-def _tally(result: HTMLResult, item: _Planned) -> int:
+def _tally(result: DocumentResult, item: _Planned) -> int:
     """Links rewritten or relinked; the document's own problems and links left relative go to *item*."""
     count = left = 0
     for link in result.links:
@@ -1295,7 +1295,7 @@ class WarcPage:
     content_type: str
     charset: str | None
     size: int
-    result: HTMLResult | None = field(repr=False)
+    result: DocumentResult | None = field(repr=False)
     converted: bool
     problems: tuple[str, ...] = ()
 
@@ -1410,12 +1410,12 @@ def _page(
     if engine is None or engine.format == "message" or document.content_type is None:
         return None, None
     problems = list(document.problems)
-    result: HTMLResult | None = None
+    result: DocumentResult | None = None
     if document.body is not None:
         run = engine.rewrite if rewrite else engine.find
         try:
             found = run(document.body, url=document.uri or None, charset=document.charset, policy=policy)
-            result = cast("HTMLResult", found)  # the engine of an HTML or CSS type
+            result = cast("DocumentResult", found)  # the engine of an HTML or CSS type
         except Exception as error:  # the engines never raise by contract; should one, the page is reported
             problems.append(f"offset {record.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
     changed = rewrite and result is not None and result.output != document.body

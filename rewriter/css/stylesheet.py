@@ -8,7 +8,7 @@ offset is a byte offset in the input. What differs is how the encoding is found
 (CSS Syntax 3 §3.2, :func:`sniff_stylesheet`) and that the base is the style sheet's
 own URL, there being no ``<base>`` element.
 
-Each :class:`~rewriter.html.engine.Link` has ``element`` ``""`` (there is none),
+Each :class:`~rewriter.document.model.Link` has ``element`` ``""`` (there is none),
 ``attribute`` ``"#stylesheet"`` and ``kind`` ``"css"``.
 
 >>> result = rewrite_css(b'@import "print.css";\\nh1 { background: url(img/h.png) } a { b: url(#f) }',
@@ -26,19 +26,14 @@ import re
 
 import webencodings
 
-from rewriter.document.encoding import _BOMS, Sniffed, by_default, lookup, sniffed
-from rewriter.html.engine import (
-    HTMLResult,
-    Layer,
-    _Context,
-    _css_links,
-    _process,
-    _require_base,
-    _TextResult,
-)
+from rewriter.css.syntax import css_urls, escape_url
+from rewriter.document.encoding import BOMS, Sniffed, by_default, lookup, sniffed
+from rewriter.document.model import DocumentResult
+from rewriter.document.process import Context, TextResult, process, require_base
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.url.base import Layer
 
-__all__ = ["find_css_links", "rewrite_css", "sniff_stylesheet"]
+__all__ = ["css_links", "find_css_links", "rewrite_css", "sniff_stylesheet"]
 
 # CSS Syntax 3 §3.2 step 2: the stream begins with exactly these bytes, "@charset" and
 # one space, a double-quoted label without '"' or ';', then '";', all in the first 1024
@@ -67,7 +62,7 @@ def sniff_stylesheet(data: bytes, transport: str | None = None) -> Sniffed:
     >>> sniff_stylesheet(b"@charset 'iso-8859-15'; a{}").label
     'UTF-8'
     """
-    for bom, name in _BOMS:
+    for bom, name in BOMS:
         if data.startswith(bom):
             return sniffed(webencodings.lookup(name), bom, "bom")
     if transport and (encoding := lookup(transport)) is not None:
@@ -80,6 +75,29 @@ def sniff_stylesheet(data: bytes, transport: str | None = None) -> Sniffed:
     return by_default(data)
 
 
+def css_links(
+    source: str,
+    shift: int,
+    element: str,
+    attribute: str,
+    context: Context,
+    result: TextResult,
+    *,
+    in_style_element: bool,
+    foreign: bool = False,
+) -> None:
+    """Record the URLs of a style sheet's text that starts at *shift* (a ``<style>`` element's,
+    or a whole .css file's) in *result*, with the edits that write each new one."""
+    for url in css_urls(source):
+        start, end = shift + url.start, shift + url.end
+        resolved = result.record(context, element, attribute, "css", url.value, start, end)
+        if resolved is not None:
+            new = escape_url(resolved, url.quote, in_style_element=in_style_element)
+            if foreign:
+                new = new.replace("&", "&amp;")  # SVG <style> is markup: "&" would start a reference
+            result.edits.append((start, end, new))
+
+
 def _rewrite_stylesheet_text(
     text: str,
     fallback: str | None,
@@ -87,16 +105,16 @@ def _rewrite_stylesheet_text(
     policy: Policy,
     codec: str = "utf-8",
     readable: bool = False,
-) -> _TextResult:
+) -> TextResult:
     """The text engine for a whole style sheet: its base is the one handed down (RFC 1808 §3.2)
     or its own URL (§3.3). *codec* is not used: CSS parses every URL, query included, as
     UTF-8 whatever the sheet's encoding (CSSWG resolution, w3c/csswg-drafts#9301)."""
     del codec, readable
-    context = _Context(fallback, fallback_layer, policy, "utf-8")
-    result = _TextResult(base=fallback, layer=fallback_layer)
+    context = Context(fallback, fallback_layer, policy, "utf-8")
+    result = TextResult(base=fallback, layer=fallback_layer)
     # Not in an HTML <style> element: "<" needs no escaping, "&" is no reference.
-    _css_links(text, 0, "", "#stylesheet", context, result, in_style_element=False)
-    _require_base(policy, result)
+    css_links(text, 0, "", "#stylesheet", context, result, in_style_element=False)
+    require_base(policy, result)
     return result
 
 
@@ -107,7 +125,7 @@ def rewrite_css(
     base: str | None = None,
     charset: str | None = None,
     policy: Policy = DEFAULT_POLICY,
-) -> HTMLResult:
+) -> DocumentResult:
     """Make every relative URL of a style sheet absolute, changing no other byte.
 
     *url* is the sheet's retrieval URL (RFC 1808 §3.3), *base* a base handed down by an
@@ -115,14 +133,14 @@ def rewrite_css(
     transport charset (:func:`sniff_stylesheet`). The output is bytes in the sheet's own
     encoding; a ``str`` sheet is taken as decoded and comes back as UTF-8. Without a
     base, relative URLs stay as they are and are reported ``"no-base"``
-    (``policy.require_base``: :class:`~rewriter.html.engine.NoBaseError`).
+    (``policy.require_base``: :class:`~rewriter.document.model.NoBaseError`).
 
     >>> rewrite_css("a { background: url('b c.png') }", url="http://h/s/x.css").output
     b"a { background: url('http://h/s/b c.png') }"
     >>> [link.status for link in rewrite_css(b"@import url(x.css);").links]
     ['no-base']
     """
-    return _process(
+    return process(
         document, url, base, charset, policy, rewrite=True, engine=_rewrite_stylesheet_text, sniffer=sniff_stylesheet
     )
 
@@ -134,13 +152,13 @@ def find_css_links(
     base: str | None = None,
     charset: str | None = None,
     policy: Policy = DEFAULT_POLICY,
-) -> HTMLResult:
+) -> DocumentResult:
     """Every URL of a style sheet, resolved, without rewriting (``output`` is the input).
 
     >>> link, = find_css_links(b"p { b: url(i.png) }", url="http://h/a.css").links
     >>> link.element, link.attribute, link.kind, link.resolved, link.start, link.end
     ('', '#stylesheet', 'css', 'http://h/i.png', 11, 16)
     """
-    return _process(
+    return process(
         document, url, base, charset, policy, rewrite=False, engine=_rewrite_stylesheet_text, sniffer=sniff_stylesheet
     )

@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, cast
 
-__all__ = ["CSSURL", "Context", "Quote", "escape_url", "find_urls"]
+__all__ = ["CSSURL", "Context", "Quote", "css_urls", "escape_url", "find_urls", "may_hold_urls"]
 
 Quote = Literal['"', "'", ""]
 Context = Literal["url", "import", "image-set"]
@@ -418,3 +418,17 @@ def escape_url(value: str, quote: Quote, *, in_style_element: bool = False) -> s
             parts.append(char)
             hex_pending = False
     return "".join(parts)
+
+
+def may_hold_urls(style: object) -> bool:
+    """Whether a piece of CSS (a decoded ``style`` value; not a str: yes, to be safe) may
+    hold a URL: url(), src(), image-set() and @import need "(" or "@", and an escape can
+    spell nothing else."""
+    return not isinstance(style, str) or "(" in style or "@" in style or "\\" in style
+
+
+def css_urls(text: str) -> list[CSSURL]:
+    """The URLs of a piece of CSS (none without what :func:`may_hold_urls` looks for)."""
+    if may_hold_urls(text):
+        return find_urls(text)
+    return []

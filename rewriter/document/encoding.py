@@ -60,7 +60,7 @@ def split(data: bytes, sniffed: Sniffed) -> tuple[bytes, bytes]:
 
 
 # WHATWG Encoding: the BOM wins over every label (§4 "decode").
-_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16le"), (codecs.BOM_UTF16_BE, "utf-16be"))
+BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16le"), (codecs.BOM_UTF16_BE, "utf-16be"))
 
 # Python codecs whose encoding of a string is the concatenation of the encodings of
 # its pieces, so that text offsets can be turned into byte offsets piece by piece.
@@ -122,7 +122,7 @@ def sniff(data: bytes, transport: str | None = None) -> Sniffed:
     Without any of these: UTF-8 when the bytes are valid UTF-8, else windows-1252,
     the usual browser default.
     """
-    for bom, name in _BOMS:
+    for bom, name in BOMS:
         if data.startswith(bom):
             return sniffed(webencodings.lookup(name), bom, "bom")
     if transport and (transport_encoding := lookup(transport)) is not None:

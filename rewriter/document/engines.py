@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 if TYPE_CHECKING:
-    from rewriter.html.engine import HTMLResult
+    from rewriter.document.model import DocumentResult
     from rewriter.mime.message import MessageResult
 
 __all__ = [
@@ -67,7 +67,7 @@ class Engine(Generic[Result]):
     """One engine: *rewrite* returns the document with its links made absolute, *find*
     only reads them; both take the document and keyword arguments (``url``, ``policy``, and
     for pages and style sheets ``base`` and ``charset``). Pages and style sheets give an
-    ``HTMLResult``, messages a ``MessageResult``."""
+    ``DocumentResult``, messages a ``MessageResult``."""
 
     format: EngineFormat
     rewrite: Callable[..., Result]
@@ -82,9 +82,9 @@ _LOADED: dict[str, Engine[Any]] = {}
 
 
 @overload
-def engine(format: Literal["html", "css"]) -> Engine[HTMLResult]: ...
+def engine(format: Literal["html", "css"]) -> Engine[DocumentResult]: ...
 @overload
-def engine(format: str) -> Engine[HTMLResult | MessageResult]: ...
+def engine(format: str) -> Engine[DocumentResult | MessageResult]: ...
 
 
 def engine(format: str) -> Engine[Any]:
@@ -112,8 +112,8 @@ def essence(content_type: str | None) -> str | None:
     return value or None
 
 
-def engine_for_type(content_type: str | None) -> Engine[HTMLResult] | None:
+def engine_for_type(content_type: str | None) -> Engine[DocumentResult] | None:
     """The engine for a document of *content_type* (a full Content-Type value or its
     essence), or None when no engine reads that type."""
     format = _BY_TYPE.get(essence(content_type) or "")
-    return None if format is None else cast("Engine[HTMLResult]", engine(format))
+    return None if format is None else cast("Engine[DocumentResult]", engine(format))

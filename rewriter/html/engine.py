@@ -23,19 +23,19 @@ b'<base href="https://example.org/docs/"><a href="https://example.org/docs/guide
 from __future__ import annotations
 
 import bisect
-import gc
 import re
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from operator import itemgetter
-from typing import Literal, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 import turbohtml
 
 from rewriter.css import syntax as css
-from rewriter.document.encoding import ByteMap, Sniffed, decode_checked, encode_url_text, errors_for, sniff, split
+from rewriter.css.stylesheet import css_links
+from rewriter.css.syntax import css_urls, may_hold_urls
+from rewriter.document.encoding import decode_checked, sniff
+from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status
+from rewriter.document.process import Context, TextResult, frozen_base, process, require_base, shifted, spliced
 from rewriter.html.microsyntax import (
     ASCII_WHITESPACE,
     decode_attribute,
@@ -44,167 +44,25 @@ from rewriter.html.microsyntax import (
     srcset_urls,
     strip_whitespace,
 )
-from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of, selector
+from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, attributes_of, selector
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.url.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
-from rewriter.url.resolve import (
-    Resolver,
-    UnresolvableReference,
-    authority_problem,
-    is_hierarchical,
-    parse,
-    scheme_of,
-    scheme_prefix,
-)
+from rewriter.url.base import Layer, usable_as_base
+from rewriter.url.resolve import parse
 
-__all__ = ["HTMLResult", "Link", "NoBaseError", "find_links", "rewrite_html", "saved_from_mark", "start_tags"]
+__all__ = [
+    "HTMLResult",
+    "Layer",
+    "Link",
+    "NoBaseError",
+    "Status",
+    "find_links",
+    "rewrite_html",
+    "saved_from_mark",
+    "start_tags",
+]
 
-# "relinked": the policy's relink gave what to write (a bundle's local file). "local" and
-# "part": the policy's keep kept a relative reference as written (a local copy; a part of
-# the message).
-Status = Literal["rewritten", "relinked", "absolute", "same-document", "local", "part", "no-base", "unresolvable"]
-Layer = Literal["base-element", "enclosing", "retrieval-url", "saved-from-mark", "canonical", "codebase"]
-
-
-class NoBaseError(ValueError):
-    """The document has relative links and no base URL, and the policy requires one."""
-
-
-class Link(NamedTuple):
-    """One URL found in a document (a named tuple: pages have thousands).
-
-    ``original`` is the URL as the document means it (character references decoded,
-    surrounding whitespace left out); ``start``/``end`` are the byte offsets of its text
-    in the input. ``base`` and ``layer`` say what it was resolved against and which
-    layer of RFC 1808 §3 gave that base.
-    """
-
-    element: str
-    attribute: str  # the attribute; "#style": a <style> element's text; "#stylesheet": a whole style sheet
-    kind: Kind
-    original: str
-    resolved: str | None
-    status: Status
-    reason: str | None
-    base: str | None
-    layer: Layer | None
-    start: int
-    end: int
-
-
-class HTMLResult:
-    """The rewritten document and what was found in it.
-
-    *links* may be given as a function that builds them: it is called on first use,
-    with None for all of them or a set of statuses for those only. Their byte spans
-    cost about as much to work out as the rewriting itself, and a caller that only
-    writes the output never needs them.
-    """
-
-    __slots__ = ("_links", "_status_counts", "base", "encoding", "layer", "output", "problems")
-
-    def __init__(
-        self,
-        output: bytes,
-        links: tuple[Link, ...] | Callable[[frozenset[Status] | None], tuple[Link, ...]],
-        encoding: str,
-        base: str | None,
-        layer: Layer | None,
-        problems: tuple[str, ...] = (),
-        status_counts: dict[Status, int] | Callable[[], dict[Status, int]] | None = None,
-    ) -> None:
-        self.output = output
-        self._links = links
-        self._status_counts = status_counts  # None: counted from the links
-        self.encoding = encoding  # the WHATWG name of the encoding used
-        self.base = base  # the document's base URL, if any
-        self.layer = layer  # which layer gave it
-        self.problems = problems  # e.g. an unusable <base> that was ignored
-
-    @property
-    def links(self) -> tuple[Link, ...]:
-        """Every link found, in document order, with byte spans into the input."""
-        if callable(self._links):
-            self._links = self._links(None)
-        return self._links
-
-    def links_with(self, *statuses: Status) -> tuple[Link, ...]:
-        """The links that have one of *statuses*, in document order. Only their byte spans
-        are worked out: a batch run names the links left relative, and needs no others.
-
-        >>> [link.original for link in rewrite_html(b'<a href=a><a href=http://h/b>').links_with("no-base")]
-        ['a']
-        """
-        if callable(self._links):
-            return self._links(frozenset(statuses))
-        return tuple(link for link in self._links if link.status in statuses)
-
-    @property
-    def status_counts(self) -> dict[Status, int]:
-        """How many links have each status, without building the links (a mailbox run
-        counts them for every part, and needs no more).
-
-        >>> rewrite_html(b'<a href=a><img src=b><a href="#c">', url="http://h/").status_counts
-        {'rewritten': 2, 'same-document': 1}
-        """
-        if self._status_counts is None:
-            self._status_counts = dict(Counter(link.status for link in self.links))
-        elif callable(self._status_counts):
-            self._status_counts = self._status_counts()
-        return dict(self._status_counts)
-
-    def _fields(self) -> tuple[object, ...]:
-        return (self.output, self.links, self.encoding, self.base, self.layer, self.problems)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, HTMLResult) and self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return (
-            f"HTMLResult(output={self.output!r}, links={self.links!r}, encoding={self.encoding!r}, "
-            f"base={self.base!r}, layer={self.layer!r}, problems={self.problems!r})"
-        )
-
-
-# --------------------------------------------------------------------------
-# Text-level work: spans are offsets into the decoded text
-# --------------------------------------------------------------------------
-
-
-# A found link while the work is in text: the fields of Link, spans in text offsets.
-# Plain tuples: there is one per link, and pages have thousands.
-_Found = tuple[str, str, Kind, str, "str | None", Status, "str | None", "str | None", "Layer | None", int, int]
-_STATUS, _START, _END = 5, 9, 10
-
-
-def _shifted(found: _Found, offsets: list[int] | None, shift: int) -> _Found:
-    """*found* with its span moved from a decoded value (or nested text) to the outer text."""
-    start, end = found[_START], found[_END]
-    if offsets is not None:
-        start, end = offsets[start], offsets[end]
-    return (*found[:_START], start + shift, end + shift)  # type: ignore[return-value]
-
-
-@dataclass(slots=True)
-class _TextResult:
-    edits: list[tuple[int, int, str]] = field(default_factory=list)
-    found: list[_Found] = field(default_factory=list)
-    base: str | None = None
-    layer: Layer | None = None
-    problems: list[str] = field(default_factory=list)
-
-    def record(
-        self, context: _Context, element: str, attribute: str, kind: Kind, reference: str, start: int, end: int
-    ) -> str | None:
-        """Classify one reference, note it as found, and give the URL to write (None: leave it)."""
-        status, resolved, reason = context.classify(reference)
-        self.found.append(
-            (element, attribute, kind, reference, resolved, status, reason, context.base, context.layer, start, end)
-        )
-        return resolved if (status == "rewritten" or status == "relinked") and resolved != reference else None
-
+# The result's older name: a style sheet gives the same type.
+HTMLResult = DocumentResult
 
 _SAVED_FROM = re.compile(r"<!--\s*saved from url=\((\d{4})\)")
 # <!--[if IE]>...<![endif]-->: the head, then the first end after it. Two patterns: one
@@ -325,15 +183,6 @@ _QUOTE_OF_VALUE_GROUP = {1: '"', 2: "'", 3: ""}
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _LONE_CR = re.compile(r"\r(?!\n)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-_WHATWG_ALONE = Resolver("", rules="whatwg")  # the WHATWG parser with no base
-# A special scheme (URL Standard §3.1), then (group 2) two slashes or backslashes, tab
-# and newline being removed first; leading C0 controls and spaces are stripped.
-_SPECIAL_SCHEME = re.compile(
-    r"[\x00-\x20]*((?i:f[\t\n\r]*t[\t\n\r]*p|f[\t\n\r]*i[\t\n\r]*l[\t\n\r]*e|h[\t\n\r]*t[\t\n\r]*t[\t\n\r]*p"
-    r"(?:[\t\n\r]*s)?|w[\t\n\r]*s(?:[\t\n\r]*s)?)[\t\n\r]*:)([\t\n\r]*[/\\][\t\n\r]*[/\\])?"
-).match
 
 
 def _for_parser(text: str) -> str:
@@ -530,147 +379,6 @@ def _is_inert(element: turbohtml.Element) -> bool:
     return any(getattr(ancestor, "tag", None) == "template" for ancestor in element.ancestors)
 
 
-_ABSOLUTE: tuple[Status, None, None] = ("absolute", None, None)
-_SAME_DOCUMENT: tuple[Status, None, None] = ("same-document", None, None)
-_NO_BASE: tuple[Status, None, str] = (
-    "no-base",
-    None,
-    "no base URL: the document has no <base>, and no retrieval URL was given",
-)
-
-
-class _Context:
-    """The base of one document and the policy, resolving one reference at a time."""
-
-    def __init__(
-        self, base: str | None, layer: Layer | None, policy: Policy, codec: str = "utf-8", in_noscript: bool = False
-    ) -> None:
-        self.base = base
-        # The links are in a <noscript>'s raw text (scripting on): a new URL there must never
-        # hold "<", or a base holding "</noscript>" would end the element early and what
-        # follows would be live markup. Browsers percent-encode "<" in every URL part anyway.
-        self.in_noscript = in_noscript
-        self.layer: Layer | None = layer
-        self.policy = policy
-        self.codec = codec
-        # URL Standard §4.4 "query state": a special URL's query is encoded in the document's
-        # encoding (HTML §2.4.2 "encoding-parse a URL"); ada-url knows only UTF-8, so such a
-        # query is encoded here first (rewriter.url.query_encoding). CSS reads every URL as UTF-8.
-        encoding = whatwg_name(codec) if policy.rules == "whatwg" else None
-        self.query_encoding = encoding if encoding is not None and has_encoder(encoding) else None
-        self._css: _Context | None = None
-        # Resolver parses its base once; the resolve module caches parsed bases.
-        self.resolver = Resolver(base, rules=policy.rules, strict=policy.strict) if base else None
-        self.classified: dict[str, tuple[Status, str | None, str | None]] = {}  # reference: classify()
-        # Whether a scheme alone makes a reference absolute (see is_absolute): then a
-        # miss in the cache costs one scheme match before resolving.
-        self.scheme_match = (
-            scheme_prefix(policy.rules)
-            if policy.rules != "whatwg" and (policy.strict or policy.rules == "rfc1808" or base is None)
-            else None
-        )
-        self.resolve_one = self.resolver.resolve if self.resolver is not None else None
-        self.keep_same_document = not policy.same_document
-
-    def with_base(self, base: str, layer: Layer) -> _Context:
-        return _Context(base, layer, self.policy, self.codec, self.in_noscript)
-
-    def for_css(self) -> _Context:
-        """This base and policy for the URLs of CSS, which are UTF-8 whatever the document's
-        encoding (CSS Values §4.5.1.1, w3c/csswg-drafts#9301): the query is not encoded in it."""
-        if self.query_encoding is None:
-            return self
-        if self._css is None:
-            self._css = _Context(self.base, self.layer, self.policy, "utf-8", self.in_noscript)
-        return self._css
-
-    def inside_noscript(self) -> _Context:
-        """This base and policy, for the links of a <noscript>'s text."""
-        return _Context(self.base, self.layer, self.policy, self.codec, in_noscript=True)
-
-    def codebase(self, value: str) -> _Context:
-        """HTML 4.01 §13.3: the context for classid/data/archive/code, relative to the
-        codebase *value* (decoded), itself resolved against this base."""
-        start, end = strip_whitespace(value, 0, len(value))
-        reference = value[start:end]
-        status, resolved, _ = self.classify(reference)
-        if status == "absolute":
-            return self.with_base(reference, "codebase")
-        if status == "rewritten" and resolved is not None:
-            return self.with_base(resolved, "codebase")
-        return self
-
-    def is_absolute(self, reference: str) -> bool:
-        policy = self.policy
-        if policy.rules == "whatwg":
-            # URL Standard "special relative or authority state": a special scheme not
-            # followed by two slashes ("https:g", "http:/x") is relative to a base of
-            # that scheme, so the reference means another URL on a page served
-            # elsewhere. Only one that parses alone to what it resolves to, and does
-            # not lean on the base's scheme, is absolute.
-            special = _SPECIAL_SCHEME(reference)
-            if special is not None and special.group(2) is None:
-                return False
-            try:
-                alone = _WHATWG_ALONE.resolve(reference)  # fails for a reference that needs a base ("x")
-                return self.resolver is None or alone == self.resolver.resolve(reference)
-            except UnresolvableReference:
-                return False
-        scheme = scheme_of(reference, rules=policy.rules)
-        if scheme is None:
-            return False
-        if not policy.strict and policy.rules != "rfc1808" and self.base is not None:
-            base_scheme = scheme_of(self.base)
-            return base_scheme is None or scheme.lower() != base_scheme.lower()
-        return True
-
-    def classify(self, reference: str) -> tuple[Status, str | None, str | None]:
-        """(status, resolved URL, reason) for one reference (whitespace already stripped)."""
-        known = self.classified.get(reference)
-        if known is None:
-            known = self.classified[reference] = self._classify(reference)
-        return known
-
-    def _classify(self, reference: str) -> tuple[Status, str | None, str | None]:
-        """:meth:`classify` for a reference not yet seen."""
-        if self.keep_same_document and (not reference or reference[0] == "#"):
-            return _SAME_DOCUMENT
-        found = self._resolve(reference)
-        keep = self.policy.keep
-        if keep is not None and found[0] in ("rewritten", "no-base", "unresolvable"):
-            kept = keep(reference, found[1] if found[0] == "rewritten" else None)
-            if kept is not None:
-                return kept[0], None, kept[1]
-        relink = self.policy.relink
-        if relink is not None and found[0] != "unresolvable":
-            new = relink(found[1] if found[0] == "rewritten" else reference)  # type: ignore[arg-type]
-            if new is not None:
-                found = ("relinked", new, None)
-        if self.in_noscript and found[1] is not None and "<" in found[1]:
-            found = (found[0], found[1].replace("<", "%3C"), found[2])
-        return found
-
-    def _resolve(self, reference: str) -> tuple[Status, str | None, str | None]:
-        scheme_match = self.scheme_match
-        if (scheme_match(reference) is not None) if scheme_match is not None else self.is_absolute(reference):
-            return _ABSOLUTE
-        resolve_one = self.resolve_one
-        if resolve_one is None:
-            return _NO_BASE
-        try:
-            query_encoding = self.query_encoding
-            resolved = resolve_one(
-                reference if query_encoding is None else encode_query(reference, query_encoding, self.base)
-            )
-        except UnresolvableReference as error:
-            return "unresolvable", None, error.reason
-        if resolved == reference:
-            # Non-strict rules read "http://h/x" on an http: page as relative ("//h/x"); it
-            # resolves to itself, and was absolute all along.
-            return _ABSOLUTE
-        return "rewritten", resolved, None
-
-
 def _rewrite_text(
     text: str,
     fallback: str | None,
@@ -680,9 +388,9 @@ def _rewrite_text(
     readable: bool = False,
     *,
     base_elements: bool = True,
-    context: _Context | None = None,
+    context: Context | None = None,
     in_noscript: bool = False,
-) -> _TextResult:
+) -> TextResult:
     """Find and resolve every link of one document's text; the edits are text spans.
 
     *readable*: the text was decoded without an unreadable byte, so it holds no lone
@@ -693,13 +401,13 @@ def _rewrite_text(
     *in_noscript*: the text is itself inside a ``<noscript>`` (a srcdoc there).
     """
     document = _Document(text, readable)
-    result = _TextResult()
+    result = TextResult()
     tree = document.tree
     if context is not None:
         result.base, result.layer = context.base, context.layer
         _document_links(document, None, context, policy, result)
         _left_where_readings_differ(document, result)
-        _require_base(policy, result)
+        require_base(policy, result)
         return result
 
     # RFC 1808 §3.1 / HTML "document base URL": the first base element with an href,
@@ -712,7 +420,7 @@ def _rewrite_text(
         canonical = _canonical(document)
         if canonical is not None:
             base, layer = canonical, "canonical"
-    fallback_context = _Context(base, layer, policy, codec, in_noscript)
+    fallback_context = Context(base, layer, policy, codec, in_noscript)
     base_element = None  # the first one that counts, usable or not
     usable_base = False
     for candidate in tree.select("base[href]") if base_elements else ():
@@ -721,7 +429,7 @@ def _rewrite_text(
         base_element = candidate
         href = document.attribute_value(candidate, "href") or ""
         start, end = strip_whitespace(href, 0, len(href))
-        frozen, problem = _frozen_base(href[start:end], fallback_context)
+        frozen, problem = frozen_base(href[start:end], fallback_context)
         if frozen is not None:
             base, layer = frozen, "base-element"
         if problem is not None:
@@ -730,23 +438,23 @@ def _rewrite_text(
             result.problems.append(f"<base href={href!r}> ignored: {problem}")
         usable_base = problem is None
         break
-    context = _Context(base, layer, policy, codec, in_noscript)
+    context = Context(base, layer, policy, codec, in_noscript)
     result.base, result.layer = base, layer
 
     _document_links(document, base_element, context, policy, result)
     if base_element is not None and usable_base:
         _base_element(document, base_element, fallback_context, policy, result)
     _left_where_readings_differ(document, result)
-    _require_base(policy, result)
+    require_base(policy, result)
     return result
 
 
 def _document_links(
     document: _Document,
     base_element: turbohtml.Element | None,
-    context: _Context,
+    context: Context,
     policy: Policy,
-    result: _TextResult,
+    result: TextResult,
 ) -> None:
     """Every link of *document* but its base element's: the elements of the scripting
     tree, each <noscript>'s text as markup (:func:`_noscript_links`), and the markup of
@@ -759,7 +467,7 @@ def _document_links(
         _conditional_comments(document, context, policy, result)
 
 
-def _noscript_links(document: _Document, context: _Context, policy: Policy, result: _TextResult) -> None:
+def _noscript_links(document: _Document, context: Context, policy: Policy, result: TextResult) -> None:
     """The links in each <noscript>, as a browser with scripting off reads its text.
 
     Both readings must hold (HTML §13.2.6.4.7 "noscript", scripting on and off): with
@@ -777,15 +485,15 @@ def _noscript_links(document: _Document, context: _Context, policy: Policy, resu
         if start >= end:
             continue
         fragment = _Document(text[start:end], noscript_fragment=True)
-        inner = _TextResult()
+        inner = TextResult()
         _document_links(fragment, None, inner_context, policy, inner)
         if inner.edits:
-            spliced = _spliced(fragment.text, inner.edits)
-            if _end_tag(spliced, "noscript", 0) != len(spliced):
+            written = spliced(fragment.text, inner.edits)
+            if _end_tag(written, "noscript", 0) != len(written):
                 # Never reached while no new value holds "<"; kept as the last guard.
                 result.problems.append(f"links in the <noscript> at character {start} were left as they are")
                 inner.edits.clear()
-        result.found.extend(_shifted(found, None, start) for found in inner.found)
+        result.found.extend(shifted(found, None, start) for found in inner.found)
         result.edits.extend((edit_start + start, edit_end + start, new) for edit_start, edit_end, new in inner.edits)
         result.problems.extend(f"in <noscript>: {problem}" for problem in inner.problems)
         if document.diverges_at is None and not _reads_on_alike(fragment):
@@ -811,7 +519,7 @@ def _reads_on_alike(fragment: _Document) -> bool:
     return last is not None and last.type is _START_TAG_TOKEN and last.tag == _SENTINEL[1:-1] and last.col == len(text)
 
 
-def _left_where_readings_differ(document: _Document, result: _TextResult) -> None:
+def _left_where_readings_differ(document: _Document, result: TextResult) -> None:
     """After a <noscript> that a browser with scripting off reads on from elsewhere than one
     with scripting on (it opened a tag, a comment or raw text that runs past its end), the
     two readings of the page differ: what is a link to one is text to the other. Nothing
@@ -826,82 +534,9 @@ def _left_where_readings_differ(document: _Document, result: _TextResult) -> Non
     )
     result.edits = [edit for edit in result.edits if edit[0] < at]
     for index, found in enumerate(result.found):
-        element, attribute, kind, reference, _, status, _, base, layer, start, end = found
-        if start >= at and status in ("rewritten", "relinked"):
-            result.found[index] = (
-                element,
-                attribute,
-                kind,
-                reference,
-                None,
-                "unresolvable",
-                reason,
-                base,
-                layer,
-                start,
-                end,
-            )
+        if found.start >= at and found.status in ("rewritten", "relinked"):
+            result.found[index] = found._replace(resolved=None, status="unresolvable", reason=reason)
     result.problems.append(reason.replace("left as it is", "links were left as they are"))
-
-
-def _spliced(text: str, edits: list[tuple[int, int, str]]) -> str:
-    """*text* with *edits* (spans of it) applied; the tree adapters splice values with it too."""
-    pieces: list[str] = []
-    last = 0
-    for start, end, new in sorted(edits, key=lambda edit: (edit[0], edit[1])):
-        if start < last:
-            continue  # never overlapping; should two, the first stands
-        pieces += (text[last:start], new)
-        last = end
-    pieces.append(text[last:])
-    return "".join(pieces)
-
-
-def _require_base(policy: Policy, result: _TextResult) -> None:
-    if policy.require_base and any(found[_STATUS] == "no-base" for found in result.found):
-        raise NoBaseError("the document has relative links and no base URL (RFC 1808 §3.4)")
-
-
-def _frozen_base(reference: str, fallback: _Context) -> tuple[str | None, str | None]:
-    """HTML §4.2.3 "set the frozen base URL": the ``<base href>`` *reference* (whitespace
-    stripped) parsed against the fallback base, and None with the reason when it cannot be
-    the base; the fallback then stays the base (the next layer of RFC 1808 §3). Under the
-    RFC rules an absolute URL whose authority is none of the rules' syntax (an unclosed IP
-    literal) fails to parse, as the WHATWG parser fails."""
-    problem = _unusable_base(reference, fallback)
-    if problem is not None:
-        return None, problem
-    try:
-        if fallback.is_absolute(reference):
-            frozen = reference
-        elif fallback.resolver is not None:
-            frozen = fallback.resolver.resolve(reference)
-        else:
-            return None, "it is relative and there is no base to resolve it against"
-    except UnresolvableReference as error:
-        return None, error.reason
-    problem = authority_problem(frozen, rules=fallback.policy.rules)
-    return (None, problem) if problem is not None else (frozen, None)
-
-
-def _unusable_base(reference: str, context: _Context) -> str | None:
-    """Why a <base href> cannot be the document's base (HTML "set the frozen base URL").
-
-    The scheme is read as a browser's URL parser reads it: leading and trailing C0
-    controls and spaces stripped, tabs and newlines removed anywhere (URL Standard
-    §4.4), so that ``java\tscript:`` is the javascript: it is to a browser.
-    """
-    reference = _URL_TAB_OR_NEWLINE.sub("", reference.strip("".join(map(chr, range(0x21)))))
-    scheme = parse(reference).scheme
-    if scheme is not None and scheme.lower() in ("javascript", "data", "vbscript"):
-        return f"a {scheme.lower()}: URL cannot be a base"
-    if scheme is not None:
-        rest = reference[len(scheme) + 1 :]
-        if not rest.startswith("/") and not rest.startswith("#"):
-            return "an opaque URL cannot be a base"
-    if not reference and context.base is None:
-        return "it is empty and there is no base to resolve it against"
-    return None
 
 
 def saved_from_mark(document: bytes | str) -> str | None:
@@ -923,7 +558,7 @@ def _saved_from(text: str) -> str | None:
     url = text[match.end() : match.end() + int(match.group(1))].strip()
     # Hierarchical only: Internet Explorer and Edge write "about:internet" (the Mark of the
     # Web) there, which no relative link can be resolved against.
-    return url if is_hierarchical(url) else None
+    return url if usable_as_base(url) else None
 
 
 def _canonical(document: _Document) -> str | None:
@@ -939,9 +574,9 @@ def _canonical(document: _Document) -> str | None:
 def _base_element(
     document: _Document,
     element: turbohtml.Element,
-    fallback: _Context,
+    fallback: Context,
     policy: Policy,
-    result: _TextResult,
+    result: TextResult,
 ) -> None:
     """The <base> element stays with its href made absolute, or goes (``remove_base``)."""
     if policy.remove_base:
@@ -1010,9 +645,9 @@ def _elements_links(
     document: _Document,
     elements: Iterable[turbohtml.Element],
     base_element: turbohtml.Element | None,
-    context: _Context,
+    context: Context,
     policy: Policy,
-    result: _TextResult,
+    result: TextResult,
 ) -> None:
     """The links of *elements* (each start tag once), but the base element's.
 
@@ -1058,7 +693,7 @@ def _elements_links(
             _element_links(document, element, context, policy, result)
             continue
         if "style" in needed:
-            if _may_hold_urls(attrs.get("style")):
+            if may_hold_urls(attrs.get("style")):
                 _element_links(document, element, context, policy, result)
                 continue
             needed = needed - _STYLE
@@ -1092,7 +727,7 @@ def _elements_links(
             if known is None:
                 known = classified[raw] = classify_new(raw)
             status, resolved, reason = known
-            found.append((tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
+            found.append(Link(tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
             if (status == "rewritten" or status == "relinked") and resolved != raw:
                 prefix = _prefix(resolved, raw)  # type: ignore[arg-type]
                 if prefix is not None and (quote or _NEEDS_QUOTES.isdisjoint(prefix)):
@@ -1105,9 +740,9 @@ def _elements_links(
 def _element_links(
     document: _Document,
     element: turbohtml.Element,
-    context: _Context,
+    context: Context,
     policy: Policy,
-    result: _TextResult,
+    result: TextResult,
 ) -> None:
     tag = element.tag
     if tag == "style":
@@ -1152,9 +787,9 @@ def _plain_url(
     tag: str,
     name: str,
     span: tuple[int, int, str],
-    context: _Context,
+    context: Context,
     policy: Policy,
-    result: _TextResult,
+    result: TextResult,
 ) -> None:
     """The common case, one URL in an attribute, without the general machinery."""
     raw_start, raw_end, quote = span
@@ -1213,10 +848,11 @@ def _applies(element: turbohtml.Element, tag: str, name: str) -> bool:
     return True
 
 
-def _codebase(document: _Document, span: tuple[int, int, str], context: _Context) -> _Context:
+def _codebase(document: _Document, span: tuple[int, int, str], context: Context) -> Context:
     """The base for classid/data/archive/code: the codebase resolved against the document's base."""
     value, _ = decode_attribute(document.text[span[0] : span[1]])
-    return context.codebase(value)
+    start, end = strip_whitespace(value, 0, len(value))
+    return context.codebase(value[start:end])
 
 
 def _url_spans(kind: Kind, value: str) -> list[tuple[int, int]]:
@@ -1255,9 +891,9 @@ def _attribute_links(
     name: str,
     kind: Kind,
     span: tuple[int, int, str],
-    context: _Context,
+    context: Context,
     policy: Policy,
-    result: _TextResult,
+    result: TextResult,
 ) -> None:
     raw_start, raw_end, quote = span
     raw = document.text[raw_start:raw_end]
@@ -1271,7 +907,7 @@ def _attribute_links(
     replacements: list[tuple[int, int, str, str | None]] = []
     if kind == "css":
         css_context = context.for_css()
-        for url in _css_urls(value):
+        for url in css_urls(value):
             _one_url(
                 tag,
                 name,
@@ -1290,7 +926,7 @@ def _attribute_links(
     elif kind == "srcdoc":
         # A srcdoc document is a string: its encoding is UTF-8 (HTML §4.8.5 "about:srcdoc").
         nested = _rewrite_text(value, context.base, context.layer, policy, in_noscript=context.in_noscript)
-        result.found.extend(_shifted(found, offsets, raw_start) for found in nested.found)
+        result.found.extend(shifted(found, offsets, raw_start) for found in nested.found)
         for edit_start, edit_end, new in nested.edits:
             replacements.append((edit_start, edit_end, new, None))
         result.problems.extend(f"in srcdoc: {problem}" for problem in nested.problems)
@@ -1312,10 +948,10 @@ def _one_url(
     start: int,
     end: int,
     reference: str,
-    context: _Context,
+    context: Context,
     offsets: list[int] | None,
     raw_start: int,
-    result: _TextResult,
+    result: TextResult,
     replacements: list[tuple[int, int, str, str | None]],
     css_quote: str | None = None,
 ) -> None:
@@ -1348,7 +984,7 @@ def _splice_attribute(
     value: str,
     offsets: list[int] | None,
     replacements: list[tuple[int, int, str, str | None]],
-    result: _TextResult,
+    result: TextResult,
 ) -> None:
     if not quote or quote == _VALUELESS:
         written = "".join(new if prefix is None else prefix for _, _, new, prefix in replacements)
@@ -1371,20 +1007,6 @@ def _splice_attribute(
             result.edits.append((raw_at, raw_start + _raw(offsets, end), _escape_attribute(new, quote)))
 
 
-def _may_hold_urls(style: object) -> bool:
-    """Whether a piece of CSS (a decoded ``style`` value; not a str: yes, to be safe) may
-    hold a URL: url(), src(), image-set() and @import need "(" or "@", and an escape can
-    spell nothing else."""
-    return not isinstance(style, str) or "(" in style or "@" in style or "\\" in style
-
-
-def _css_urls(text: str) -> list[css.CSSURL]:
-    """The URLs of a piece of CSS (none without what :func:`_may_hold_urls` looks for)."""
-    if _may_hold_urls(text):
-        return css.find_urls(text)
-    return []
-
-
 def _end_tag(text: str, name: str, start: int) -> int:
     """Where the raw text that starts at *start* ends: the first ``</name`` followed by
     whitespace, "/" or ">" (HTML §13.2.5.12 "appropriate end tag"), or the end."""
@@ -1402,8 +1024,8 @@ def _end_tag(text: str, name: str, start: int) -> int:
 def _style_element(
     document: _Document,
     element: turbohtml.Element,
-    context: _Context,
-    result: _TextResult,
+    context: Context,
+    result: TextResult,
 ) -> None:
     """CSS in a <style> element: raw text in HTML, so its source is its text.
 
@@ -1416,29 +1038,7 @@ def _style_element(
     foreign = element.namespace != _HTML
     if foreign and ("&" in source or "<" in source):
         return  # SVG <style> is parsed as markup; only plain text is taken as is
-    _css_links(source, start, "style", "#style", context.for_css(), result, in_style_element=True, foreign=foreign)
-
-
-def _css_links(
-    source: str,
-    shift: int,
-    element: str,
-    attribute: str,
-    context: _Context,
-    result: _TextResult,
-    *,
-    in_style_element: bool,
-    foreign: bool = False,
-) -> None:
-    """The URLs of a style sheet's text that starts at *shift*: a <style> element's, or a whole .css file's."""
-    for url in _css_urls(source):
-        start, end = shift + url.start, shift + url.end
-        resolved = result.record(context, element, attribute, "css", url.value, start, end)
-        if resolved is not None:
-            new = css.escape_url(resolved, url.quote, in_style_element=in_style_element)
-            if foreign:
-                new = new.replace("&", "&amp;")  # SVG <style> is markup: "&" would start a reference
-            result.edits.append((start, end, new))
+    css_links(source, start, "style", "#style", context.for_css(), result, in_style_element=True, foreign=foreign)
 
 
 # HTML elements whose content the tree builder has the tokenizer read as raw text or
@@ -1454,7 +1054,7 @@ _START_TAG_TOKEN = turbohtml.TokenType.START_TAG
 _TOKENIZER_CHUNK = 1 << 16  # text given to the tokenizer at a time: a restart wastes at most this
 
 
-def _conditional_comments(document: _Document, context: _Context, policy: Policy, result: _TextResult) -> None:
+def _conditional_comments(document: _Document, context: Context, policy: Policy, result: TextResult) -> None:
     """Links inside ``<!--[if IE]>...<![endif]-->``: markup that old IE rendered.
 
     Each is parsed as a document of its own with this document's base (a <base> inside
@@ -1471,7 +1071,7 @@ def _conditional_comments(document: _Document, context: _Context, policy: Policy
         return
     # One policy and context for all of them: a conditional comment has no base of its own.
     nested_policy = policy.clone(conditional_comments=False)
-    nested_context = _Context(context.base, context.layer, nested_policy, context.codec, context.in_noscript)
+    nested_context = Context(context.base, context.layer, nested_policy, context.codec, context.in_noscript)
     nested_context.classified = context.classified  # the same base, rules and escaping: the same answers
     parsed = document.parser_text  # as text, offset for offset, with what the parser read for each character
     for start, data in offsets:
@@ -1490,7 +1090,7 @@ def _conditional_comments(document: _Document, context: _Context, policy: Policy
             base_elements=False,
             context=nested_context,
         )
-        result.found.extend(_shifted(found, None, inner_start) for found in nested.found)
+        result.found.extend(shifted(found, None, inner_start) for found in nested.found)
         for edit_start, edit_end, new in nested.edits:
             # The new text lands inside a comment: a ">" could end it ("-->", "--!>") and
             # turn the rest of the URL into live markup. Browsers percent-encode ">" in a
@@ -1639,15 +1239,6 @@ def _tag_end(text: str, offset: int) -> int:
 # --------------------------------------------------------------------------
 
 
-def _fallback(url: str | None, base: str | None) -> tuple[str | None, Layer | None]:
-    """RFC 1808 §3.2 before §3.3: a base handed down by an enclosing entity, then the retrieval URL."""
-    if base is not None:
-        return base, "enclosing"
-    if url is not None:
-        return url, "retrieval-url"
-    return None, None
-
-
 def rewrite_html(
     document: bytes | str,
     *,
@@ -1655,7 +1246,7 @@ def rewrite_html(
     base: str | None = None,
     charset: str | None = None,
     policy: Policy = DEFAULT_POLICY,
-) -> HTMLResult:
+) -> DocumentResult:
     """Make every relative URL of an HTML document absolute, changing no other byte.
 
     *url* is the retrieval URL (RFC 1808 §3.3); *base* a base handed down by an
@@ -1663,7 +1254,7 @@ def rewrite_html(
     transport charset (HTTP or MIME). The output is bytes in the document's own
     encoding; a ``str`` document is taken as already decoded and comes back as UTF-8.
     """
-    return _process(document, url, base, charset, policy, rewrite=True, engine=_rewrite_text, sniffer=sniff)
+    return process(document, url, base, charset, policy, rewrite=True, engine=_rewrite_text, sniffer=sniff)
 
 
 def find_links(
@@ -1673,111 +1264,9 @@ def find_links(
     base: str | None = None,
     charset: str | None = None,
     policy: Policy = DEFAULT_POLICY,
-) -> HTMLResult:
+) -> DocumentResult:
     """Every link of an HTML document, resolved, without rewriting (``output`` is the input)."""
-    return _process(document, url, base, charset, policy, rewrite=False, engine=_rewrite_text, sniffer=sniff)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for one document's link search.
-
-    The search makes a few tuples per link (pages have thousands) and no reference
-    cycles; each collection the allocations trigger would only walk them (13 % of
-    the engine's time on the corpus). The collector runs again on return.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-# A text-level engine (HTML or CSS): text, fallback base, its layer, policy, codec, and
-# whether every byte was readable.
-_Engine = Callable[[str, str | None, Layer | None, Policy, str, bool], _TextResult]
-
-
-def _process(
-    document: bytes | str,
-    url: str | None,
-    base: str | None,
-    charset: str | None,
-    policy: Policy,
-    *,
-    rewrite: bool,
-    engine: _Engine,
-    sniffer: Callable[[bytes, str | None], Sniffed],
-) -> HTMLResult:
-    """Decode, run *engine* on the text, map its text offsets to bytes, and splice its edits
-    into the original bytes. *sniffer* chooses the encoding (HTML's or CSS's rules)."""
-    fallback, layer = _fallback(url, base)
-    if isinstance(document, str):
-        # A decoded document may hold any lone surrogate; it goes out as UTF-8 with them.
-        text, codec, label, errors = document, "utf-8", "utf-8", "surrogatepass"
-        bom, body, tail = b"", document.encode("utf-8", errors), b""
-        readable = False
-    else:
-        sniffed = sniffer(document, charset)
-        text, readable = decode_checked(document, sniffed)
-        codec, label, errors = sniffed.codec, sniffed.label, errors_for(sniffed.codec)
-        bom = sniffed.bom
-        body, tail = split(document, sniffed)
-    with _collector_paused():
-        found = engine(_as_browsers_read(text, codec, policy), fallback, layer, policy, codec, readable)
-    byte_map = ByteMap(text, body, codec, errors)
-    shift = len(bom)
-
-    def links(statuses: frozenset[Status] | None) -> tuple[Link, ...]:
-        found.found.sort(key=lambda item: item[_START])  # document order (conditional comments come last)
-        chosen = found.found if statuses is None else [item for item in found.found if item[_STATUS] in statuses]
-        positions = sorted({p for item in chosen for p in item[_START:]})
-        mapped = dict(zip(positions, byte_map.byte_offsets(positions), strict=True))
-        return tuple(
-            [Link(*item[:_START], mapped[item[_START]] + shift, mapped[item[_END]] + shift) for item in chosen]
-        )
-
-    edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite else []
-    positions = sorted({p for edit in edits for p in edit[:2]})
-    mapped = dict(zip(positions, byte_map.byte_offsets(positions), strict=True))
-    output = document if isinstance(document, bytes) else body
-    if edits:
-        pieces: list[bytes] = [bom]
-        last = 0
-        for start, end, new in edits:
-            byte_start, byte_end = mapped[start], mapped[end]
-            if byte_start < last:
-                continue  # edits never overlap; should one, the first stands
-            pieces.append(body[last:byte_start])
-            pieces.append(encode_url_text(new, codec, errors))
-            last = byte_end
-        pieces.append(body[last:])
-        pieces.append(tail)
-        output = b"".join(pieces)
-
-    def status_counts() -> dict[Status, int]:
-        return dict(Counter(map(itemgetter(_STATUS), found.found)))
-
-    return HTMLResult(output, links, label, found.base, found.layer, tuple(found.problems), status_counts)
-
-
-def _as_browsers_read(text: str, codec: str, policy: Policy) -> str:
-    """Under ``whatwg`` rules, *text* (decoded by Python's *codec*) with each character Python
-    reads from bytes the Encoding Standard's decoder reads as another character replaced by
-    that one (EUC-JP 0xA1 0xC1 is U+FF5E, not U+301C; gb18030 0xA6 0xD9 is U+FE10, not
-    U+E78D): the URL a browser makes of a link is made of those. One character for one, so
-    every offset holds; character references are decoded later, from the text as written.
-    The RFC rule sets write a link's characters back as they are, so they keep Python's."""
-    if policy.rules != "whatwg" or text.isascii():
-        return text
-    encoding = whatwg_name(codec)
-    if encoding is None or not has_encoder(encoding):
-        return text
-    misreadings = python_misreadings(encoding, codec)
-    return text.translate(misreadings) if misreadings else text
+    return process(document, url, base, charset, policy, rewrite=False, engine=_rewrite_text, sniffer=sniff)
 
 
 def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tuple[str, dict[str, str]]]:

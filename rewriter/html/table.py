@@ -14,19 +14,10 @@ True
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal
+
+from rewriter.document.model import Kind
 
 __all__ = ["CODEBASE_RELATIVE", "CONDITIONAL", "Kind", "attributes_of", "css_identifier", "kind_of", "selector"]
-
-Kind = Literal[
-    "url",  # one URL
-    "urls",  # space-separated URLs (ping; object archive; head profile)
-    "comma-urls",  # comma-separated URLs (applet archive)
-    "srcset",  # image candidate strings (HTML §4.8.4.3.10)
-    "refresh",  # meta refresh content (HTML §7.11.1)
-    "css",  # a style attribute: CSS declarations
-    "srcdoc",  # a nested HTML document (iframe srcdoc)
-]
 
 # URL attributes on any HTML element. Like lxml's iterlinks, the attribute name alone
 # decides, so custom elements (amp-img src, amp-iframe src) are covered too.

@@ -33,26 +33,22 @@ from dataclasses import dataclass
 from typing import Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from rewriter.css import syntax as css
+from rewriter.css.syntax import css_urls
+from rewriter.document.model import Kind, Link, NoBaseError
+from rewriter.document.process import Context, frozen_base, spliced
 from rewriter.html.engine import (
-    Layer,
-    Link,
-    NoBaseError,
     _applies,
     _conditional_spans,
-    _Context,
-    _css_urls,
-    _fallback,
     _for_context,
-    _frozen_base,
     _looks_like_url,
     _rewrite_text,
     _saved_from,
-    _spliced,
     _url_spans,
 )
 from rewriter.html.microsyntax import strip_whitespace
-from rewriter.html.table import CODEBASE_RELATIVE, CONDITIONAL, Kind, attributes_of
+from rewriter.html.table import CODEBASE_RELATIVE, CONDITIONAL, attributes_of
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.url.base import Layer, handed_down
 from rewriter.url.resolve import parse
 
 __all__ = ["NO_SPAN", "Adapter", "Namespace", "TreeResult", "absolutize", "namespace_of"]
@@ -252,7 +248,7 @@ class _Run(Generic[N]):
     problems: list[str]
     writes: list[tuple[str, Callable[[], None]]]  # (what is written, the write)
 
-    def record(self, context: _Context, element: str, attribute: str, kind: Kind, reference: str) -> str | None:
+    def record(self, context: Context, element: str, attribute: str, kind: Kind, reference: str) -> str | None:
         """Classify one reference, note it, and give the URL to write (None: leave it)."""
         status, resolved, reason = context.classify(reference)
         self.links.append(
@@ -272,9 +268,9 @@ class _Run(Generic[N]):
         )
         return resolved if status in ("rewritten", "relinked") and resolved != reference else None
 
-    def nested(self, found: Sequence[tuple[object, ...]]) -> None:
+    def nested(self, found: Sequence[Link]) -> None:
         """Links a nested run of the bytes engine found (srcdoc, conditional comments), spans dropped."""
-        self.links.extend(Link(*item[:9], NO_SPAN, NO_SPAN) for item in found)  # type: ignore[arg-type]
+        self.links.extend(item._replace(start=NO_SPAN, end=NO_SPAN) for item in found)
 
 
 def absolutize(
@@ -306,16 +302,16 @@ def absolutize(
     run = _Run(adapter, policy, codec, [], [], [])
     document = adapter.document(root)
 
-    found_base, layer = _fallback(url, base)
+    found_base, layer = handed_down(url=url, base=base)
     if found_base is None:
         found_base, layer = _saved_from_mark(walk, document)
     if found_base is None and policy.canonical_base:
         canonical = _canonical(walk, document)
         if canonical is not None:
             found_base, layer = canonical, "canonical"
-    fallback_context = _Context(found_base, layer, policy, codec)
+    fallback_context = Context(found_base, layer, policy, codec)
     base_node, usable, found_base, layer = _base_element(walk, document, fallback_context, run)
-    context = _Context(found_base, layer, policy, codec)
+    context = Context(found_base, layer, policy, codec)
     noscript_context = context.inside_noscript()
 
     for node, element in walk.nodes(root):
@@ -388,7 +384,7 @@ def _canonical(walk: _Walk[N], document: N) -> str | None:
 
 
 def _base_element(
-    walk: _Walk[N], document: N, fallback: _Context, run: _Run[N]
+    walk: _Walk[N], document: N, fallback: Context, run: _Run[N]
 ) -> tuple[N | None, bool, str | None, Layer | None]:
     """HTML §4.2.3: the first ``<base href>`` that counts, whether it is usable, and the
     document's base and layer.
@@ -407,7 +403,7 @@ def _base_element(
         href = names["href"]
         start, end = strip_whitespace(href, 0, len(href))
         reference = href[start:end]
-        frozen, problem = _frozen_base(reference, fallback)
+        frozen, problem = frozen_base(reference, fallback)
         if problem is not None:
             run.problems.append(f"<base href={href!r}> ignored: {problem}")
             return element.node, False, fallback.base, fallback.layer
@@ -415,7 +411,7 @@ def _base_element(
     return None, False, fallback.base, fallback.layer
 
 
-def _element_links(element: _Element[N], context: _Context, run: _Run[N]) -> None:
+def _element_links(element: _Element[N], context: Context, run: _Run[N]) -> None:
     """The links of one element: its URL attributes (the table), and a ``<style>``'s text."""
     if element.namespace is None:
         return  # a namespace the table does not cover (only XML parsers make them)
@@ -446,13 +442,14 @@ def _element_links(element: _Element[N], context: _Context, run: _Run[N]) -> Non
         _style_text(element, context, run)
 
 
-def _codebase(value: str, context: _Context) -> _Context:
+def _codebase(value: str, context: Context) -> Context:
     """HTML 4.01 §13.3: classid/data/archive/code are relative to codebase, itself resolved."""
-    return context.codebase(value)
+    start, end = strip_whitespace(value, 0, len(value))
+    return context.codebase(value[start:end])
 
 
 def _attribute(
-    element: _Element[N], name: str, key: object, value: str, kind: Kind, context: _Context, run: _Run[N]
+    element: _Element[N], name: str, key: object, value: str, kind: Kind, context: Context, run: _Run[N]
 ) -> None:
     """One attribute value's URLs, each by its microsyntax; the new value written at the end."""
     value = value.replace("\0", "\ufffd")  # HTML §13.2.5.36-38, as the bytes engine reads it
@@ -460,7 +457,7 @@ def _attribute(
     replacements: list[tuple[int, int, str]] = []
     if kind == "css":
         css_context = context.for_css()  # CSS reads every URL as UTF-8
-        for found in _css_urls(value):
+        for found in css_urls(value):
             resolved = run.record(css_context, tag, name, kind, found.value)
             if resolved is not None:
                 replacements.append((found.start, found.end, css.escape_url(resolved, found.quote)))
@@ -476,32 +473,32 @@ def _attribute(
             if resolved is not None:
                 replacements.append((start, end, _for_context(kind, resolved, value, start)))
     if replacements:
-        new = _spliced(value, replacements)
+        new = spliced(value, replacements)
         adapter, node = run.adapter, element.node
         run.writes.append((f"<{tag} {name}>", lambda: adapter.set_attribute(node, key, new)))
 
 
-def _style_text(element: _Element[N], context: _Context, run: _Run[N]) -> None:
+def _style_text(element: _Element[N], context: Context, run: _Run[N]) -> None:
     """A ``<style>`` element's CSS (HTML §4.2.6): its text, when it holds only text."""
     adapter, node = run.adapter, element.node
     source = adapter.text(node)
     if not source:
         return
     replacements: list[tuple[int, int, str]] = []
-    for found in _css_urls(source):
+    for found in css_urls(source):
         resolved = run.record(context.for_css(), "style", "#style", "css", found.value)
         if resolved is not None:
             # Raw text when serialised as HTML: "<" is escaped so that no "</style" appears.
             replacements.append((found.start, found.end, css.escape_url(resolved, found.quote, in_style_element=True)))
     if replacements:
-        new = _spliced(source, replacements)
+        new = spliced(source, replacements)
         run.writes.append(("<style> text", lambda: adapter.set_text(node, new)))
 
 
 _CONDITIONAL_DATA = re.compile(r"\[if[^\]]*\]>", re.IGNORECASE)
 
 
-def _conditional_comment(node: N, context: _Context, run: _Run[N]) -> None:
+def _conditional_comment(node: N, context: Context, run: _Run[N]) -> None:
     """``<!--[if IE]>...<![endif]-->``: the markup old IE read, parsed as a document of its
     own with this document's base (a ``<base>`` in it is never the base)."""
     adapter = run.adapter
@@ -526,5 +523,5 @@ def _conditional_comment(node: N, context: _Context, run: _Run[N]) -> None:
     if nested.edits:
         # A ">" in the new text could end the comment when serialised ("-->").
         edits = [(start + inner_start, end + inner_start, new.replace(">", "%3E")) for start, end, new in nested.edits]
-        new = _spliced(data, edits)
+        new = spliced(data, edits)
         run.writes.append(("a conditional comment", lambda: adapter.set_comment(node, new)))

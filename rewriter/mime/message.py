@@ -47,17 +47,18 @@ from email.policy import compat32
 from typing import Literal
 
 from rewriter.document.engines import DOCUMENT_TYPES, engine_for_type
-from rewriter.html.engine import HTMLResult, Link, Status
+from rewriter.document.model import DocumentResult, Link, Status
 from rewriter.mime.heading import collapse_rfc2231_value, content_charset, decode_header, decode_text, get_param
 from rewriter.mime.transfer import IDENTITY, TransferError, decode, encode, mechanism
 from rewriter.policy import DEFAULT_POLICY, Kept, Policy
-from rewriter.url.resolve import Resolver, UnresolvableReference, is_hierarchical, parse
+from rewriter.url.base import Base, Layer, chain, usable_as_heading_base
+from rewriter.url.resolve import Resolver, UnresolvableReference, parse
 
 __all__ = ["Entity", "MessageResult", "Part", "entities", "find_message_links", "header_url", "rewrite_message"]
 
-MimeLayer = Literal[
-    "base-element", "Base", "Content-Base", "Content-Location", "Snapshot-Content-Location", "retrieval-url"
-]
+# The layers a part's base comes from (rewriter.url.base.Layer: one vocabulary for every
+# engine); the older name.
+MimeLayer = Layer
 Action = Literal["rewritten", "unchanged", "skipped", "container", "other"]
 
 
@@ -100,7 +101,7 @@ class Part:
     body_start: int
     end: int
     base: str | None
-    layer: MimeLayer | None
+    layer: Layer | None
     origin: str | None
     action: Action
     problems: tuple[str, ...]
@@ -113,9 +114,9 @@ class Part:
         body_start: int,
         end: int,
         base: str | None,
-        layer: MimeLayer | None,
+        layer: Layer | None,
         origin: str | None,
-        links: tuple[Link, ...] | HTMLResult = (),
+        links: tuple[Link, ...] | DocumentResult = (),
         action: Action = "other",
         problems: tuple[str, ...] = (),
     ) -> None:
@@ -132,12 +133,12 @@ class Part:
     @property
     def links(self) -> tuple[Link, ...]:
         links = self._links
-        return links.links if isinstance(links, HTMLResult) else links
+        return links.links if isinstance(links, DocumentResult) else links
 
     def links_with(self, *statuses: Status) -> tuple[Link, ...]:
         """This part's links that have one of *statuses*; only their byte spans are worked out."""
         links = self._links
-        if isinstance(links, HTMLResult):
+        if isinstance(links, DocumentResult):
             return links.links_with(*statuses)
         return tuple(link for link in links if link.status in statuses)
 
@@ -155,7 +156,9 @@ class Part:
     def status_counts(self) -> dict[Status, int]:
         """How many of this part's links have each status, without building the links."""
         links = self._links
-        return links.status_counts if isinstance(links, HTMLResult) else dict(Counter(link.status for link in links))
+        return (
+            links.status_counts if isinstance(links, DocumentResult) else dict(Counter(link.status for link in links))
+        )
 
     def _fields(self) -> tuple[object, ...]:
         return tuple(self.links if name == "_links" else getattr(self, name) for name in _PART_SLOTS)
@@ -410,13 +413,6 @@ def _walk(entity: _Entity) -> list[_Entity]:
 # --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Base:
-    url: str
-    layer: MimeLayer
-    origin: str | None
-
-
 def header_url(heading: Message, name: str) -> str | None:
     """The URL in the first *name* field, as RFC 2557 §4.4.3 reads it: unfolded, with the
     whitespace that folding (URLBODY, RFC 2017 §3.1) put inside it removed, then RFC 2047
@@ -451,17 +447,7 @@ def _base_header(value: str) -> str:
     return value[4:] if value[:4].lower() == "url:" else value
 
 
-def _hierarchical(url: str) -> bool:
-    """Whether *url* can serve as a base: a scheme, then a hierarchical path (RFC 3986 §4.2).
-
-    ``thismessage:`` (RFC 2557 §5e) names the message itself, for matching parts; it is
-    never written into a link, so it is no base either.
-    """
-    scheme = parse(url).scheme
-    return is_hierarchical(url) and scheme.lower() not in ("javascript", "data", "vbscript", "thismessage")  # type: ignore[union-attr]
-
-
-def _against(reference: str, base: _Base | None, policy: Policy) -> str | None:
+def _against(reference: str, base: Base | None, policy: Policy) -> str | None:
     """*reference* made absolute against *base* under the policy's rules (``http:g`` is
     relative when not strict); None when it cannot be."""
     if base is None:
@@ -472,7 +458,7 @@ def _against(reference: str, base: _Base | None, policy: Policy) -> str | None:
         return None
 
 
-def _declared_base(entity: _Entity, enclosing: _Base | None, policy: Policy, notes: list[str]) -> _Base | None:
+def _declared_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[str]) -> Base | None:
     """The base *entity*'s ``Base`` or ``Content-Base`` field gives (RFC 1808 §3.1, RFC 2110 §4.1), or None."""
     heading = entity.heading
     for name, layer in (("base", "Base"), ("content-base", "Content-Base")):
@@ -481,13 +467,13 @@ def _declared_base(entity: _Entity, enclosing: _Base | None, policy: Policy, not
             continue
         url = _base_header(value) if layer == "Base" else value
         resolved = _against(url, enclosing, policy) if url else None
-        if resolved is not None and _hierarchical(resolved):
-            return _Base(resolved, layer, entity.path)  # type: ignore[arg-type]
+        if resolved is not None and usable_as_heading_base(resolved):
+            return Base(resolved, layer, entity.path)  # type: ignore[arg-type]
         notes.append(f"{layer}: {value!r} gives no base: it is not a usable URL")
     return None
 
 
-def _heading_base(entity: _Entity, enclosing: _Base | None, policy: Policy, notes: list[str]) -> _Base | None:
+def _heading_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[str]) -> Base | None:
     """The base *entity*'s own heading gives (RFC 2557 §5(b), RFC 2110 §5, RFC 1808 §3.1), or None.
 
     ``Base`` and ``Content-Base`` outrank ``Content-Location`` in the same heading (RFC
@@ -504,20 +490,20 @@ def _heading_base(entity: _Entity, enclosing: _Base | None, policy: Policy, note
     # Neither a relative location with nothing to resolve it against (RFC 2557 §4.2's
     # fiction1/fiction2) nor an opaque one (Chrome's cid: labels for frames and style
     # sheets) is a base; both are normal, so neither is reported as a problem.
-    if resolved is None or not _hierarchical(resolved):
+    if resolved is None or not usable_as_heading_base(resolved):
         if resolved is not None and resolved.lower().startswith("thismessage:"):
             notes.append(f"Content-Location: {location!r} names the message itself (RFC 2557), not a base for links")
         return None
-    return _Base(resolved, "Content-Location", entity.path)
+    return Base(resolved, "Content-Location", entity.path)
 
 
-def _top_base(entity: _Entity, url: str | None) -> _Base | None:
+def _top_base(entity: _Entity, url: str | None) -> Base | None:
     """RFC 1808 §3.3: the retrieval URL; else Chrome's Snapshot-Content-Location, the page's URL."""
     if url:
-        return _Base(url, "retrieval-url", None)
+        return Base(url, "retrieval-url", None)
     location = header_url(entity.heading, "snapshot-content-location")
-    if location and _hierarchical(location):
-        return _Base(location, "Snapshot-Content-Location", entity.path)
+    if location and usable_as_heading_base(location):
+        return Base(location, "Snapshot-Content-Location", entity.path)
     return None
 
 
@@ -539,13 +525,13 @@ def _without_fragment(url: str) -> str:
     return url.partition("#")[0]
 
 
-def _location_url(entity: _Entity, location: str, enclosing: _Base | None, policy: Policy) -> str | None:
+def _location_url(entity: _Entity, location: str, enclosing: Base | None, policy: Policy) -> str | None:
     """The URL *entity*'s Content-Location *location* names it by, fragment set aside (RFC 2557
     §8.2(c)): resolved against the ``Base``/``Content-Base`` of the same heading (RFC 2110
     §4.2), else the enclosing base (RFC 2557 §5), else ``thismessage:/`` (§5(e))."""
-    context = _declared_base(entity, enclosing, policy, []) or enclosing
+    context = chain(_declared_base(entity, enclosing, policy, []), enclosing)
     if context is None:
-        context = _Base(_THIS_MESSAGE, "Content-Location", None)
+        context = Base(_THIS_MESSAGE, "Content-Location", None)
     resolved = _against(location, context, policy)
     return None if resolved is None else _without_fragment(resolved)
 
@@ -558,14 +544,14 @@ def _named_parts(related: _Entity, policy: Policy) -> _Named:
     is another). *related* has no base: it encloses a part that has none."""
     named: _Named = {}
 
-    def add(entity: _Entity, enclosing: _Base | None, top: bool) -> None:
+    def add(entity: _Entity, enclosing: Base | None, top: bool) -> None:
         location = header_url(entity.heading, "content-location")
         url = _location_url(entity, location, enclosing, policy) if location else None
         if url is not None and location is not None:
             named.setdefault(url, (entity.path, location))
         if not top and (entity.content_type == "multipart/related" or entity.content_type.startswith("message/")):
             return
-        base = _heading_base(entity, enclosing, policy, []) or enclosing
+        base = chain(_heading_base(entity, enclosing, policy, []), enclosing)
         for child in entity.children:
             add(child, base, False)
 
@@ -628,7 +614,7 @@ class _PartLinks:
                 return "part", f"names part {path} (Content-Location: {location!r}) of this message, RFC 2557 §8"
         return None
 
-    def misread(self, result: HTMLResult) -> bool:
+    def misread(self, result: DocumentResult) -> bool:
         """Whether *result* holds a "part" this keep gave where the engine had a base after all
         (a <base>, a srcdoc's own: None then meant unresolvable, not no base), or where a
         relative <base> was ignored (RFC 2557 §5(a) would resolve it against ``thismessage:/``
@@ -653,11 +639,11 @@ class _PartLinks:
 
 
 def _part(
-    entity: _Entity, base: _Base | None, action: Action, problems: list[str], result: HTMLResult | None = None
+    entity: _Entity, base: Base | None, action: Action, problems: list[str], result: DocumentResult | None = None
 ) -> Part:
     """The report for *entity*; a ``<base>`` element the engine used outranks the MIME base."""
     if result is not None and result.layer == "base-element" and result.base is not None:
-        base = _Base(result.base, "base-element", None)
+        base = Base(result.base, "base-element", None)
     return Part(
         entity.path,
         entity.content_type,
@@ -676,7 +662,7 @@ def _part(
 def _rewrite_leaf(
     data: bytes,
     entity: _Entity,
-    base: _Base | None,
+    base: Base | None,
     policy: Policy,
     boundaries: list[bytes],
     rewrite: bool,
@@ -750,14 +736,14 @@ class _Walk:
     def visit(
         self,
         entity: _Entity,
-        enclosing: _Base | None,
+        enclosing: Base | None,
         boundaries: list[bytes],
         signed: bool,
         related: tuple[_Entity, ...] = (),
     ) -> None:
         """*related*: the multipart/related entities around *entity* in its message, innermost first."""
         problems = list(entity.problems)
-        base = _heading_base(entity, enclosing, self.policy, problems) or enclosing
+        base = chain(_heading_base(entity, enclosing, self.policy, problems), enclosing)
         if entity.content_type in _SIGNED and not self.policy.rewrite_signed:
             signed = True
             problems.append("signed content is left as it is: a change would break the signature")
@@ -872,9 +858,9 @@ def entities(data: bytes, *, url: str | None = None, policy: Policy = DEFAULT_PO
         return []
     found: list[Entity] = []
 
-    def visit(entity: _Entity, enclosing: _Base | None) -> None:
+    def visit(entity: _Entity, enclosing: Base | None) -> None:
         problems = list(entity.problems)
-        base = _heading_base(entity, enclosing, policy, problems) or enclosing
+        base = chain(_heading_base(entity, enclosing, policy, problems), enclosing)
         found.append(
             Entity(
                 entity.path,

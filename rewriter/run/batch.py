@@ -62,7 +62,7 @@ from rewriter.run.journal import is_work_folder
 
 if TYPE_CHECKING:
     from rewriter.containers.mailbox import MboxReport
-    from rewriter.html.engine import HTMLResult, Link, Status
+    from rewriter.document.model import DocumentResult, Link, Status
     from rewriter.mime.message import MessageResult
     from rewriter.run.collection import LocalCopies, Locations
 
@@ -539,11 +539,11 @@ def _split(job: Job, piece_size: int, max_message: int | None) -> Iterator[Job |
 
 def process(
     data: bytes, name: str, settings: Settings, *, rewrite: bool = True, format: str | None = None
-) -> tuple[str, HTMLResult | MessageResult]:
+) -> tuple[str, DocumentResult | MessageResult]:
     """Run the engine *data*'s format needs (*format* when it is told already, else told by
     the content, *name* only breaking ties; the engine from :mod:`rewriter.document.engines`):
     (format, result). Raises :class:`Unrecognised` for what is none of them, and the
-    engine's :class:`~rewriter.html.engine.NoBaseError` when the policy requires a base."""
+    engine's :class:`~rewriter.document.model.NoBaseError` when the policy requires a base."""
     from rewriter.containers.formats import detect_format
     from rewriter.document.engines import engine
 
@@ -649,7 +649,7 @@ def job_settings(job: Job, settings: Settings) -> Settings:
     return replace(settings, url=own or url, local=local, url_from_collection=own is not None)
 
 
-def located_links(result: HTMLResult | MessageResult, *statuses: Status) -> list[tuple[str, Link]]:
+def located_links(result: DocumentResult | MessageResult, *statuses: Status) -> list[tuple[str, Link]]:
     """(where, link) for every link of *result* (with *statuses*: those that have one of
     them, whose byte spans alone are worked out): the part path for a message, "" for a document."""
     parts = getattr(result, "parts", None)
@@ -663,7 +663,7 @@ _RELATIVE: tuple[Status, ...] = ("no-base", "unresolvable")  # links left relati
 
 def tally(
     outcome: Outcome,
-    result: HTMLResult | MessageResult,
+    result: DocumentResult | MessageResult,
     settings: Settings,
     extra: dict[str, object],
     problems: Sequence[str] | None = None,
@@ -712,12 +712,12 @@ def tally(
             outcome.records.append(record)
 
 
-def _rows(result: HTMLResult | MessageResult, fmt: str, extra: dict[str, object]) -> list[dict[str, object]]:
+def _rows(result: DocumentResult | MessageResult, fmt: str, extra: dict[str, object]) -> list[dict[str, object]]:
     """``explain``'s rows: for each MIME part (or the one document) its type, what was done,
     its base, the layer that gave it (and the part whose heading did), and its link counts."""
     parts = getattr(result, "parts", None)
     if parts is None:
-        document = cast("HTMLResult", result)
+        document = cast("DocumentResult", result)
         kind = "text/css" if fmt == "css" else "text/html"
         entries = [("", kind, document.base, document.layer, None, document.links, "document")]
     else:
@@ -842,7 +842,7 @@ def _opened(job: Job) -> Iterator[tuple[BinaryIO, os.stat_result | None]]:
 
 def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     from rewriter.containers.formats import detect_format
-    from rewriter.html.engine import NoBaseError
+    from rewriter.document.model import NoBaseError
 
     source = None if job.source == "-" else Path(job.source)
     with _opened(job) as (stream, read):

@@ -35,7 +35,8 @@ from pathlib import Path
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
 from rewriter.policy import Kept
-from rewriter.url.resolve import is_hierarchical, scheme_of
+from rewriter.url.base import usable_as_base
+from rewriter.url.resolve import scheme_of
 
 __all__ = ["AUTO_ROOTS", "CollectionError", "LocalCopies", "Locations", "is_host_folder", "load_url_map", "path_url"]
 
@@ -145,7 +146,7 @@ def check_root(value: str) -> str | None:
     """Why *value* cannot be an --url-root (None when it can)."""
     if value in AUTO_ROOTS:
         return None
-    if not is_hierarchical(value):
+    if not usable_as_base(value):
         return (
             f"--url-root {value!r} is not an absolute URL that can be a base "
             "(http://example.org/site/, or auto for a mirror's host folders)"
@@ -176,7 +177,7 @@ def load_url_map(path: Path, trees: list[str]) -> tuple[dict[str, str], list[tup
     mapped: dict[str, str] = {}
     unmatched: list[tuple[int, str]] = []
     for line, name, url in pairs:
-        if not is_hierarchical(url):
+        if not usable_as_base(url):
             raise CollectionError(f"--url-map {path}, line {line}: {url!r} is not an absolute URL that can be a base")
         candidates = [os.path.join(tree, name) for tree in trees] + [name]
         found = next(
