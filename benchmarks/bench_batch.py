@@ -58,8 +58,8 @@ CPU_LOOP_SECONDS = 0.3  # one pure-CPU work unit of the machine reference
 # The command line's fixed cost: the interpreter and the imports, bs4's as the tool imports it; it leaves
 # with os._exit, as the tool does.
 START_UP = (
-    "import os, rewriter.cli.main, rewriter.run.batch; "
-    "rewriter.cli.main._light_bs4(); rewriter.run.batch._warm(); os._exit(0)"
+    "import os, rewriter.cli.commands, rewriter.run.batch; "
+    "rewriter.cli.commands._light_bs4(); rewriter.run.batch._warm(); os._exit(0)"
 )
 
 # One timed run: (input folder, output folder, N) -> (wall seconds, CPU seconds).

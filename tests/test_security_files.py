@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 import rewriter.run.batch as batch
-from rewriter.cli.main import escape_controls, main
+from rewriter.cli.commands import escape_controls, main
 from rewriter.run.batch import Job, Settings, plan, run_job, write_atomically
 
 URL = "http://h/base/"

@@ -5,6 +5,6 @@ parses and reports: the work is the library's. ``rewriter.cli:entry_point`` is t
 console script.
 """
 
-from rewriter.cli.main import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, build_parser, entry_point, main
+from rewriter.cli.commands import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, build_parser, entry_point, main
 
 __all__ = ["EXIT_OK", "EXIT_SOME_FAILED", "EXIT_USAGE", "build_parser", "entry_point", "main"]
