@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rewriter.html.engine import find_links, rewrite_html, start_tags
+from rewriter.html.engine import ByteView, find_links, rewrite_html, start_tags
+from rewriter.html.links import iter_links
 from rewriter.html.microsyntax import srcset_urls
 from rewriter.policy import Policy
 
@@ -159,3 +160,103 @@ def test_amp_only_shortcut_decodes_as_the_reference_reader(raw: str) -> None:
 
     if "&" in raw:
         assert decode_attribute(raw) == _decode_references(raw)
+
+
+# Pages for the link primitive: every element kind of the link table's fast and general
+# paths (noscript, conditional comments and srcdoc are documents of their own, and <base>
+# the engine's own step, so they are left out).
+_LINK_PIECES = [
+    "<a href=",
+    "<a href='",
+    '<a href="',
+    "<img src=",
+    "<img srcset='",
+    "<img data-src=",
+    "<img data-srcset='",
+    "<link rel=stylesheet href=",
+    "<meta http-equiv=refresh content='0;url=",
+    "<meta http-equiv=Refresh content=",
+    "<object codebase=x/ data=",
+    "<applet codebase='c/' archive='",
+    "<a ping='",
+    "<img usemap=",
+    "<param valuetype=ref value=",
+    "<body background=",
+    "<html manifest=",
+    "<div style='background:url(",
+    "<svg><image xlink:href=",
+    "<svg><style>",
+    "<math><a href=",
+    "</svg>",
+    "</math>",
+    "<style>",
+    "</style>",
+    "url(",
+    "@import '",
+    "<template>",
+    "</template>",
+    "<script>",
+    "</script>",
+    "<table><tr><td>",
+    "&amp;",
+    "&#x41;",
+    "&quot;",
+    "&lt;",
+    '"',
+    "'",
+    ">",
+    " ",
+    "\r\n",
+    "\t",
+    "\x00",
+    "x",
+    "../",
+    "#",
+    "?",
+    ",",
+    " 1x",
+    "=",
+    "http://h/",
+    "<p>",
+]
+_VALUE_PIECES = [
+    "x",
+    "a.png",
+    "../",
+    "#f",
+    "?q=1",
+    " ",
+    ",",
+    " 2x",
+    "&amp;",
+    "&#x20;",
+    "\r\n",
+    "url(b)",
+    "http://h/",
+    "<",
+]
+_link_tags = st.tuples(
+    st.sampled_from([piece for piece in _LINK_PIECES if piece.startswith("<") and piece[-1] in "='\""]),
+    st.lists(st.sampled_from(_VALUE_PIECES), max_size=6).map("".join),
+    st.sampled_from(["'>", '">', ">", " id=y>", "'/>", "' href=dup>", ")'>"]),
+).map("".join)
+_link_pages = st.lists(st.one_of(_link_tags, st.sampled_from(_LINK_PIECES)), max_size=20).map("".join)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_link_pages)
+def test_the_engines_fast_loop_finds_what_iter_links_finds(page: str) -> None:
+    """The one link primitive (issue 21): the bytes engine, whose loop over plain values
+    carries most pages, finds exactly the sites ``iter_links`` gives over a byte view."""
+    lazy = Policy().lazy_attributes
+    found = [
+        (link.element, link.attribute, link.kind, link.original, link.start, link.end)
+        for link in find_links(page).links
+    ]
+    view = ByteView(page)
+    sites = [
+        (site.element.tag, site.attribute, site.kind, site.url, *view.span(site))
+        for site in iter_links(view, lazy=lazy)
+        if site.kind != "srcdoc"
+    ]
+    assert sorted(found, key=lambda link: link[4:]) == sorted(sites, key=lambda site: site[4:])

@@ -1,7 +1,7 @@
 """The HTML engine: find every URL in a document, resolve it through the base layers,
 and splice the absolute form into the original bytes, changing no other byte.
 
-One primitive, :func:`_rewrite_text`, finds every link site once (like lxml's
+One primitive, :func:`rewrite_text`, finds every link site once (like lxml's
 ``iterlinks``) and the edits for it; :func:`rewrite_html` and :func:`find_links` are
 thin layers on it.
 
@@ -36,12 +36,10 @@ from rewriter.css.syntax import css_urls, may_hold_urls
 from rewriter.document.encoding import decode_checked, sniff
 from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status
 from rewriter.document.process import Context, TextResult, frozen_base, process, require_base, shifted, spliced
+from rewriter.html.links import Site, ViewElement, applies, for_context, looks_like_url, url_spans
 from rewriter.html.microsyntax import (
     ASCII_WHITESPACE,
     decode_attribute,
-    refresh_url,
-    space_separated,
-    srcset_urls,
     strip_whitespace,
 )
 from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, attributes_of, selector
@@ -50,13 +48,17 @@ from rewriter.url.base import Layer, usable_as_base
 from rewriter.url.resolve import parse
 
 __all__ = [
+    "ByteView",
     "HTMLResult",
     "Layer",
     "Link",
     "NoBaseError",
     "Status",
+    "conditional_spans",
     "find_links",
     "rewrite_html",
+    "rewrite_text",
+    "saved_from",
     "saved_from_mark",
     "start_tags",
 ]
@@ -73,14 +75,14 @@ _CONDITIONAL_HEAD = re.compile(r"<!--\[(?i:if)[^\]]{0,256}\]>").match
 _CONDITIONAL_END = re.compile(r"<!\[(?i:endif)\]\s*-->").search
 
 
-def _conditional_spans(text: str) -> Iterator[tuple[int, int, int, int]]:
+def conditional_spans(text: str) -> Iterator[tuple[int, int, int, int]]:
     """Each ``<!--[if ...]>...<![endif]-->`` of *text*, in order: where the comment
     starts, where its markup starts and ends, and where the comment ends.
 
     Linear in the text: the end found for one head serves every head before it, and
     when no end follows a head none follows a later one.
 
-    >>> list(_conditional_spans("<!--[if IE]><p><![endif]--> <!--[if x]>"))
+    >>> list(conditional_spans("<!--[if IE]><p><![endif]--> <!--[if x]>"))
     [(0, 12, 15, 27)]
     """
     end: re.Match[str] | None = None
@@ -120,13 +122,6 @@ def _escape_attribute(text: str, quote: str) -> str:
         return text.replace('"', "&quot;")
     if quote == "'":
         return text.replace("'", "&#39;")
-    return text
-
-
-def _percent_encode(text: str, characters: str) -> str:
-    for char in characters:
-        if char in text:
-            text = text.replace(char, f"%{ord(char):02X}")
     return text
 
 
@@ -379,7 +374,7 @@ def _is_inert(element: turbohtml.Element) -> bool:
     return any(getattr(ancestor, "tag", None) == "template" for ancestor in element.ancestors)
 
 
-def _rewrite_text(
+def rewrite_text(
     text: str,
     fallback: str | None,
     fallback_layer: Layer | None,
@@ -414,7 +409,7 @@ def _rewrite_text(
     # in tree order, in the HTML namespace, not in template content. The tree is the
     # scripting one, where a <base> in a <noscript> is text.
     base, layer = fallback, fallback_layer
-    if base is None and (mark := _saved_from(text)) is not None:
+    if base is None and (mark := saved_from(text)) is not None:
         base, layer = mark, "saved-from-mark"
     if base is None and policy.canonical_base:
         canonical = _canonical(document)
@@ -547,10 +542,10 @@ def saved_from_mark(document: bytes | str) -> str | None:
     'https://o.test/x/y.html'
     """
     head = document[:4096]
-    return _saved_from(head.decode("latin-1") if isinstance(head, bytes) else head)
+    return saved_from(head.decode("latin-1") if isinstance(head, bytes) else head)
 
 
-def _saved_from(text: str) -> str | None:
+def saved_from(text: str) -> str | None:
     """The retrieval URL in a browser's ``<!-- saved from url=(NNNN)URL -->`` mark."""
     match = _SAVED_FROM.search(text, 0, 4096)
     if match is None:
@@ -718,7 +713,7 @@ def _elements_links(
             start, end = match.span(last)
             raw = text[start:end]
             quote = _QUOTE_OF_VALUE_GROUP[last]
-            if name in split.lazy and not _looks_like_url(_decoded(raw), "url"):
+            if name in split.lazy and not looks_like_url(_decoded(raw), "url"):
                 continue
             if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
                 _plain_url(document, tag, name, (start, end, quote), context, policy, result)
@@ -756,7 +751,7 @@ def _element_links(
     if not kinds:
         return
     if tag in _CONDITIONAL_TAGS:
-        kinds = {name: kind for name, kind in kinds.items() if _applies(element, tag, name)}
+        kinds = {name: kind for name, kind in kinds.items() if applies(element.attrs, tag, name)}
     needed = set(kinds)
     if tag in ("object", "applet") and "codebase" in element.attrs:
         needed.add("codebase")
@@ -769,7 +764,7 @@ def _element_links(
             result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
             continue
         span = spans[name]
-        if name in lazy and not _looks_like_url(document.value(span), kind):
+        if name in lazy and not looks_like_url(document.value(span), kind):
             continue
         local = context
         if (tag, name) in CODEBASE_RELATIVE and "codebase" in spans:
@@ -809,18 +804,6 @@ def _plain_url(
         _splice_attribute(raw, raw_start, raw_end, quote, raw, None, [replacement], result)
 
 
-def _looks_like_url(value: str, kind: Kind) -> bool:
-    """Lazy-loading attributes are a convention, not a standard: some sites keep markup
-    or text in them (``data-original='<i>…'``). Take one only when it could be a URL
-    (or a srcset): no "<" or ">", and, for a single URL, no whitespace inside. *value* is
-    the attribute's value as the tokenizer gives it (``&#x20;`` is a space, ``&lt;`` a "<")."""
-    if "<" in value or ">" in value:
-        return False
-    if kind == "srcset":
-        return True
-    return _ASCII_WHITESPACE_IN(value.strip(ASCII_WHITESPACE)) is None
-
-
 def _decoded(raw: str) -> str:
     """An attribute value's source text as the tokenizer gives it (:meth:`_Document.value`)."""
     if "&" not in raw and "\r" not in raw and "\0" not in raw:
@@ -828,61 +811,11 @@ def _decoded(raw: str) -> str:
     return decode_attribute(_newlines_normalised(raw).replace("\0", "\ufffd"))[0]
 
 
-_URL_TAB_OR_NEWLINE = re.compile("[\t\n\r]")
-_ASCII_WHITESPACE_IN = re.compile("[\t\n\f\r ]").search
-
-
-def _applies(element: turbohtml.Element, tag: str, name: str) -> bool:
-    """The table's conditions: refresh only for http-equiv=refresh, usemap not "#name", param ref."""
-    # From the tree: the parser saw a space for each line break (see _Document), which
-    # strip() and these comparisons read alike.
-    if tag == "meta" and name == "content":
-        equiv = element.attrs.get("http-equiv")
-        return isinstance(equiv, str) and equiv.strip().lower() == "refresh"
-    if name == "usemap":
-        value = element.attrs.get("usemap")
-        return isinstance(value, str) and not value.strip().startswith("#")
-    if tag == "param" and name == "value":
-        valuetype = element.attrs.get("valuetype")
-        return isinstance(valuetype, str) and valuetype.strip().lower() == "ref"
-    return True
-
-
 def _codebase(document: _Document, span: tuple[int, int, str], context: Context) -> Context:
     """The base for classid/data/archive/code: the codebase resolved against the document's base."""
     value, _ = decode_attribute(document.text[span[0] : span[1]])
     start, end = strip_whitespace(value, 0, len(value))
     return context.codebase(value[start:end])
-
-
-def _url_spans(kind: Kind, value: str) -> list[tuple[int, int]]:
-    if kind == "srcset":
-        return srcset_urls(value)
-    if kind == "urls":
-        return space_separated(value)
-    if kind == "comma-urls":
-        return [strip_whitespace(value, m.start(), m.end()) for m in re.finditer(r"[^,]+", value)]
-    if kind == "refresh":
-        span = refresh_url(value)
-        return [span] if span is not None else []
-    return [strip_whitespace(value, 0, len(value))]
-
-
-def _for_context(kind: Kind, url: str, value: str, start: int) -> str:
-    """*url* made safe for its place in a microsyntax (before attribute escaping)."""
-    if kind in ("srcset", "urls"):
-        url = _percent_encode(url, ASCII_WHITESPACE)
-        if kind == "srcset" and url.endswith(","):
-            url = url[:-1] + "%2C"
-    elif kind == "comma-urls":
-        url = _percent_encode(url, ASCII_WHITESPACE + ",")
-    elif kind == "refresh":
-        quote = value[start - 1 : start] if start > 0 else ""
-        if quote in ('"', "'"):
-            url = url.replace(quote, f"%{ord(quote):02X}")
-        elif url[:1] in ('"', "'"):
-            url = f"%{ord(url[0]):02X}" + url[1:]
-    return url
 
 
 def _attribute_links(
@@ -925,13 +858,13 @@ def _attribute_links(
             )
     elif kind == "srcdoc":
         # A srcdoc document is a string: its encoding is UTF-8 (HTML §4.8.5 "about:srcdoc").
-        nested = _rewrite_text(value, context.base, context.layer, policy, in_noscript=context.in_noscript)
+        nested = rewrite_text(value, context.base, context.layer, policy, in_noscript=context.in_noscript)
         result.found.extend(shifted(found, offsets, raw_start) for found in nested.found)
         for edit_start, edit_end, new in nested.edits:
             replacements.append((edit_start, edit_end, new, None))
         result.problems.extend(f"in srcdoc: {problem}" for problem in nested.problems)
     else:
-        for url_start, url_end in _url_spans(kind, value):
+        for url_start, url_end in url_spans(kind, value):
             reference = value[url_start:url_end]
             _one_url(
                 tag, name, kind, value, url_start, url_end, reference, context, offsets, raw_start, result, replacements
@@ -963,7 +896,7 @@ def _one_url(
         new = css.escape_url(resolved, css_quote)  # type: ignore[arg-type]
         replacements.append((start, end, new, None))
         return
-    new = _for_context(kind, resolved, value, start)
+    new = for_context(kind, resolved, value, start)
     replacements.append((start, end, new, _prefix(new, reference) if value[start:end] == reference else None))
 
 
@@ -1081,7 +1014,7 @@ def _conditional_comments(document: _Document, context: Context, policy: Policy,
         if head is None or end is None or _comment_data(document, parsed[start + 4 : end.end() - 3]) != data:
             continue  # not one conditional comment from "<!--[if" to "<![endif]-->"
         inner_start, inner_end = head.end(), end.start()
-        nested = _rewrite_text(
+        nested = rewrite_text(
             text[inner_start:inner_end],
             context.base,
             context.layer,
@@ -1254,7 +1187,7 @@ def rewrite_html(
     transport charset (HTTP or MIME). The output is bytes in the document's own
     encoding; a ``str`` document is taken as already decoded and comes back as UTF-8.
     """
-    return process(document, url, base, charset, policy, rewrite=True, engine=_rewrite_text, sniffer=sniff)
+    return process(document, url, base, charset, policy, rewrite=True, engine=rewrite_text, sniffer=sniff)
 
 
 def find_links(
@@ -1266,7 +1199,51 @@ def find_links(
     policy: Policy = DEFAULT_POLICY,
 ) -> DocumentResult:
     """Every link of an HTML document, resolved, without rewriting (``output`` is the input)."""
-    return process(document, url, base, charset, policy, rewrite=False, engine=_rewrite_text, sniffer=sniff)
+    return process(document, url, base, charset, policy, rewrite=False, engine=rewrite_text, sniffer=sniff)
+
+
+class ByteView:
+    """A page's text as a view for :func:`rewriter.html.links.iter_links`: every start tag
+    of the tree this engine reads (scripting on, as browsers run), in tree order, with its
+    attribute values as its start tag holds them (character references decoded; the first
+    of duplicate names winning) and a ``<style>``'s text. A site's span is in the decoded
+    value; :meth:`span` gives its offsets in the text. What the engine reads besides the
+    elements (each ``<noscript>``'s text with scripting off, conditional comments, ``srcdoc``
+    documents) are documents of their own, with views of their own.
+    """
+
+    def __init__(self, document: bytes | str, *, charset: str | None = None) -> None:
+        text, readable = (
+            (document, False) if isinstance(document, str) else decode_checked(document, sniff(document, charset))
+        )
+        self.text = text
+        self._document = _Document(text, readable)
+
+    def elements(self) -> Iterator[ViewElement]:
+        document = self._document
+        everything = {"\0"}  # a name no attribute has: scan them all
+        for element in document.start_tags(document.tree.iter_elements()):
+            spans = document.attributes(element, everything)
+            values = {name: decode_attribute(document.text[start:end])[0] for name, (start, end, _) in spans.items()}
+            namespace = _NAMESPACE_NAMES.get(element.namespace)
+            style = None
+            if element.tag == "style":
+                start = document.start_tag_end(element)
+                style = document.text[start : _end_tag(document.text, "style", start)]
+                if element.namespace is not _HTML and ("&" in style or "<" in style):
+                    style = None  # SVG <style> is parsed as markup; only plain text is taken as is
+            yield ViewElement(element, namespace, element.tag, values, style)
+
+    def span(self, site: Site) -> tuple[int, int]:
+        """Where *site*'s URL is in the text."""
+        document, element = self._document, site.element.node
+        assert isinstance(element, turbohtml.Element)
+        if site.attribute == "#style":
+            start = document.start_tag_end(element)
+            return start + site.start, start + site.end
+        raw_start, raw_end, _ = document.attributes(element, {site.attribute})[site.attribute]
+        _, offsets = decode_attribute(document.text[raw_start:raw_end])
+        return raw_start + _raw(offsets, site.start), raw_start + _raw(offsets, site.end)
 
 
 def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tuple[str, dict[str, str]]]:

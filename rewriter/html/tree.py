@@ -30,23 +30,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, NamedTuple, Protocol, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar
 
 from rewriter.css import syntax as css
-from rewriter.css.syntax import css_urls
 from rewriter.document.model import Kind, Link, NoBaseError
 from rewriter.document.process import Context, frozen_base, spliced
-from rewriter.html.engine import (
-    _applies,
-    _conditional_spans,
-    _for_context,
-    _looks_like_url,
-    _rewrite_text,
-    _saved_from,
-    _url_spans,
-)
+from rewriter.html.engine import conditional_spans, rewrite_text, saved_from
+from rewriter.html.links import ViewElement, element_links, for_context
 from rewriter.html.microsyntax import strip_whitespace
-from rewriter.html.table import CODEBASE_RELATIVE, CONDITIONAL, attributes_of
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.url.base import Layer, handed_down
 from rewriter.url.resolve import parse
@@ -133,12 +124,6 @@ class _Element(Generic[N]):
     # Under an HTML <noscript>: raw text to a scripting browser once serialised, so no new
     # value here may hold "<" (a base holding "</noscript>" would end the element early).
     in_noscript: bool = False
-
-
-class _Shim(NamedTuple):
-    """An element as :func:`rewriter.html.engine._applies` reads it: its attributes, by name."""
-
-    attrs: dict[str, str]
 
 
 def namespace_of(
@@ -242,6 +227,7 @@ class _Run(Generic[N]):
     """One call's state: the links found, the problems, and the writes to make at the end."""
 
     adapter: Adapter[N]
+    view: TreeView[N]
     policy: Policy
     codec: str
     links: list[Link]
@@ -298,8 +284,9 @@ def absolutize(
     >>> lxml.html.tostring(page)
     b'<p><a href="http://h/x">x</a></p>'
     """
-    walk = _Walk(adapter)
-    run = _Run(adapter, policy, codec, [], [], [])
+    view = TreeView(adapter, root)
+    walk = view.walk
+    run = _Run(adapter, view, policy, codec, [], [], [])
     document = adapter.document(root)
 
     found_base, layer = handed_down(url=url, base=base)
@@ -357,7 +344,7 @@ def _saved_from_mark(walk: _Walk[N], document: N) -> tuple[str | None, Layer | N
                 break
             continue
         if adapter.kind(node) == "comment":
-            mark = _saved_from(f"<!--{adapter.comment(node)}-->")
+            mark = saved_from(f"<!--{adapter.comment(node)}-->")
             if mark is not None:
                 return mark, "saved-from-mark"
     return None, None
@@ -411,88 +398,82 @@ def _base_element(
     return None, False, fallback.base, fallback.layer
 
 
+class TreeView(Generic[N]):
+    """A tree as a view for :func:`rewriter.html.links.iter_links`: the elements under
+    *root* in document order, each with the namespace HTML tree construction gives it, its
+    attributes as the adapter reads them, and a ``<style>``'s text when it holds only
+    text. Each :class:`~rewriter.html.links.ViewElement`'s ``node`` is the walk's element
+    (its tree node, and whether it is inert or under a ``<noscript>``)."""
+
+    def __init__(self, adapter: Adapter[N], root: N) -> None:
+        self.adapter = adapter
+        self.root = root
+        self.walk = _Walk(adapter)
+
+    def elements(self) -> Iterator[ViewElement]:
+        for _, element in self.walk.nodes(self.root):
+            if element is not None:
+                yield self.element(element)
+
+    def element(self, element: _Element[N]) -> ViewElement:
+        """*element* as the view gives it: the first of duplicate attribute names winning."""
+        values: dict[str, str] = {}
+        for name, _, value in self.adapter.attributes(element.node):
+            values.setdefault(name, value)
+        style = self.adapter.text(element.node) if element.tag == "style" else None
+        return ViewElement(element, element.namespace, element.tag, values, style)
+
+
 def _element_links(element: _Element[N], context: Context, run: _Run[N]) -> None:
-    """The links of one element: its URL attributes (the table), and a ``<style>``'s text."""
-    if element.namespace is None:
-        return  # a namespace the table does not cover (only XML parsers make them)
-    adapter, policy, tag = run.adapter, run.policy, element.tag
-    node = element.node
-    lazy = policy.lazy_attributes
-    table = attributes_of(element.namespace, tag, lazy)
-    attributes = adapter.attributes(node)
-    names = {name: value for name, _, value in attributes}
-    kinds: dict[str, tuple[object, str, Kind]] = {}
-    for name, key, value in attributes:
-        if name in table and name not in kinds:
-            kinds[name] = (key, value, table[name])
-    if any((tag, name) in CONDITIONAL for name in kinds):
-        shim = _Shim(names)
-        kinds = {name: entry for name, entry in kinds.items() if _applies(shim, tag, name)}  # type: ignore[arg-type]
-    codebase_context = None
-    for name, (key, value, kind) in kinds.items():
-        if name in lazy and not _looks_like_url(value, kind):
-            continue
-        local = context
-        if (tag, name) in CODEBASE_RELATIVE and "codebase" in names:
-            if codebase_context is None:
-                codebase_context = _codebase(names["codebase"], context)
-            local = codebase_context
-        _attribute(element, name, key, value, kind, local, run)
-    if tag == "style":
-        _style_text(element, context, run)
-
-
-def _codebase(value: str, context: Context) -> Context:
-    """HTML 4.01 §13.3: classid/data/archive/code are relative to codebase, itself resolved."""
-    start, end = strip_whitespace(value, 0, len(value))
-    return context.codebase(value[start:end])
-
-
-def _attribute(
-    element: _Element[N], name: str, key: object, value: str, kind: Kind, context: Context, run: _Run[N]
-) -> None:
-    """One attribute value's URLs, each by its microsyntax; the new value written at the end."""
-    value = value.replace("\0", "\ufffd")  # HTML §13.2.5.36-38, as the bytes engine reads it
+    """The links of one element (:func:`rewriter.html.links.element_links`), each new
+    value written at the end: an attribute's all at once, a ``<style>``'s text."""
     tag = element.tag
-    replacements: list[tuple[int, int, str]] = []
-    if kind == "css":
-        css_context = context.for_css()  # CSS reads every URL as UTF-8
-        for found in css_urls(value):
-            resolved = run.record(css_context, tag, name, kind, found.value)
+    codebase_context: Context | None = None
+    pending: tuple[str, str, list[tuple[int, int, str]]] | None = None  # attribute, value, replacements
+    for site in element_links(run.view.element(element), run.policy.lazy_attributes):
+        if pending is not None and pending[0] != site.attribute:
+            _write(element, pending, run)
+            pending = None
+        if pending is None:
+            pending = (site.attribute, site.value, [])
+        local = context
+        if site.codebase is not None:
+            if codebase_context is None:
+                codebase_context = context.codebase(site.codebase)
+            local = codebase_context
+        if site.kind == "srcdoc":
+            # HTML §4.8.5: a srcdoc document is a string; the bytes engine rewrites it as text.
+            nested = rewrite_text(site.value, local.base, local.layer, run.policy, in_noscript=local.in_noscript)
+            run.nested(nested.found)
+            pending[2].extend(nested.edits)
+            run.problems.extend(f"in srcdoc: {problem}" for problem in nested.problems)
+        elif site.kind == "css":
+            in_style_element = site.attribute == "#style"
+            # CSS reads every URL as UTF-8.
+            resolved = run.record(local.for_css(), tag, site.attribute, "css", site.url)
             if resolved is not None:
-                replacements.append((found.start, found.end, css.escape_url(resolved, found.quote)))
-    elif kind == "srcdoc":
-        # HTML §4.8.5: a srcdoc document is a string; the bytes engine rewrites it as text.
-        nested = _rewrite_text(value, context.base, context.layer, run.policy, in_noscript=context.in_noscript)
-        run.nested(nested.found)
-        replacements.extend(nested.edits)
-        run.problems.extend(f"in srcdoc: {problem}" for problem in nested.problems)
-    else:
-        for start, end in _url_spans(kind, value):
-            resolved = run.record(context, tag, name, kind, value[start:end])
+                new = css.escape_url(resolved, site.quote or "", in_style_element=in_style_element)
+                pending[2].append((site.start, site.end, new))
+        else:
+            resolved = run.record(local, tag, site.attribute, site.kind, site.url)
             if resolved is not None:
-                replacements.append((start, end, _for_context(kind, resolved, value, start)))
-    if replacements:
-        new = spliced(value, replacements)
-        adapter, node = run.adapter, element.node
-        run.writes.append((f"<{tag} {name}>", lambda: adapter.set_attribute(node, key, new)))
+                pending[2].append((site.start, site.end, for_context(site.kind, resolved, site.value, site.start)))
+    if pending is not None:
+        _write(element, pending, run)
 
 
-def _style_text(element: _Element[N], context: Context, run: _Run[N]) -> None:
-    """A ``<style>`` element's CSS (HTML §4.2.6): its text, when it holds only text."""
-    adapter, node = run.adapter, element.node
-    source = adapter.text(node)
-    if not source:
+def _write(element: _Element[N], pending: tuple[str, str, list[tuple[int, int, str]]], run: _Run[N]) -> None:
+    """Note the write of one attribute's new value (or a ``<style>``'s new text)."""
+    attribute, value, replacements = pending
+    if not replacements:
         return
-    replacements: list[tuple[int, int, str]] = []
-    for found in css_urls(source):
-        resolved = run.record(context.for_css(), "style", "#style", "css", found.value)
-        if resolved is not None:
-            # Raw text when serialised as HTML: "<" is escaped so that no "</style" appears.
-            replacements.append((found.start, found.end, css.escape_url(resolved, found.quote, in_style_element=True)))
-    if replacements:
-        new = spliced(source, replacements)
+    adapter, node, tag = run.adapter, element.node, element.tag
+    new = spliced(value, replacements)
+    if attribute == "#style":
         run.writes.append(("<style> text", lambda: adapter.set_text(node, new)))
+        return
+    key = next(key for name, key, _ in adapter.attributes(node) if name == attribute)
+    run.writes.append((f"<{tag} {attribute}>", lambda: adapter.set_attribute(node, key, new)))
 
 
 _CONDITIONAL_DATA = re.compile(r"\[if[^\]]*\]>", re.IGNORECASE)
@@ -505,12 +486,12 @@ def _conditional_comment(node: N, context: Context, run: _Run[N]) -> None:
     data = adapter.comment(node)
     if _CONDITIONAL_DATA.match(data) is None:
         return
-    found = next(_conditional_spans(f"<!--{data}-->"), None)
+    found = next(conditional_spans(f"<!--{data}-->"), None)
     if found is None or found[0] != 0:
         return
     inner_start, inner_end = found[1] - 4, found[2] - 4
     policy = run.policy.clone(conditional_comments=False)
-    nested = _rewrite_text(
+    nested = rewrite_text(
         data[inner_start:inner_end],
         context.base,
         context.layer,
