@@ -233,8 +233,8 @@ def test_a_batch_of_pages_never_imports_the_mime_engine(tmp_path: Path) -> None:
     (tmp_path / "mail.eml").write_bytes(b"MIME-Version: 1.0\nContent-Type: text/html\n\n<a href=y>y</a>\n")
     script = (
         "import sys\n"
-        "from rewriter.run.batch import Settings, _warm, plan, run\n"
-        "_warm()\n"
+        "from rewriter.run.batch import Settings, warm_up, plan, run\n"
+        "warm_up()\n"
         "ENGINES = ('rewriter.mime.message', 'rewriter.containers.mailbox')\n"
         "def engines(): return sorted(name for name in ENGINES if name in sys.modules)\n"
         "jobs, _ = plan([sys.argv[1]], sys.argv[2], include=['*.html'])\n"

@@ -357,16 +357,16 @@ print(json.dumps([sniff(sample).label for sample in samples]))
 
 
 def test_the_command_line_imports_bs4_without_its_extras_and_sniffs_the_same() -> None:
-    # rewriter.cli.commands._light_bs4: no tree builder, soupsieve or statistical detector is imported, they
+    # rewriter.cli.commands.light_bs4: no tree builder, soupsieve or statistical detector is imported, they
     # stay importable afterwards, and encodings are found as with bs4 imported in full.
     light = subprocess.run(
         [
             sys.executable,
             "-c",
-            "import sys; from rewriter.cli.commands import _light_bs4, _BS4_EXTRAS; _light_bs4()\n"
+            "import sys; from rewriter.cli.commands import light_bs4, BS4_EXTRAS; light_bs4()\n"
             "assert 'bs4.dammit' in sys.modules, 'bs4 is imported'\n"
-            "assert not [name for name in _BS4_EXTRAS if sys.modules.get(name)], 'no extra is'\n"
-            "assert not [name for name in _BS4_EXTRAS if name in sys.modules], 'none is left blocked'\n"
+            "assert not [name for name in BS4_EXTRAS if sys.modules.get(name)], 'no extra is'\n"
+            "assert not [name for name in BS4_EXTRAS if name in sys.modules], 'none is left blocked'\n"
             "import soupsieve, lxml.etree, html5lib\n" + _SNIFF_SAMPLES,
         ],
         capture_output=True,
@@ -383,7 +383,7 @@ def test_a_page_is_rewritten_without_loading_what_only_other_inputs_need(tmp_pat
     # Start-up is most of a one-page run: WARC support (warcio, fsspec) and bs4's extras are not
     # imported for a page, and a WARC input still is one.
     script = (
-        "import sys; from rewriter.cli import commands as cli; cli._light_bs4(); code = cli.main(sys.argv[1:])\n"
+        "import sys; from rewriter.cli import commands as cli; cli.light_bs4(); code = cli.main(sys.argv[1:])\n"
         "print(sorted(name for name in ('warcio', 'fsspec', 'soupsieve', 'html5lib') if name in sys.modules))"
     )
     page = tmp_path / "page.html"

@@ -117,18 +117,18 @@ def _first_value_by_steps(tag: str, name: str) -> tuple[int, int, str] | str | N
     """The first attribute *name* of *tag* read one attribute at a time, as the
     tokenizer does (HTML §13.2.5.32-39): its value span and quote, None for no value,
     "absent" when the tag does not have it."""
-    from rewriter.html.engine import _ATTRIBUTE, _QUOTE_OF_GROUP, _TAG_NAME, _ascii_lower
+    from rewriter.html.engine import ATTRIBUTE, QUOTE_OF_GROUP, TAG_NAME, ascii_lower
 
-    at = _TAG_NAME.match(tag, 0).end()  # type: ignore[union-attr]
+    at = TAG_NAME.match(tag, 0).end()  # type: ignore[union-attr]
     while True:
-        match = _ATTRIBUTE.match(tag, at)
+        match = ATTRIBUTE.match(tag, at)
         assert match is not None
         if match.lastindex is None:
             return "absent"
         at = match.end()
-        if _ascii_lower(match.group(1)) == name:
+        if ascii_lower(match.group(1)) == name:
             last = match.lastindex
-            return None if last == 1 else (*match.span(last), _QUOTE_OF_GROUP[last])
+            return None if last == 1 else (*match.span(last), QUOTE_OF_GROUP[last])
 
 
 @given(
@@ -139,15 +139,15 @@ def _first_value_by_steps(tag: str, name: str) -> tuple[int, int, str] | str | N
 def test_one_attribute_pattern_reads_a_tag_as_the_steps_do(tag: str, name: str) -> None:
     # The fast path reads a start tag up to one attribute in a single pattern; it must
     # give what reading attribute after attribute gives (K and İ fold only outside ASCII).
-    from rewriter.html.engine import _QUOTE_OF_VALUE_GROUP, _value_of
+    from rewriter.html.engine import QUOTE_OF_VALUE_GROUP, attribute_value_pattern
 
-    match = _value_of(name)(tag, 0)
+    match = attribute_value_pattern(name)(tag, 0)
     if match is None:
         found: tuple[int, int, str] | str | None = "absent"
     elif match.lastindex is None:
         found = None
     else:
-        found = (*match.span(match.lastindex), _QUOTE_OF_VALUE_GROUP[match.lastindex])
+        found = (*match.span(match.lastindex), QUOTE_OF_VALUE_GROUP[match.lastindex])
     assert found == _first_value_by_steps(tag, name)
 
 
@@ -156,10 +156,10 @@ def test_one_attribute_pattern_reads_a_tag_as_the_steps_do(tag: str, name: str) 
 def test_amp_only_shortcut_decodes_as_the_reference_reader(raw: str) -> None:
     """decode_attribute's shortcut for values whose only references are "&amp;" gives the
     value and offsets that reading every reference gives."""
-    from rewriter.html.microsyntax import _decode_references, decode_attribute
+    from rewriter.html.microsyntax import decode_attribute, decode_references
 
     if "&" in raw:
-        assert decode_attribute(raw) == _decode_references(raw)
+        assert decode_attribute(raw) == decode_references(raw)
 
 
 # Pages for the link primitive: every element kind of the link table's fast and general

@@ -194,11 +194,11 @@ def test_a_worker_whose_parent_died_before_it_could_watch_leaves_at_once(tmp_pat
 def test_a_worker_leaves_when_its_lifeline_closes() -> None:
     # The portable watchdog alone, in this process's terms: a thread reads the parent's pipe
     # and ends the process at end-of-file. Here it is asked what it would do.
-    from rewriter.run.workers import _parent_gone
+    from rewriter.run.workers import parent_gone
 
     reader, writer = multiprocessing.Pipe(duplex=False)
-    assert not _parent_gone(os.getppid(), reader)
+    assert not parent_gone(os.getppid(), reader)
     writer.close()
-    assert _parent_gone(os.getppid(), reader)
+    assert parent_gone(os.getppid(), reader)
     reader.close()
-    assert _parent_gone(os.getpid(), None)  # not our parent: another process adopted us
+    assert parent_gone(os.getpid(), None)  # not our parent: another process adopted us

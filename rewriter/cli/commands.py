@@ -546,9 +546,9 @@ def _released(
 
     forking = isinstance(executor, Processes)
     if forking:
-        from rewriter.run.batch import _warm
+        from rewriter.run.batch import warm_up
 
-        _warm()
+        warm_up()
         gc.freeze()
     try:
         yield from execute(plan, settings, executor, journal=journal)  # type: ignore[arg-type]
@@ -1324,24 +1324,24 @@ def entry_point() -> None:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="surrogateescape")
-    _light_bs4()
+    light_bs4()
     _exit_now(main())
 
 
 # What bs4's package import pulls in that no command uses: tree builders, CSS selectors, and the
 # statistical detectors of UnicodeDammit.
-_BS4_EXTRAS = ("html5lib", "soupsieve", "lxml", "lxml.etree", "charset_normalizer", "chardet", "cchardet")
+BS4_EXTRAS = ("html5lib", "soupsieve", "lxml", "lxml.etree", "charset_normalizer", "chardet", "cchardet")
 
 
-def _light_bs4() -> None:
-    """Import bs4 for the command line without :data:`_BS4_EXTRAS`, each of which it imports
+def light_bs4() -> None:
+    """Import bs4 for the command line without :data:`BS4_EXTRAS`, each of which it imports
     only if it can. The tool uses bs4 for ``EncodingDetector.find_declared_encoding`` alone
     (rewriter.document.encoding) and builds no soup; the extras took 0.12-0.2 s of a 0.45 s start-up.
     They stay importable afterwards; only bs4's own registry goes without them. The library,
     imported by a program that may build soups, never comes here."""
     if "bs4" in sys.modules:
         return
-    blocked = [name for name in _BS4_EXTRAS if name not in sys.modules]
+    blocked = [name for name in BS4_EXTRAS if name not in sys.modules]
     for name in blocked:
         sys.modules[name] = None  # type: ignore[assignment]  # import fails at once: bs4 goes on without it
     try:

@@ -128,16 +128,16 @@ def _escape_attribute(text: str, quote: str) -> str:
 # One attribute of a start tag, as the tokenizer reads it (HTML §13.2.5.32-39): the
 # name runs to whitespace, "/", ">" or "=" (a leading "=" belongs to it); the value is
 # double-quoted, single-quoted, or runs to whitespace or ">".
-_ATTRIBUTE = re.compile(
+ATTRIBUTE = re.compile(
     r"[\t\n\f\r /]*(?:([^\t\n\f\r />][^\t\n\f\r /=>]*)"
     r"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"([^\"]*)\"?|'([^']*)'?|([^\t\n\f\r >]*)))?)?"
 )
-_TAG_NAME = re.compile(r"<[^\t\n\f\r />]*")
+TAG_NAME = re.compile(r"<[^\t\n\f\r />]*")
 
 # The same reading as one pattern that runs from "<" to the value of one named
 # attribute, over a whole start tag in a single call. Each piece can be read one way
 # only (a name or unquoted value runs as far as it can, a value is taken whenever an
-# "=" follows), so the match is the sequence of _ATTRIBUTE matches and never
+# "=" follows), so the match is the sequence of ATTRIBUTE matches and never
 # backtracks into another reading. ASCII case folds only, as the tokenizer lowercases.
 _WHITESPACE_RUN = r"[\t\n\f\r ]*(?![\t\n\f\r ])"
 _NAME_ENDED = r"(?![^\t\n\f\r /=>])"
@@ -157,7 +157,7 @@ _TAG_NAME_ENDED = r"<[^\t\n\f\r />]*(?![^\t\n\f\r />])"
 _VALUE_OF: dict[str, Callable[[str, int], re.Match[str] | None]] = {}
 
 
-def _value_of(name: str) -> Callable[[str, int], re.Match[str] | None]:
+def attribute_value_pattern(name: str) -> Callable[[str, int], re.Match[str] | None]:
     """A matcher from a start tag's "<" to its first attribute *name* (lowercase):
     groups 1, 2 and 3 hold the value, double-, single- or un-quoted; none matched: no value."""
     matcher = _VALUE_OF.get(name)
@@ -170,17 +170,17 @@ def _value_of(name: str) -> Callable[[str, int], re.Match[str] | None]:
     return matcher
 
 
-_QUOTE_OF_GROUP = {2: '"', 3: "'", 4: ""}
+QUOTE_OF_GROUP = {2: '"', 3: "'", 4: ""}
 # The "quote" of an attribute written without a value (HTML §13.2.5.33): its value is the
 # empty string, at an empty span just after the name; a new value comes with its "=".
 _VALUELESS = "="
-_QUOTE_OF_VALUE_GROUP = {1: '"', 2: "'", 3: ""}
+QUOTE_OF_VALUE_GROUP = {1: '"', 2: "'", 3: ""}
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _LONE_CR = re.compile(r"\r(?!\n)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _for_parser(text: str) -> str:
+def for_parser(text: str) -> str:
     """*text* as the parser may take it: a lone surrogate (from an undecodable byte, a
     UTF-16 code unit, or a str input) becomes U+FFFD, one code point for one, so every
     offset stays the same. Our own text keeps them, for splicing."""
@@ -193,7 +193,7 @@ def _for_parser(text: str) -> str:
     return text
 
 
-def _line_starts(text: str) -> list[int]:
+def starts_of_lines(text: str) -> list[int]:
     """The offset at which each line starts; CRLF, CR and LF end a line (HTML §13.2.3.5)."""
     if "\r" in text and _LONE_CR.search(text):
         return [0, *[match.end() for match in _LINE_BREAK.finditer(text)]]
@@ -211,7 +211,7 @@ def _newlines_normalised(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _ascii_lower(name: str) -> str:
+def ascii_lower(name: str) -> str:
     """HTML §13.2.5.33: the tokenizer lowercases ASCII upper alphas only."""
     if name.isascii():
         return name.lower()
@@ -233,7 +233,7 @@ _BEFORE_DOCTYPE = re.compile(
 ).match
 
 
-class _Document:
+class ParsedDocument:
     """One parsed document or srcdoc: its text, its tree, and where each start tag is.
 
     The parser is given the text with each CR and LF replaced by a space: one line, so a
@@ -247,7 +247,7 @@ class _Document:
 
     def __init__(self, text: str, readable: bool = False, *, noscript_fragment: bool = False) -> None:
         self.text = text
-        parser_text = text if readable else _for_parser(text)
+        parser_text = text if readable else for_parser(text)
         # A fragment has no DOCTYPE that counts (HTML §13.4 "parsing HTML fragments").
         self.flat = (
             noscript_fragment or _DOCTYPE_IDENTIFIER_BREAK(text, _BEFORE_DOCTYPE(text).end()) is None  # type: ignore[union-attr]
@@ -259,7 +259,7 @@ class _Document:
             self.line_starts = [0]
         else:
             # HTML §13.2.3.5: the parser sees CR and CRLF as LF; positions are lines and columns.
-            self.line_starts = _line_starts(text)
+            self.line_starts = starts_of_lines(text)
         self.parser_text = parser_text
         # Where the scripting-on and scripting-off readings part (see _noscript_links).
         self.diverges_at: int | None = None
@@ -308,7 +308,7 @@ class _Document:
                     continue
                 start = self.start_tag_end(noscript)
                 starts.append(start)
-                ends.append(_end_tag(self.text, "noscript", start))
+                ends.append(end_tag(self.text, "noscript", start))
             self._noscript = (starts, ends)
         return self._noscript
 
@@ -340,9 +340,9 @@ class _Document:
         """
         wanted = len(needed)
         text = self.text
-        position = _TAG_NAME.match(text, self.offset(element)).end()  # type: ignore[union-attr]
+        position = TAG_NAME.match(text, self.offset(element)).end()  # type: ignore[union-attr]
         spans: dict[str, tuple[int, int, str]] = {}
-        match_attribute = _ATTRIBUTE.match
+        match_attribute = ATTRIBUTE.match
         while True:
             match = match_attribute(text, position)
             last = match.lastindex  # type: ignore[union-attr]
@@ -350,7 +350,7 @@ class _Document:
                 return spans
             name = match.group(1)  # type: ignore[union-attr]
             position = match.end()  # type: ignore[union-attr]
-            name = name.lower() if name.isascii() else _ascii_lower(name)
+            name = name.lower() if name.isascii() else ascii_lower(name)
             if name in spans:
                 continue
             if name in needed:
@@ -359,7 +359,7 @@ class _Document:
             if last == 1:
                 spans[name] = (match.end(1), match.end(1), _VALUELESS)  # type: ignore[union-attr]
             else:
-                spans[name] = (*match.span(last), _QUOTE_OF_GROUP[last])  # type: ignore[union-attr]
+                spans[name] = (*match.span(last), QUOTE_OF_GROUP[last])  # type: ignore[union-attr]
             if wanted <= 0:
                 return spans
 
@@ -395,7 +395,7 @@ def rewrite_text(
     classified once for all its conditional comments): no base is looked for.
     *in_noscript*: the text is itself inside a ``<noscript>`` (a srcdoc there).
     """
-    document = _Document(text, readable)
+    document = ParsedDocument(text, readable)
     result = TextResult()
     tree = document.tree
     if context is not None:
@@ -445,7 +445,7 @@ def rewrite_text(
 
 
 def _document_links(
-    document: _Document,
+    document: ParsedDocument,
     base_element: turbohtml.Element | None,
     context: Context,
     policy: Policy,
@@ -462,7 +462,7 @@ def _document_links(
         _conditional_comments(document, context, policy, result)
 
 
-def _noscript_links(document: _Document, context: Context, policy: Policy, result: TextResult) -> None:
+def _noscript_links(document: ParsedDocument, context: Context, policy: Policy, result: TextResult) -> None:
     """The links in each <noscript>, as a browser with scripting off reads its text.
 
     Both readings must hold (HTML §13.2.6.4.7 "noscript", scripting on and off): with
@@ -479,12 +479,12 @@ def _noscript_links(document: _Document, context: Context, policy: Policy, resul
     for start, end in zip(starts, ends, strict=True):
         if start >= end:
             continue
-        fragment = _Document(text[start:end], noscript_fragment=True)
+        fragment = ParsedDocument(text[start:end], noscript_fragment=True)
         inner = TextResult()
         _document_links(fragment, None, inner_context, policy, inner)
         if inner.edits:
             written = spliced(fragment.text, inner.edits)
-            if _end_tag(written, "noscript", 0) != len(written):
+            if end_tag(written, "noscript", 0) != len(written):
                 # Never reached while no new value holds "<"; kept as the last guard.
                 result.problems.append(f"links in the <noscript> at character {start} were left as they are")
                 inner.edits.clear()
@@ -501,7 +501,7 @@ _DIVERGING = re.compile(r"<(?:[sS][eE][lL][eE][cC][tT]|[fF][rR][aA][mM][eE][sS][
 _SENTINEL = "<rewriter-sentinel>"
 
 
-def _reads_on_alike(fragment: _Document) -> bool:
+def _reads_on_alike(fragment: ParsedDocument) -> bool:
     """Whether, after this <noscript>'s text, a browser with scripting off reads on as one
     with scripting on does: from the data state, not inside a tag, a comment or raw text
     the text opened (``<noscript><style></noscript>``). Told by tokenizing the text with a
@@ -514,7 +514,7 @@ def _reads_on_alike(fragment: _Document) -> bool:
     return last is not None and last.type is _START_TAG_TOKEN and last.tag == _SENTINEL[1:-1] and last.col == len(text)
 
 
-def _left_where_readings_differ(document: _Document, result: TextResult) -> None:
+def _left_where_readings_differ(document: ParsedDocument, result: TextResult) -> None:
     """After a <noscript> that a browser with scripting off reads on from elsewhere than one
     with scripting on (it opened a tag, a comment or raw text that runs past its end), the
     two readings of the page differ: what is a link to one is text to the other. Nothing
@@ -556,7 +556,7 @@ def saved_from(text: str) -> str | None:
     return url if usable_as_base(url) else None
 
 
-def _canonical(document: _Document) -> str | None:
+def _canonical(document: ParsedDocument) -> str | None:
     for element in document.tree.select('link[rel~="canonical"][href], meta[property="og:url"][content]'):
         if element.position is None:
             continue
@@ -567,7 +567,7 @@ def _canonical(document: _Document) -> str | None:
 
 
 def _base_element(
-    document: _Document,
+    document: ParsedDocument,
     element: turbohtml.Element,
     fallback: Context,
     policy: Policy,
@@ -637,7 +637,7 @@ def _plain_of(namespace: object, tag: str, lazy: frozenset[str]) -> _Plain:
 
 
 def _elements_links(
-    document: _Document,
+    document: ParsedDocument,
     elements: Iterable[turbohtml.Element],
     base_element: turbohtml.Element | None,
     context: Context,
@@ -700,7 +700,7 @@ def _elements_links(
         for name in needed:
             # HTML §13.2.5.32-39 over this one start tag, up to the first attribute *name*
             # (the first of duplicates wins): one call.
-            match = (value_of.get(name) or _value_of(name))(text, offset)
+            match = (value_of.get(name) or attribute_value_pattern(name))(text, offset)
             if match is None:
                 # HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to
                 # the first one; their text is elsewhere and is left as it is.
@@ -712,7 +712,7 @@ def _elements_links(
                 continue
             start, end = match.span(last)
             raw = text[start:end]
-            quote = _QUOTE_OF_VALUE_GROUP[last]
+            quote = QUOTE_OF_VALUE_GROUP[last]
             if name in split.lazy and not looks_like_url(_decoded(raw), "url"):
                 continue
             if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
@@ -733,7 +733,7 @@ def _elements_links(
 
 
 def _element_links(
-    document: _Document,
+    document: ParsedDocument,
     element: turbohtml.Element,
     context: Context,
     policy: Policy,
@@ -778,7 +778,7 @@ def _element_links(
 
 
 def _plain_url(
-    document: _Document,
+    document: ParsedDocument,
     tag: str,
     name: str,
     span: tuple[int, int, str],
@@ -805,13 +805,13 @@ def _plain_url(
 
 
 def _decoded(raw: str) -> str:
-    """An attribute value's source text as the tokenizer gives it (:meth:`_Document.value`)."""
+    """An attribute value's source text as the tokenizer gives it (:meth:`ParsedDocument.value`)."""
     if "&" not in raw and "\r" not in raw and "\0" not in raw:
         return raw
     return decode_attribute(_newlines_normalised(raw).replace("\0", "\ufffd"))[0]
 
 
-def _codebase(document: _Document, span: tuple[int, int, str], context: Context) -> Context:
+def _codebase(document: ParsedDocument, span: tuple[int, int, str], context: Context) -> Context:
     """The base for classid/data/archive/code: the codebase resolved against the document's base."""
     value, _ = decode_attribute(document.text[span[0] : span[1]])
     start, end = strip_whitespace(value, 0, len(value))
@@ -819,7 +819,7 @@ def _codebase(document: _Document, span: tuple[int, int, str], context: Context)
 
 
 def _attribute_links(
-    document: _Document,
+    document: ParsedDocument,
     tag: str,
     name: str,
     kind: Kind,
@@ -940,7 +940,7 @@ def _splice_attribute(
             result.edits.append((raw_at, raw_start + _raw(offsets, end), _escape_attribute(new, quote)))
 
 
-def _end_tag(text: str, name: str, start: int) -> int:
+def end_tag(text: str, name: str, start: int) -> int:
     """Where the raw text that starts at *start* ends: the first ``</name`` followed by
     whitespace, "/" or ">" (HTML §13.2.5.12 "appropriate end tag"), or the end."""
     length = len(name) + 2
@@ -955,7 +955,7 @@ def _end_tag(text: str, name: str, start: int) -> int:
 
 
 def _style_element(
-    document: _Document,
+    document: ParsedDocument,
     element: turbohtml.Element,
     context: Context,
     result: TextResult,
@@ -966,7 +966,7 @@ def _style_element(
     §13.2.5.12 "appropriate end tag"), or to the end of the document.
     """
     start = document.start_tag_end(element)
-    end = _end_tag(document.text, "style", start)
+    end = end_tag(document.text, "style", start)
     source = document.text[start:end]
     foreign = element.namespace != _HTML
     if foreign and ("&" in source or "<" in source):
@@ -987,7 +987,7 @@ _START_TAG_TOKEN = turbohtml.TokenType.START_TAG
 _TOKENIZER_CHUNK = 1 << 16  # text given to the tokenizer at a time: a restart wastes at most this
 
 
-def _conditional_comments(document: _Document, context: Context, policy: Policy, result: TextResult) -> None:
+def _conditional_comments(document: ParsedDocument, context: Context, policy: Policy, result: TextResult) -> None:
     """Links inside ``<!--[if IE]>...<![endif]-->``: markup that old IE rendered.
 
     Each is parsed as a document of its own with this document's base (a <base> inside
@@ -1031,7 +1031,7 @@ def _conditional_comments(document: _Document, context: Context, policy: Policy,
             result.edits.append((edit_start + inner_start, edit_end + inner_start, new.replace(">", "%3E")))
 
 
-def _comment_offsets(document: _Document) -> list[tuple[int, str]]:
+def _comment_offsets(document: ParsedDocument) -> list[tuple[int, str]]:
     """Where each conditional comment node of the tree starts in the text, with its data.
 
     The tree holds no offsets for comments, so the tokenizer gives them: its comment
@@ -1120,7 +1120,7 @@ def _comment_offsets(document: _Document) -> list[tuple[int, str]]:
     return [(offset, data) for offset, data in found if counted[data] == expected[data]]
 
 
-def _text_comments(document: _Document) -> list[tuple[int, str]]:
+def _text_comments(document: ParsedDocument) -> list[tuple[int, str]]:
     """Each ``<!--[if`` of the text that lies in no comment found before it, with the data
     a comment starting there has: up to the first ``-->`` or ``--!>``, or the end (HTML
     §13.2.5.43-52), as the tree holds it. The comments found never overlap, so the text
@@ -1145,13 +1145,13 @@ def _text_comments(document: _Document) -> list[tuple[int, str]]:
     return found
 
 
-def _comment_data(document: _Document, piece: str) -> str:
+def _comment_data(document: ParsedDocument, piece: str) -> str:
     """A comment's source text as its node holds it: NUL read as U+FFFD (§13.2.5.45-50),
     line breaks as the parser saw them."""
     return document.as_parsed(piece.replace("\0", "\ufffd"))
 
 
-def _offset_of(document: _Document, origin: int, token: turbohtml.Token) -> int:
+def _offset_of(document: ParsedDocument, origin: int, token: turbohtml.Token) -> int:
     """Where *token*, from a tokenizer that started at *origin*, begins in the text."""
     if document.flat:
         return origin + token.col
@@ -1160,8 +1160,8 @@ def _offset_of(document: _Document, origin: int, token: turbohtml.Token) -> int:
 
 def _tag_end(text: str, offset: int) -> int:
     """The offset just past the tag that starts at *offset* (HTML §13.2.5.6-40)."""
-    position = _TAG_NAME.match(text, offset).end()  # type: ignore[union-attr]
-    while (match := _ATTRIBUTE.match(text, position)) is not None and match.group(1) is not None:
+    position = TAG_NAME.match(text, offset).end()  # type: ignore[union-attr]
+    while (match := ATTRIBUTE.match(text, position)) is not None and match.group(1) is not None:
         position = match.end()
     close = text.find(">", position)
     return len(text) if close < 0 else close + 1
@@ -1217,7 +1217,7 @@ class ByteView:
             (document, False) if isinstance(document, str) else decode_checked(document, sniff(document, charset))
         )
         self.text = text
-        self._document = _Document(text, readable)
+        self._document = ParsedDocument(text, readable)
 
     def elements(self) -> Iterator[ViewElement]:
         document = self._document
@@ -1229,7 +1229,7 @@ class ByteView:
             style = None
             if element.tag == "style":
                 start = document.start_tag_end(element)
-                style = document.text[start : _end_tag(document.text, "style", start)]
+                style = document.text[start : end_tag(document.text, "style", start)]
                 if element.namespace is not _HTML and ("&" in style or "<" in style):
                     style = None  # SVG <style> is parsed as markup; only plain text is taken as is
             yield ViewElement(element, namespace, element.tag, values, style)
@@ -1265,19 +1265,19 @@ def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tup
     text, readable = (
         (document, False) if isinstance(document, str) else decode_checked(document, sniff(document, charset))
     )
-    return _start_tags(_Document(text, readable))
+    return _start_tags(ParsedDocument(text, readable))
 
 
-def _start_tags(parsed: _Document) -> list[tuple[str, dict[str, str]]]:
+def _start_tags(parsed: ParsedDocument) -> list[tuple[str, dict[str, str]]]:
     everything = {"\0"}  # a name no attribute has: scan them all
     text = parsed.text
     starts, ends = parsed.noscript_ranges()
     tags: list[tuple[str, dict[str, str]]] = []
     for element in parsed.start_tags(parsed.tree.iter_elements()):
         start = parsed.offset(element)
-        name = _ascii_lower(_TAG_NAME.match(text, start).group()[1:]).replace("\0", "\ufffd")  # type: ignore[union-attr]
+        name = ascii_lower(TAG_NAME.match(text, start).group()[1:]).replace("\0", "\ufffd")  # type: ignore[union-attr]
         values: dict[str, str] = {}
-        # Spans, not element.attrs: the parser saw a space for each line break (see _Document).
+        # Spans, not element.attrs: the parser saw a space for each line break (see ParsedDocument).
         for attribute, span in parsed.attributes(element, everything).items():
             values[attribute.replace("\0", "\ufffd")] = parsed.value(span)
         tags.append((name, values))
@@ -1285,6 +1285,6 @@ def _start_tags(parsed: _Document) -> list[tuple[str, dict[str, str]]]:
             after = parsed.start_tag_end(element)
             at = bisect.bisect_left(starts, after)
             if at < len(starts) and starts[at] == after:
-                inner = _Document(text[starts[at] : ends[at]], noscript_fragment=True)
+                inner = ParsedDocument(text[starts[at] : ends[at]], noscript_fragment=True)
                 tags.extend(_start_tags(inner))
     return tags

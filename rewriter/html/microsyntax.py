@@ -70,10 +70,10 @@ def decode_attribute(raw: str) -> tuple[str, list[int] | None]:
             offsets_of_amp.append(position)  # the "&" (after the last part: the end)
             position += 5
         return raw.replace("&amp;", "&"), offsets_of_amp
-    return _decode_references(raw)
+    return decode_references(raw)
 
 
-def _decode_references(raw: str) -> tuple[str, list[int]]:
+def decode_references(raw: str) -> tuple[str, list[int]]:
     """:func:`decode_attribute` for any *raw* with an "&": each reference read as the
     tokenizer reads it in an attribute value (HTML §13.2.5.72-80)."""
     pieces: list[str] = []

@@ -107,7 +107,7 @@ def attributes_of(namespace: str, element: str, lazy: frozenset[str] = frozenset
     """
     if len(element) > CACHED_NAME_LENGTH:
         return _attributes_of(namespace, element, lazy)
-    return _cached_attributes_of(namespace, element, lazy)
+    return cached_attributes_of(namespace, element, lazy)
 
 
 def _attributes_of(namespace: str, element: str, lazy: frozenset[str]) -> dict[str, Kind]:
@@ -115,7 +115,7 @@ def _attributes_of(namespace: str, element: str, lazy: frozenset[str]) -> dict[s
     return {name: kind for name in names if (kind := kind_of(namespace, element, name, lazy)) is not None}
 
 
-_cached_attributes_of = lru_cache(maxsize=4096)(_attributes_of)
+cached_attributes_of = lru_cache(maxsize=4096)(_attributes_of)
 
 
 # What an element must have for an entry that holds only under a condition: the

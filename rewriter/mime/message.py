@@ -205,8 +205,8 @@ _OVERLONG_LINE = re.compile(rb"[^\r\n]{%d}" % (_LINE_LIMIT + 1))
 _TEXT_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
-def _read_heading(block: bytes) -> Message:
-    """The heading *block* (field lines only, as :func:`_heading_end` finds them) as
+def read_heading(block: bytes) -> Message:
+    """The heading *block* (field lines only, as :func:`heading_end` finds them) as
     ``email.parser.BytesHeaderParser(policy=compat32).parsebytes(block)`` reads it.
 
     The same steps as the email package's ``FeedParser._parse_headers``, without its
@@ -260,7 +260,7 @@ class _Entity:
     problems: list[str] = field(default_factory=list)
 
 
-def _heading_end(data: bytes, start: int, end: int) -> tuple[int, int]:
+def heading_end(data: bytes, start: int, end: int) -> tuple[int, int]:
     """(end of the heading, start of the body) for the entity at *start*.
 
     The heading runs to the first blank line, which is consumed; a line that is neither a
@@ -305,8 +305,8 @@ def _boundary(heading: Message) -> str | None:
 def _parse_entity(
     data: bytes, start: int, end: int, path: str, depth: int, default_type: str = "text/plain"
 ) -> _Entity:
-    heading_end, body_start = _heading_end(data, start, end)
-    heading = _read_heading(data[start:heading_end])
+    heading_stop, body_start = heading_end(data, start, end)
+    heading = read_heading(data[start:heading_stop])
     if default_type != "text/plain":
         heading.set_default_type(default_type)
     content_type = heading.get_content_type()

@@ -60,7 +60,7 @@ def decode(body: bytes, encoding: str | None) -> bytes:
     """The decoded bytes of *body*, leniently as mail readers do."""
     name = mechanism(encoding)
     if name == "quoted-printable":
-        return _decode_qp(body)
+        return decode_qp(body)
     if name == "base64":
         return _decode_base64(body, encoding)
     return body
@@ -122,7 +122,7 @@ class _Line(NamedTuple):
         return b"".join(part.decoded for part in self.parts)
 
 
-def _unescape(text: bytes) -> bytes:
+def unescape_qp(text: bytes) -> bytes:
     """The escapes of one line's content (no LF, no trailing white space) decoded.
 
     RFC 2045 §6.7 note (2): an "=" not followed by two hex digits is kept as it is.
@@ -142,11 +142,11 @@ def _physical_line(content: bytes) -> tuple[bytes, bool]:
     5, a final "=" is a soft break (at the very end of the body too)."""
     content = content.rstrip(b" \t")
     if content.endswith(b"="):
-        return _unescape(content[:-1]), True
-    return _unescape(content), False
+        return unescape_qp(content[:-1]), True
+    return unescape_qp(content), False
 
 
-def _whole_body_safe(body: bytes) -> bool:
+def whole_body_safe(body: bytes) -> bool:
     """Whether binascii reads the whole body as the line parser does: no white space
     before a line break or at the end (rule 3 drops it; binascii keeps it), no "==" and
     no "=" before a CR that ends no line (binascii reads both its own way).
@@ -167,13 +167,13 @@ def _whole_body_safe(body: bytes) -> bool:
     return not (crlf and (b" \r\n" in body or (tab and b"\t\r\n" in body)))
 
 
-def _decode_qp(body: bytes) -> bytes:
-    """What :func:`_parse_qp`'s lines decode to, without building them: the hot path.
+def decode_qp(body: bytes) -> bytes:
+    """What :func:`parse_qp`'s lines decode to, without building them: the hot path.
 
     binascii's C decoder over the whole body when it reads it as the line parser does
-    (:func:`_whole_body_safe`), else the same reading line by line.
+    (:func:`whole_body_safe`), else the same reading line by line.
     """
-    if _whole_body_safe(body):
+    if whole_body_safe(body):
         return binascii.a2b_qp(body)
     pieces = body.split(_LF)
     last = len(pieces) - 1
@@ -193,7 +193,7 @@ def _decode_qp(body: bytes) -> bytes:
     return b"".join(decoded)
 
 
-def _parse_qp(body: bytes) -> list[_Line]:
+def parse_qp(body: bytes) -> list[_Line]:
     """The logical lines of *body*; the last one has no hard break (it may be empty)."""
     lines: list[_Line] = []
     parts: list[_Part] = []
@@ -220,7 +220,7 @@ def _parse_qp(body: bytes) -> list[_Line]:
         pos = next_pos
 
 
-def _wrap(text: bytes, eol: bytes, soft_end: bool) -> bytes:
+def wrap_qp(text: bytes, eol: bytes, soft_end: bool) -> bytes:
     """*text* (no hard breaks: CR and LF are escaped) as physical lines of at most 76 characters.
 
     With *soft_end* the result ends with a soft break, for encoded bytes that follow on the same logical line.
@@ -250,7 +250,7 @@ def _wrap(text: bytes, eol: bytes, soft_end: bool) -> bytes:
 
 def _encode_text(text: bytes, eol: bytes) -> bytes:
     """*text* quoted-printable, each *eol* in it a hard break (RFC 2045 §6.7 rule 4)."""
-    return eol.join(_wrap(line, eol, soft_end=False) for line in text.split(eol))
+    return eol.join(wrap_qp(line, eol, soft_end=False) for line in text.split(eol))
 
 
 def _align(lines: list[_Line], new: bytes) -> list[bytes] | None:
@@ -278,7 +278,7 @@ def _align(lines: list[_Line], new: bytes) -> list[bytes] | None:
     return cut
 
 
-def _splice_logical_line(encoded: bytes, new: bytes, eol: bytes) -> bytes:
+def splice_logical_line(encoded: bytes, new: bytes, eol: bytes) -> bytes:
     """One *encoded* logical line (no hard break; every physical line but the last ends in
     a soft break) with decoded content *new*, keeping the unchanged physical lines at each
     end. Only the physical lines it keeps are read: an HTML mail's logical line can run to
@@ -303,7 +303,7 @@ def _splice_logical_line(encoded: bytes, new: bytes, eol: bytes) -> bytes:
         last -= 1
         tail_start -= len(physical[last]) + 1
     kept_tail = encoded[tail_start:] if last < count else b""
-    return encoded[:head_end] + _wrap(new[head:tail], eol, soft_end=bool(kept_tail)) + kept_tail
+    return encoded[:head_end] + wrap_qp(new[head:tail], eol, soft_end=bool(kept_tail)) + kept_tail
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
@@ -333,7 +333,7 @@ def _common_suffix(a: bytes, b: bytes) -> int:
 _SOFT_ENDS = (b"=", b"=\r")
 
 
-def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes, old: bytes | None = None) -> bytes | None:
+def encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes, old: bytes | None = None) -> bytes | None:
     """The common case, without parsing every line: None when it does not apply.
 
     When no escaped LF (``=0A``) can put a line break inside a logical line, the n-th LF
@@ -343,7 +343,7 @@ def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes, old: by
     """
     if b"=0" in original and (b"=0A" in original or b"=0a" in original):  # most bodies: one search
         return None
-    old_lines = (old if old is not None else _decode_qp(original)).split(_LF)
+    old_lines = (old if old is not None else decode_qp(original)).split(_LF)
     new_lines = new.split(_LF)
     if len(old_lines) != len(new_lines):
         return None
@@ -374,7 +374,7 @@ def _encode_qp_by_lines(original: bytes, new: bytes, default_eol: bytes, old: by
             old_text, new_text = old_text[:-1], new_text[:-1]
         eol = brk or _dominant_break(original, starts, default_eol)
         pieces.append(original[kept:start])
-        pieces.append(_splice_logical_line(original[start : stop - len(brk)], new_text, eol))
+        pieces.append(splice_logical_line(original[start : stop - len(brk)], new_text, eol))
         kept = stop - len(brk)
     pieces.append(original[kept:])
     return b"".join(pieces)
@@ -388,13 +388,13 @@ def _dominant_break(original: bytes, starts: list[int], default_eol: bytes) -> b
 
 
 def _encode_qp(original: bytes, new: bytes, default_eol: bytes, old: bytes | None = None) -> bytes:
-    fast = _encode_qp_by_lines(original, new, default_eol, old)
-    return fast if fast is not None else _encode_qp_aligned(original, new, default_eol)
+    fast = encode_qp_by_lines(original, new, default_eol, old)
+    return fast if fast is not None else encode_qp_aligned(original, new, default_eol)
 
 
-def _encode_qp_aligned(original: bytes, new: bytes, default_eol: bytes) -> bytes:
+def encode_qp_aligned(original: bytes, new: bytes, default_eol: bytes) -> bytes:
     """Every logical line parsed, and *new* aligned on them (or on what stays at each end)."""
-    lines = _parse_qp(original)
+    lines = parse_qp(original)
     old = b"".join(line.decoded + line.brk for line in lines)
     if new == old:
         return original
@@ -409,7 +409,7 @@ def _encode_qp_aligned(original: bytes, new: bytes, default_eol: bytes) -> bytes
             if content == line.decoded:
                 out.append(original[line.start : line.end])
             else:
-                out.append(_splice_logical_line(original[line.start : line.end], content, line.brk or dominant))
+                out.append(splice_logical_line(original[line.start : line.end], content, line.brk or dominant))
             out.append(line.brk)
         return b"".join(out)
 

@@ -1165,7 +1165,7 @@ def _size(job: Job) -> int:
     return 0
 
 
-def _warm() -> None:
+def warm_up() -> None:
     """Import the page and style sheet engines before forking, so that the workers start
     with them (bs4's import alone took 0.3 s). The MIME engine is left to the workers
     that meet mail: a batch of pages never needs it, and it adds 17-22 ms."""
@@ -1184,7 +1184,7 @@ def run(jobs: Iterable[Job], settings: Settings, workers: int = 1) -> Iterator[O
     few = isinstance(jobs, list) and len(jobs) <= 1
     executor: Executor = Serial() if workers <= 1 or few else Processes(workers)
     if isinstance(executor, Processes):
-        _warm()
+        warm_up()
         # Objects the workers inherit stay out of their collector's sight: its passes would
         # otherwise write to every inherited object and copy each page of them (gc.freeze docs).
         gc.freeze()

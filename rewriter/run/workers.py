@@ -110,7 +110,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _parent_gone(expected_parent: int | None, lifeline: Connection | None) -> bool:
+def parent_gone(expected_parent: int | None, lifeline: Connection | None) -> bool:
     """Whether the parent is gone: this process has another parent than *expected_parent*
     (None: not known, as with forkserver), or *lifeline* has something to read, which can
     only be end-of-file, the parent never writing to it."""
@@ -141,7 +141,7 @@ def _guard(expected_parent: int | None, lifeline: Connection | None, deathsig: b
     else watch *lifeline*."""
     if deathsig:
         _die_with_parent()
-    if _parent_gone(expected_parent, lifeline):
+    if parent_gone(expected_parent, lifeline):
         os._exit(_ORPHANED)
     if lifeline is not None:
         _watch_parent(lifeline)
@@ -165,7 +165,7 @@ def _serve(
     signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     try:
         while (message := pipe.recv_bytes()) != _STOP:
-            if _parent_gone(expected_parent, lifeline):
+            if parent_gone(expected_parent, lifeline):
                 break  # jobs sent before the parent died are still in the pipe: none is started
             pipe.send_bytes(_pickled(work, pickle.loads(message), shared))
     except (EOFError, OSError, KeyboardInterrupt, SystemExit):

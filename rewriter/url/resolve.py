@@ -282,7 +282,7 @@ def remove_dot_segments(path: str) -> str:
     if not _has_dot_segment(path):
         return path
     if path[0] != "/":
-        return _remove_dot_segments_by_rule(path)
+        return remove_dot_segments_by_rule(path)
     # For a rooted path the buffer rules of §5.2.4 reduce to a stack of
     # segments; tests/test_resolve.py checks that the two agree.
     output: list[str] = []
@@ -298,7 +298,7 @@ def remove_dot_segments(path: str) -> str:
     return "/" + "/".join(output)
 
 
-def _remove_dot_segments_by_rule(path: str) -> str:
+def remove_dot_segments_by_rule(path: str) -> str:
     """RFC 3986 §5.2.4 rules A-E, applied to the input buffer one at a time.
 
     The buffer is ``path[i:]``; a rule that replaces its start with "/" moves ``i`` to a
@@ -334,7 +334,7 @@ def _remove_dot_segments_by_rule(path: str) -> str:
     return "".join(output)
 
 
-def _remove_dot_segments_1808(path: str) -> str:
+def remove_dot_segments_1808(path: str) -> str:
     """RFC 1808 §4 step 6 a-d, which RFC 2396 §5.2 step 6 c-f repeats.
 
     The leading slash is not part of the path (RFC 1808 §2.4.6), so it is not a
@@ -479,7 +479,7 @@ def _rfc2396(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
         # Step 6 a-b: all but the last segment of the base path, then the
         # reference path (empty for "?y", giving Appendix C's http://a/b/c/?y);
         # c-f remove dot segments; g keeps surplus "..".
-        path = _remove_dot_segments_1808(directory + path)
+        path = remove_dot_segments_1808(directory + path)
         return _recompose(b_scheme, b_authority, path, query, fragment)
 
     if not shortcuts or problem is not None:
@@ -534,7 +534,7 @@ def _rfc1808(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
                     if not query:
                         query = b_query
             else:  # Step 6
-                path = _remove_dot_segments_1808(directory + path)
+                path = remove_dot_segments_1808(directory + path)
         return _recompose_1808(b_scheme, b_net_loc, path, params, query, fragment)
 
     if not shortcuts or problem is not None:
@@ -694,7 +694,7 @@ def _url_key_of(url: str) -> str:
 
 
 # One URL of a page or an archive may be a megabyte: the count alone bounds nothing.
-_url_keys = _SizedCache(_url_key_of, budget=1 << 22, entries=1 << 16)
+url_keys = _SizedCache(_url_key_of, budget=1 << 22, entries=1 << 16)
 
 
 def url_key(url: str) -> str:
@@ -704,7 +704,7 @@ def url_key(url: str) -> str:
     >>> url_key("HTTP://Example.org:80/a/../b c#top")
     'http://example.org/b%20c'
     """
-    return _url_keys(url)
+    return url_keys(url)
 
 
 def scheme_prefix(rules: Rules = "rfc3986") -> Callable[[str], re.Match[str] | None]:
@@ -795,7 +795,7 @@ def _with_shortcuts(
     return resolve_common
 
 
-_RULE_SETS: dict[str, Callable[..., ResolveOne]] = {
+RULE_SETS: dict[str, Callable[..., ResolveOne]] = {
     "rfc1808": _rfc1808,
     "rfc2396": _rfc2396,
     "rfc3986": _rfc3986,
@@ -804,18 +804,18 @@ _RULE_SETS: dict[str, Callable[..., ResolveOne]] = {
 
 
 def _check_rules(rules: str) -> None:
-    if rules not in _RULE_SETS:
+    if rules not in RULE_SETS:
         raise ValueError(f"unknown rules {rules!r}: choose one of {', '.join(RULES)}")
 
 
 def _new_resolver(base: str, rules: str, strict: bool) -> ResolveOne:
     _check_rules(rules)
-    return _RULE_SETS[rules](base, strict)
+    return RULE_SETS[rules](base, strict)
 
 
 # A resolver keeps four or five copies of its base: 1 M characters of bases is 4-5 MB
 # (20 MB for bases outside Latin-1), plus the newest one whatever its size.
-_resolver_for = _SizedCache(_new_resolver, budget=1 << 20, entries=512)
+resolver_for = _SizedCache(_new_resolver, budget=1 << 20, entries=512)
 
 
 # --------------------------------------------------------------------------
@@ -842,7 +842,7 @@ class Resolver:
         self.base = base
         self.rules = rules
         self.strict = strict
-        self._resolve = _resolver_for(base, rules, strict)
+        self._resolve = resolver_for(base, rules, strict)
 
     def resolve(self, reference: str) -> str:
         """The absolute form of *reference*; raises :class:`UnresolvableReference`."""
@@ -867,4 +867,4 @@ def resolve(base: str, reference: str, *, rules: Rules = "rfc3986", strict: bool
     >>> resolve("http://a/b/c/d;p?q", "https://example.org/a/./b/../c", rules="whatwg")
     'https://example.org/a/c'
     """
-    return _resolver_for(base, rules, strict)(reference)
+    return resolver_for(base, rules, strict)(reference)
