@@ -1,11 +1,33 @@
 """rewriter: make every relative link in HTML documents and MIME messages absolute.
 
+The way in, as ``email.message_from_bytes`` is the way into the email package:
+
 >>> import rewriter
+>>> result = rewriter.rewrite(b'<base href="/d/"><img src="a.png">', url="https://example.org/")
+>>> result.output
+b'<base href="https://example.org/d/"><img src="https://example.org/d/a.png">'
+>>> [(link.original, link.status) for link in rewriter.find_links(b"p { b: url(i.png) }", url="http://h/")]
+[('i.png', 'rewritten')]
 >>> rewriter.resolve("http://a/b/c/d;p?q", "../g")
 'http://a/b/g'
+
+:func:`rewrite` and :func:`find_links` take a document's bytes, its decoded text, or a
+path (``pathlib.Path``): a page, a style sheet or a message (.eml, .mht), told by its
+content. :func:`rewrite_tree` changes a BeautifulSoup or lxml tree in place. Behaviour is
+one :class:`Policy`. Many files, mboxes, Maildirs and WARCs are for :mod:`rewriter.run`
+and the command line. The subpackages are the layers: ``url``, ``document``, ``html``,
+``css``, ``mime``, ``containers``, ``bundle``, ``disk``, ``run``, ``cli`` (``docs/layers.md``).
 """
 
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
 from rewriter import _moved
+from rewriter.document.model import DocumentResult, Link, NoBaseError, Status
+from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.url.base import Layer
 from rewriter.url.resolve import (
     RFC1808URL,
     RULES,
@@ -16,17 +38,138 @@ from rewriter.url.resolve import (
     resolve,
 )
 
+if TYPE_CHECKING:
+    from rewriter.html.tree import TreeResult
+    from rewriter.mime.message import MessageResult
+
 __version__ = "0.1.0"
 
 _moved.install()
 
 __all__ = [
+    "DEFAULT_POLICY",
     "RFC1808URL",
     "RULES",
+    "DocumentResult",
+    "Layer",
+    "Link",
+    "NoBaseError",
+    "Policy",
     "Resolver",
+    "Status",
     "URIReference",
     "UnresolvableReference",
     "__version__",
+    "find_links",
     "parse",
     "resolve",
+    "rewrite",
+    "rewrite_tree",
 ]
+
+Source = bytes | str | os.PathLike[str]
+
+
+def _engine(source: Source, format: str | None) -> tuple[bytes | str, Any]:
+    """The document of *source* and the engine that reads it (:mod:`rewriter.document.engines`)."""
+    from rewriter.containers.formats import SNIFF_SIZE, detect_format
+    from rewriter.document.engines import engine
+
+    name = None
+    if isinstance(source, os.PathLike):
+        name = os.fspath(source)
+        with open(name, "rb") as file:
+            document: bytes | str = file.read()
+    else:
+        document = source
+    if format is None:
+        head = document[:SNIFF_SIZE]
+        format = detect_format(head if isinstance(head, bytes) else head.encode("utf-8", "surrogatepass"), name)
+    if format == "unknown":
+        format = "html"  # what the command line does with a file it cannot tell: no links, unchanged
+    if format not in ("html", "css", "message"):
+        raise ValueError(
+            f"{format!r}: one document or message is read here; an mbox, a Maildir or a WARC holds "
+            "many (rewriter.run.batch, rewriter.containers.mailbox, rewriter.containers.warc)"
+        )
+    if format == "message" and isinstance(document, str):
+        document = document.encode("utf-8", "surrogateescape")  # a message is bytes
+    return document, engine(format)
+
+
+def rewrite(
+    source: Source,
+    *,
+    url: str | None = None,
+    base: str | None = None,
+    charset: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+    format: str | None = None,
+) -> DocumentResult | MessageResult:
+    """Make every relative link of one document or message absolute, changing no other byte.
+
+    *source* is bytes, decoded text (given back as UTF-8), or a path. *format* (``html``,
+    ``css``, ``message``) is told from the content when not given. *url* is the retrieval
+    URL (RFC 1808 §3.3), *base* a base handed down by an enclosing entity (§3.2; not for a
+    message, whose headings give its parts theirs), *charset* a transport charset. A page
+    or a style sheet gives a :class:`DocumentResult`, a message a
+    :class:`~rewriter.mime.MessageResult` (its parts as a tree).
+    """
+    document, engine = _engine(source, format)
+    result: DocumentResult | MessageResult = engine.rewrite(
+        document, **_arguments(engine.format, url, base, charset, policy)
+    )
+    return result
+
+
+def find_links(
+    source: Source,
+    *,
+    url: str | None = None,
+    base: str | None = None,
+    charset: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+    format: str | None = None,
+) -> tuple[Link, ...]:
+    """Every link of one document or message, resolved, in document order (nothing is
+    written): :func:`rewrite`'s arguments, its result's ``links``."""
+    document, engine = _engine(source, format)
+    result = engine.find(document, **_arguments(engine.format, url, base, charset, policy))
+    return tuple(result.links)
+
+
+def _arguments(format: str, url: str | None, base: str | None, charset: str | None, policy: Policy) -> dict[str, Any]:
+    if format == "message":
+        if base is not None or charset is not None:
+            raise ValueError("a message's parts take their base and charset from its headings: give url= only")
+        return {"url": url, "policy": policy}
+    return {"url": url, "base": base, "charset": charset, "policy": policy}
+
+
+def rewrite_tree(
+    tree: Any,
+    *,
+    url: str | None = None,
+    base: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+) -> TreeResult:
+    """Make every relative link of a parsed tree absolute, in place: a BeautifulSoup soup
+    (or any of its nodes), or an lxml.html tree or element. The same rules as
+    :func:`rewrite` (:mod:`rewriter.html.bs4`, :mod:`rewriter.html.lxml`); the tree's own
+    serialiser writes the result.
+
+    >>> import lxml.html
+    >>> page = lxml.html.fromstring('<p><a href="x.html">x</a></p>')
+    >>> rewrite_tree(page, url="http://h/d/").links[0].resolved
+    'http://h/d/x.html'
+    """
+    module = type(tree).__module__.split(".")[0]
+    if module == "bs4":
+        from rewriter.html import bs4
+
+        return bs4.absolutize(tree, url=url, base=base, policy=policy)
+    if module == "lxml":
+        from rewriter.html import lxml
+
+        return lxml.absolutize(tree, url=url, base=base, policy=policy)
+    raise TypeError(f"rewrite_tree takes a BeautifulSoup or an lxml tree, not {type(tree).__name__}")
