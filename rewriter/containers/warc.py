@@ -80,6 +80,9 @@ from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.url.resolve import Rules, UnresolvableReference, remove_dot_segments, resolve, url_key
 
 if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+    from warcio.recordloader import ArcWarcRecord  # untyped: Any to mypy
+
     from rewriter.document.model import DocumentResult
 
 __all__ = [
@@ -292,7 +295,8 @@ def _records(
                 "Annex D); it is read as a whole, and offsets from here count bytes of the decompressed data",
             )
             yield _Whole(position)
-            reader = whole = _GzipStream(_Window(stream, position))
+            whole = _GzipStream(_Window(stream, position))
+            reader = cast("IO[bytes]", whole)  # a binary file like any other to warcio
             gzipped, skip, position = False, stop.count, 0
             continue
         # warcio's offsets can step back on a damaged file; from here they only go forward.
@@ -339,12 +343,13 @@ class _Window(io.RawIOBase):
     def seekable(self) -> bool:
         return True
 
-    def read(self, size: int = -1) -> bytes:  # type: ignore[override]
+    def read(self, size: int = -1) -> bytes:
         return self.stream.read(size)
 
-    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
-        data = self.stream.read(len(buffer))
-        buffer[: len(data)] = data
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self.stream.read(len(view))
+        view[: len(data)] = data
         return len(data)
 
     def tell(self) -> int:
@@ -371,7 +376,7 @@ class _GzipStream(io.RawIOBase):
     def seekable(self) -> bool:
         return True
 
-    def read(self, size: int = -1) -> bytes:  # type: ignore[override]
+    def read(self, size: int = -1) -> bytes:
         if self.error is not None:
             return b""
         try:
@@ -381,9 +386,10 @@ class _GzipStream(io.RawIOBase):
             self.error = _clean(str(error)) or type(error).__name__
             return b""
 
-    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self.read(len(view))
+        view[: len(data)] = data
         return len(data)
 
     def tell(self) -> int:
@@ -525,10 +531,10 @@ def _next_start(reader: IO[bytes], after: int, gzipped: bool, container: Contain
         return None
 
 
-def _read(record: object, offset: int, wanted: Wanted | None) -> tuple[WarcDocument | WarcDamage | None, bool]:
+def _read(record: ArcWarcRecord, offset: int, wanted: Wanted | None) -> tuple[WarcDocument | WarcDamage | None, bool]:
     """The document (or damage) of one record, and whether the file is damaged within it."""
     kind = getattr(record, "rec_type", None)
-    rec_headers = record.rec_headers  # type: ignore[attr-defined]
+    rec_headers = record.rec_headers
     length = rec_headers.get_header("Content-Length")
     if length is None or not length.strip().isdigit():
         # WARC 1.1 §5.3: every record has one; without it the heading was cut short or damaged.
@@ -538,7 +544,7 @@ def _read(record: object, offset: int, wanted: Wanted | None) -> tuple[WarcDocum
         return WarcDamage(offset, f"offset {offset}: {problem}"), True
     if not kind:
         return WarcDamage(offset, f"offset {offset}: a record without WARC-Type (WARC 1.1 §5.5): not read"), False
-    http = record.http_headers  # type: ignore[attr-defined]
+    http = record.http_headers
     uri = rec_headers.get_header("WARC-Target-URI") or ""
     relevant = kind in ("response", "resource")
     status: int | None = None
@@ -546,11 +552,11 @@ def _read(record: object, offset: int, wanted: Wanted | None) -> tuple[WarcDocum
     if relevant and not uri:
         problems.append(f"offset {offset}: a {kind} record without WARC-Target-URI (WARC 1.1 §5.7)")
     own_parse = kind == "response" and http is None and uri[:6].lower().startswith(("http:", "https:"))
-    if own_parse and record.length:  # type: ignore[attr-defined]
+    if own_parse and record.length:
         # warcio reads the HTTP heading only after a lower-case "http:" or "https:" (RFC 3986 §3.1: any case).
         try:
             with _captured():
-                http = record.http_headers = _HTTP_PARSER.parse(record.raw_stream)  # type: ignore[attr-defined]
+                http = record.http_headers = _HTTP_PARSER.parse(record.raw_stream)
         except Exception as error:  # an unreadable heading: the body is not taken
             problems.append(f"offset {offset}: unreadable HTTP heading: {_clean(str(error), 80)}")
             relevant = False
@@ -559,17 +565,17 @@ def _read(record: object, offset: int, wanted: Wanted | None) -> tuple[WarcDocum
             status = int(http.get_statuscode())
         except (TypeError, ValueError):
             problems.append(f"offset {offset}: unreadable HTTP status line {_clean(http.statusline, 80)!r}")
-    type_field = http.get_header("Content-Type") if http is not None else record.content_type  # type: ignore[attr-defined]
+    type_field = http.get_header("Content-Type") if http is not None else record.content_type
     if kind == "response" and http is None:
         type_field = None  # a non-HTTP response (dns:, whois:): its body is no resource of the site
     content_type, charset = _content_type(type_field)
     keep = relevant and (wanted is None or wanted(offset, kind, uri, status, content_type))
     with _captured() as noise:
-        raw, error = _raw(record.raw_stream, keep)  # type: ignore[attr-defined]
-    missing = getattr(record.raw_stream, "limit", 0)  # type: ignore[attr-defined]
-    damaged = error is not None or (isinstance(missing, int) and missing > 0)
+        raw, failure = _raw(record.raw_stream, keep)
+    missing = getattr(record.raw_stream, "limit", 0)
+    damaged = failure is not None or (isinstance(missing, int) and missing > 0)
     if damaged:
-        how = f"{missing} of its bytes are missing" if missing else error
+        how = f"{missing} of its bytes are missing" if missing else failure
         problem = (
             f"offset {offset}: the {kind} record for {_clean(uri, 120) or '(no URI)'} is cut short ({how}): "
             "truncated or damaged"
@@ -650,9 +656,9 @@ def _content_type(value: str | None) -> tuple[str | None, str | None]:
     return (essence if "/" in essence else None), charset
 
 
-def _decode(record: object, raw: bytes, offset: int) -> tuple[bytes | None, list[str]]:
+def _decode(record: ArcWarcRecord, raw: bytes, offset: int) -> tuple[bytes | None, list[str]]:
     """Undo chunking and content coding with warcio's ``content_stream()``; None when it cannot."""
-    http = record.http_headers  # type: ignore[attr-defined]
+    http = record.http_headers
     if http is None or not raw:
         return raw, []
     where = f"offset {offset}"
@@ -677,16 +683,16 @@ def _decode(record: object, raw: bytes, offset: int) -> tuple[bytes | None, list
             raw = raw[:end] + b"\r\n"  # warcio reads no trailer section (RFC 9112 §7.1.2); none is content
     if coding:
         http.replace_header("Content-Encoding", coding[0])
-    live = record.raw_stream  # type: ignore[attr-defined]
-    record.raw_stream = io.BytesIO(raw)  # type: ignore[attr-defined]
+    live = record.raw_stream
+    record.raw_stream = io.BytesIO(raw)
     try:
         with _captured() as noise:
-            stream = record.content_stream()  # type: ignore[attr-defined]
+            stream = record.content_stream()
             body = stream.read()
     except Exception as error:  # a decoder's own error
         return None, [f"{where}: the body cannot be decoded: {_clean(str(error)) or type(error).__name__}"]
     finally:
-        record.raw_stream = live  # type: ignore[attr-defined]
+        record.raw_stream = live
     if _said(noise):
         return None, [f"{where}: the body cannot be decoded: {_said(noise)}"]
     if coding:
@@ -1175,8 +1181,7 @@ def _rendered(
     folder_path = item.file.rpartition("/")[0]
     used = policy.clone(remove_base=True, relink=_relinker(files, redirects, folder_path)) if unpack else policy
     try:
-        rewritten = engine.rewrite(document.body, url=document.uri, charset=document.charset, policy=used)
-        result = cast("DocumentResult", rewritten)  # the engine of an HTML or CSS type
+        result = engine.rewrite(document.body, url=document.uri, charset=document.charset, policy=used)
     except Exception as error:  # the engines never raise by contract; should one, the record is reported
         item.problems.append(f"offset {item.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
         return None
@@ -1414,8 +1419,7 @@ def _page(
     if document.body is not None:
         run = engine.rewrite if rewrite else engine.find
         try:
-            found = run(document.body, url=document.uri or None, charset=document.charset, policy=policy)
-            result = cast("DocumentResult", found)  # the engine of an HTML or CSS type
+            result = run(document.body, url=document.uri or None, charset=document.charset, policy=policy)
         except Exception as error:  # the engines never raise by contract; should one, the page is reported
             problems.append(f"offset {record.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
     changed = rewrite and result is not None and result.output != document.body

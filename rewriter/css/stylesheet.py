@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import re
 
-import webencodings
-
 from rewriter.css.syntax import css_urls, escape_url
-from rewriter.document.encoding import BOMS, Sniffed, by_default, lookup, sniffed
+from rewriter.document.encoding import BOMS, Sniffed, by_default, encoding_named, lookup, sniffed
 from rewriter.document.model import DocumentResult
 from rewriter.document.process import Context, TextResult, process, require_base
 from rewriter.policy import DEFAULT_POLICY, Policy
@@ -64,13 +62,13 @@ def sniff_stylesheet(data: bytes, transport: str | None = None) -> Sniffed:
     """
     for bom, name in BOMS:
         if data.startswith(bom):
-            return sniffed(webencodings.lookup(name), bom, "bom")
+            return sniffed(encoding_named(name), bom, "bom")
     if transport and (encoding := lookup(transport)) is not None:
         return sniffed(encoding, b"", "transport")
     match = _CHARSET_RULE.match(data[:1024])
     if match is not None and (encoding := lookup(match.group(1).decode("latin-1"))) is not None:
         if encoding.name in ("utf-16be", "utf-16le"):
-            encoding = webencodings.lookup("utf-8")  # §3.2 step 2: the bytes read were ASCII, so not UTF-16
+            encoding = encoding_named("utf-8")  # §3.2 step 2: the bytes read were ASCII, so not UTF-16
         return sniffed(encoding, b"", "meta")
     return by_default(data)
 

@@ -32,6 +32,7 @@ the current document).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -105,6 +106,14 @@ _BAD_URL_REMNANTS = re.compile(r"[^)\\]*(?:\\(?:[\s\S]|\Z)[^)\\]*)*")
 NAME_CHAR = r"[^\x01-\x2c./\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]"
 _NAME = re.compile(rf"{NAME_CHAR}*(?:{_ESCAPE}{NAME_CHAR}*)*")
 
+# Each pattern above matches the empty string, so its match never fails: typed so, at no cost.
+_Matcher = Callable[[str, int], "re.Match[str]"]
+_ws = cast(_Matcher, _WS.match)
+_string_body = {quote: cast(_Matcher, pattern.match) for quote, pattern in _STRING_BODY.items()}
+_url_body = cast(_Matcher, _URL_BODY.match)
+_bad_url_remnants = cast(_Matcher, _BAD_URL_REMNANTS.match)
+_name = cast(_Matcher, _NAME.match)
+
 # Decoding: §4.3.7 escapes, §4.3.5 line continuations, §3.3 NUL and surrogates to U+FFFD.
 _DECODE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})(?:\r\n|[ \t\n\r\f])?|(\r\n|[\n\r\f])|([\s\S])|\Z)|[\x00\ud800-\udfff]")
 _NEEDS_FFFD = re.compile(r"[\x00\ud800-\udfff]")
@@ -156,7 +165,7 @@ def _decode(raw: str, at_eof: str) -> str:
 def _skip_whitespace_and_comments(css: str, i: int) -> int:
     n = len(css)
     while True:
-        i = _WS.match(css, i).end()
+        i = _ws(css, i).end()
         if not css.startswith("/*", i):
             return i
         end = css.find("*/", i + 2)
@@ -172,7 +181,7 @@ def _string(css: str, q: int, context: Context | None, out: list[CSSURL]) -> int
     """
     n = len(css)
     quote = css[q]
-    e = _STRING_BODY[quote].match(css, q + 1).end()
+    e = _string_body[quote](css, q + 1).end()
     if e >= n:
         end = after = n  # EOF: a string token all the same (a parse error)
     elif css[e] == quote:
@@ -192,14 +201,14 @@ def _function(name: str, css: str, j: int, stack: list[_Frame], out: list[CSSURL
     n = len(css)
     if name == "url":
         # §4.3.4: "url(" then whitespace then a quote is a function token; otherwise a url token.
-        i = _WS.match(css, j).end()
+        i = _ws(css, j).end()
         if i < n and css[i] in "\"'":
             if stack:
                 stack.append((")", False))
             return _string(css, i, "url", out)
         # §4.3.6 consume a url token
-        body_end = _URL_BODY.match(css, i).end()
-        t = _WS.match(css, body_end).end()
+        body_end = _url_body(css, i).end()
+        t = _ws(css, body_end).end()
         if t >= n or css[t] == ")":
             # The whitespace that ends a final hex escape (§4.3.7) is left out of the span, like the whitespace
             # around the URL; whitespace right after "\\" is an escaped character of the value, and stays.
@@ -210,7 +219,7 @@ def _function(name: str, css: str, j: int, stack: list[_Frame], out: list[CSSURL
             out.append(CSSURL(i, body_end, _decode(css[i:body_end], "\ufffd"), "", "url"))
             return min(t + 1, n)
         # a quote, "(", a non-printable code point, an invalid escape, or whitespace inside: bad-url
-        return min(_BAD_URL_REMNANTS.match(css, i).end() + 1, n)
+        return min(_bad_url_remnants(css, i).end() + 1, n)
     if name == "src":
         # CSS Values 4 §4.5: src() takes a string (and modifiers); comments are not tokens (§4.3.2)
         if stack:
@@ -334,7 +343,7 @@ def _backslash(css: str, p: int, boundary: int, stack: list[_Frame], out: list[C
     n = len(css)
     if p + 1 < n and css[p + 1] in _NEWLINES:
         return p + 1  # §4.3.8 not a valid escape: a delim token
-    name_end = _NAME.match(css, p).end()
+    name_end = _name(css, p).end()
     if name_end < n and css[name_end] == "(":
         bound = boundary  # perhaps a function: the whole name is needed
     elif (at := css.rfind("@", max(boundary, p - 8), p)) >= 0:

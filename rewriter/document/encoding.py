@@ -16,7 +16,18 @@ from dataclasses import dataclass
 
 import webencodings
 
-__all__ = ["ESCAPE", "ByteMap", "Sniffed", "by_default", "decode", "encode_url_text", "errors_for", "sniff", "split"]
+__all__ = [
+    "ESCAPE",
+    "ByteMap",
+    "Sniffed",
+    "by_default",
+    "decode",
+    "encode_url_text",
+    "encoding_named",
+    "errors_for",
+    "sniff",
+    "split",
+]
 
 ESCAPE = "rewriter-escape"
 
@@ -99,6 +110,13 @@ def lookup(label: str) -> webencodings.Encoding | None:
     return encoding
 
 
+def encoding_named(name: str) -> webencodings.Encoding:
+    """The Encoding Standard's encoding called *name* (one of its own names: always found)."""
+    encoding = webencodings.lookup(name)
+    assert encoding is not None, name
+    return encoding
+
+
 def sniffed(encoding: webencodings.Encoding, bom: bytes, source: str) -> Sniffed:
     """The :class:`Sniffed` record of *encoding*, found by *source*."""
     return Sniffed(encoding.codec_info.name, encoding.name, bom, source)
@@ -124,7 +142,7 @@ def sniff(data: bytes, transport: str | None = None) -> Sniffed:
     """
     for bom, name in BOMS:
         if data.startswith(bom):
-            return sniffed(webencodings.lookup(name), bom, "bom")
+            return sniffed(encoding_named(name), bom, "bom")
     if transport and (transport_encoding := lookup(transport)) is not None:
         return sniffed(transport_encoding, b"", "transport")
     from bs4.dammit import EncodingDetector  # bs4's package import is heavy; only sniffing needs it
@@ -144,7 +162,7 @@ def by_default(data: bytes) -> Sniffed:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
-        return sniffed(webencodings.lookup("windows-1252"), b"", "default")
+        return sniffed(encoding_named("windows-1252"), b"", "default")
     return Sniffed("utf-8", "UTF-8", b"", "utf-8")
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Sequence
+from typing import cast
 
 from bs4 import BeautifulSoup, Comment, NavigableString, PageElement, Tag
 
@@ -70,8 +71,9 @@ class _SoupAdapter:
 
     def set_attribute(self, node: PageElement, key: object, value: str) -> None:
         assert isinstance(node, Tag)
-        old = node.attrs.get(key)  # type: ignore[call-overload]
-        node.attrs[key] = value.split() if isinstance(old, list) else value  # type: ignore[index]
+        assert isinstance(key, str)  # attributes() gives the soup's own keys
+        attributes = cast("dict[str, object]", node.attrs)  # a multi-valued one (ping) is a list of tokens
+        attributes[key] = value.split() if isinstance(attributes.get(key), list) else value
 
     def text(self, node: PageElement) -> str | None:
         assert isinstance(node, Tag)
@@ -82,7 +84,8 @@ class _SoupAdapter:
 
     def set_text(self, node: PageElement, text: str) -> None:
         assert isinstance(node, Tag)
-        kind = type(node.contents[0]) if node.contents else NavigableString
+        first = node.contents[0] if node.contents else None
+        kind = type(first) if isinstance(first, NavigableString) else NavigableString
         node.clear()
         node.append(kind(text))
 

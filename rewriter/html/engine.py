@@ -26,7 +26,7 @@ import bisect
 import re
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar, cast
 
 import turbohtml
 
@@ -36,7 +36,7 @@ from rewriter.css.syntax import css_urls, may_hold_urls
 from rewriter.document.encoding import decode_checked, sniff
 from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status
 from rewriter.document.process import Context, TextResult, frozen_base, process, require_base, shifted, spliced
-from rewriter.html.links import Site, ViewElement, applies, for_context, looks_like_url, url_spans
+from rewriter.html.links import Namespace, Site, ViewElement, applies, for_context, looks_like_url, url_spans
 from rewriter.html.microsyntax import (
     ASCII_WHITESPACE,
     decode_attribute,
@@ -106,7 +106,7 @@ def conditional_spans(text: str) -> Iterator[tuple[int, int, int, int]]:
 # is only a parse error there and is common in URLs, so it stays unquoted.
 _NEEDS_QUOTES = frozenset("\t\n\f\r \"'<>`")
 _HTML = turbohtml.Namespace.HTML
-_NAMESPACE_NAMES = {
+_NAMESPACE_NAMES: dict[turbohtml.Namespace, Namespace] = {
     turbohtml.Namespace.HTML: "html",
     turbohtml.Namespace.SVG: "svg",
     turbohtml.Namespace.MATHML: "math",
@@ -133,6 +133,16 @@ ATTRIBUTE = re.compile(
     r"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"([^\"]*)\"?|'([^']*)'?|([^\t\n\f\r >]*)))?)?"
 )
 TAG_NAME = re.compile(r"<[^\t\n\f\r />]*")
+# Every part of ATTRIBUTE is optional: it matches everywhere (typed so, at no cost).
+_match_attribute = cast(Callable[[str, int], "re.Match[str]"], ATTRIBUTE.match)
+
+
+def _tag_name(text: str, offset: int) -> re.Match[str]:
+    """The "<" and name of the tag that starts at *offset* (where a start tag's "<" is)."""
+    match = TAG_NAME.match(text, offset)
+    assert match is not None
+    return match
+
 
 # The same reading as one pattern that runs from "<" to the value of one named
 # attribute, over a whole start tag in a single call. Each piece can be read one way
@@ -231,6 +241,7 @@ _BEFORE_DOCTYPE = re.compile(
     r"(?:[\t\n\f\r ]+|<!--(?:-?>|[^-]*(?:-(?!-!?>)[^-]*)*--!?>)|<!(?!--|(?i:doctype))[^>]*>"
     r"|<\?[^>]*>|</(?![A-Za-z])[^>]*>)*"
 ).match
+_before_doctype = cast(Callable[[str], "re.Match[str]"], _BEFORE_DOCTYPE)  # (...)*: it matches everywhere
 
 
 class ParsedDocument:
@@ -249,9 +260,7 @@ class ParsedDocument:
         self.text = text
         parser_text = text if readable else for_parser(text)
         # A fragment has no DOCTYPE that counts (HTML §13.4 "parsing HTML fragments").
-        self.flat = (
-            noscript_fragment or _DOCTYPE_IDENTIFIER_BREAK(text, _BEFORE_DOCTYPE(text).end()) is None  # type: ignore[union-attr]
-        )
+        self.flat = noscript_fragment or _DOCTYPE_IDENTIFIER_BREAK(text, _before_doctype(text).end()) is None
         if self.flat:
             parser_text = parser_text.replace("\n", " ")
             if "\r" in parser_text:
@@ -313,8 +322,10 @@ class ParsedDocument:
         return self._noscript
 
     def offset(self, element: turbohtml.Element) -> int:
-        """Where *element*'s start tag begins in the text."""
-        line, column = element.position
+        """Where *element*'s start tag begins in the text (it has one: a position)."""
+        position = element.position
+        assert position is not None
+        line, column = position
         return self.line_starts[line - 1] + column
 
     def start_tags(self, elements: Iterable[turbohtml.Element]) -> Iterator[turbohtml.Element]:
@@ -340,16 +351,16 @@ class ParsedDocument:
         """
         wanted = len(needed)
         text = self.text
-        position = TAG_NAME.match(text, self.offset(element)).end()  # type: ignore[union-attr]
+        position = _tag_name(text, self.offset(element)).end()
         spans: dict[str, tuple[int, int, str]] = {}
-        match_attribute = ATTRIBUTE.match
+        match_attribute = _match_attribute
         while True:
             match = match_attribute(text, position)
-            last = match.lastindex  # type: ignore[union-attr]
+            last = match.lastindex
             if last is None:
                 return spans
-            name = match.group(1)  # type: ignore[union-attr]
-            position = match.end()  # type: ignore[union-attr]
+            name = match.group(1)
+            position = match.end()
             name = name.lower() if name.isascii() else ascii_lower(name)
             if name in spans:
                 continue
@@ -357,9 +368,9 @@ class ParsedDocument:
                 wanted -= 1
             # Group 2, 3 or 4 is the value, double-quoted, single-quoted or unquoted.
             if last == 1:
-                spans[name] = (match.end(1), match.end(1), _VALUELESS)  # type: ignore[union-attr]
+                spans[name] = (match.end(1), match.end(1), _VALUELESS)
             else:
-                spans[name] = (*match.span(last), QUOTE_OF_GROUP[last])  # type: ignore[union-attr]
+                spans[name] = (*match.span(last), QUOTE_OF_GROUP[last])
             if wanted <= 0:
                 return spans
 
@@ -626,8 +637,8 @@ _PLAIN: dict[frozenset[str], dict[str, _Plain]] = {}
 _PLAIN_FOREIGN: dict[frozenset[str], dict[tuple[object, str], _Plain]] = {}
 
 
-def _plain_of(namespace: object, tag: str, lazy: frozenset[str]) -> _Plain:
-    table = attributes_of(_NAMESPACE_NAMES.get(namespace, "html"), tag, lazy)  # type: ignore[arg-type]
+def _plain_of(namespace: turbohtml.Namespace, tag: str, lazy: frozenset[str]) -> _Plain:
+    table = attributes_of(_NAMESPACE_NAMES.get(namespace, "html"), tag, lazy)
     if tag in _SPECIAL_TAGS:
         return _Plain(frozenset(), frozenset(), frozenset(table), False, True, frozenset(table))
     fast = frozenset(name for name, kind in table.items() if kind == "url" and (tag, name) not in CONDITIONAL)
@@ -681,21 +692,21 @@ def _elements_links(
             _element_links(document, element, context, policy, result)
             continue
         attrs = element.attrs
-        needed: Collection[str] = split.watched.intersection(attrs)  # the one read of the names
-        if not needed:
+        watched = split.watched.intersection(attrs)  # the one read of the names
+        if not watched:
             continue
-        if not split.other.isdisjoint(needed):
+        if not split.other.isdisjoint(watched):
             _element_links(document, element, context, policy, result)
             continue
-        if "style" in needed:
+        if "style" in watched:
             if may_hold_urls(attrs.get("style")):
                 _element_links(document, element, context, policy, result)
                 continue
-            needed = needed - _STYLE
-            if not needed:
+            watched = watched - _STYLE
+            if not watched:
                 continue
-        if len(needed) > 1:
-            needed = [name for name in attrs if name in needed]  # source order, for the problems list
+        # Source order, for the problems list.
+        needed: Collection[str] = watched if len(watched) == 1 else [name for name in attrs if name in watched]
         offset = position[1] if flat else line_starts[position[0] - 1] + position[1]
         for name in needed:
             # HTML §13.2.5.32-39 over this one start tag, up to the first attribute *name*
@@ -723,13 +734,13 @@ def _elements_links(
                 known = classified[raw] = classify_new(raw)
             status, resolved, reason = known
             found.append(Link(tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
-            if (status == "rewritten" or status == "relinked") and resolved != raw:
-                prefix = _prefix(resolved, raw)  # type: ignore[arg-type]
+            if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != raw:
+                prefix = _prefix(resolved, raw)
                 if prefix is not None and (quote or _NEEDS_QUOTES.isdisjoint(prefix)):
                     edits.append((start, start, _escape_attribute(prefix, quote)))
                 else:
-                    replacement = [(0, len(raw), resolved, prefix)]
-                    _splice_attribute(raw, start, end, quote, raw, None, replacement, result)  # type: ignore[arg-type]
+                    replacement: list[tuple[int, int, str, str | None]] = [(0, len(raw), resolved, prefix)]
+                    _splice_attribute(raw, start, end, quote, raw, None, replacement, result)
 
 
 def _element_links(
@@ -886,14 +897,14 @@ def _one_url(
     raw_start: int,
     result: TextResult,
     replacements: list[tuple[int, int, str, str | None]],
-    css_quote: str | None = None,
+    css_quote: css.Quote | None = None,
 ) -> None:
     start_at, end_at = raw_start + _raw(offsets, start), raw_start + _raw(offsets, end)
     resolved = result.record(context, tag, name, kind, reference, start_at, end_at)
     if resolved is None:
         return
     if css_quote is not None:
-        new = css.escape_url(resolved, css_quote)  # type: ignore[arg-type]
+        new = css.escape_url(resolved, css_quote)
         replacements.append((start, end, new, None))
         return
     new = for_context(kind, resolved, value, start)
@@ -1049,10 +1060,10 @@ def _comment_offsets(document: ParsedDocument) -> list[tuple[int, str]]:
     The comments taken must also be, data for data, as many as the tree's.
     """
     tree = document.tree
+    nodes = tree.xpath("//comment()")
+    assert isinstance(nodes, list)  # a node-set
     expected = Counter(
-        data
-        for node in tree.xpath("//comment()")
-        if isinstance(node, turbohtml.Comment) and (data := node.data)[:3].lower() == "[if"
+        data for node in nodes if isinstance(node, turbohtml.Comment) and (data := node.data)[:3].lower() == "[if"
     )
     if not expected:
         return []
@@ -1160,7 +1171,7 @@ def _offset_of(document: ParsedDocument, origin: int, token: turbohtml.Token) ->
 
 def _tag_end(text: str, offset: int) -> int:
     """The offset just past the tag that starts at *offset* (HTML §13.2.5.6-40)."""
-    position = TAG_NAME.match(text, offset).end()  # type: ignore[union-attr]
+    position = _tag_name(text, offset).end()
     while (match := ATTRIBUTE.match(text, position)) is not None and match.group(1) is not None:
         position = match.end()
     close = text.find(">", position)
@@ -1275,7 +1286,7 @@ def _start_tags(parsed: ParsedDocument) -> list[tuple[str, dict[str, str]]]:
     tags: list[tuple[str, dict[str, str]]] = []
     for element in parsed.start_tags(parsed.tree.iter_elements()):
         start = parsed.offset(element)
-        name = ascii_lower(TAG_NAME.match(text, start).group()[1:]).replace("\0", "\ufffd")  # type: ignore[union-attr]
+        name = ascii_lower(_tag_name(text, start).group()[1:]).replace("\0", "\ufffd")
         values: dict[str, str] = {}
         # Spans, not element.attrs: the parser saw a space for each line break (see ParsedDocument).
         for attribute, span in parsed.attributes(element, everything).items():

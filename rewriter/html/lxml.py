@@ -99,7 +99,7 @@ class _LxmlAdapter:
 
     def set_attribute(self, node: _Node, key: object, value: str) -> None:
         assert not isinstance(node, _Top)
-        node.set(key, value)  # type: ignore[arg-type]
+        node.set(key, value)
 
     def text(self, node: _Node) -> str | None:
         assert not isinstance(node, _Top)

@@ -11,7 +11,9 @@ Each parser reports where each URL sits in the value, so that only the URL is re
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from html.entities import html5 as _NAMED
+from typing import cast
 
 __all__ = ["decode_attribute", "refresh_url", "space_separated", "srcset_urls", "strip_whitespace"]
 
@@ -126,16 +128,16 @@ def srcset_urls(value: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     position, length = 0, len(value)
     while True:
-        position = _SRCSET_SEPARATORS.match(value, position).end()  # type: ignore[union-attr]
+        position = _separators(value, position).end()
         if position >= length:
             return spans
         start = position
-        position = end = _SRCSET_URL.match(value, position).end()  # type: ignore[union-attr]
+        position = end = _url(value, position).end()
         if value[end - 1] == ",":  # trailing commas: no descriptors
             spans.append((start, start + len(value[start:end].rstrip(","))))
             continue
         spans.append((start, end))
-        position = _SRCSET_DESCRIPTORS.match(value, position).end()  # type: ignore[union-attr]
+        position = _descriptors(value, position).end()
 
 
 # HTML §4.8.4.3.10 "parse a srcset attribute", its three loops as patterns: the splitting
@@ -144,6 +146,10 @@ def srcset_urls(value: str) -> list[tuple[int, int]]:
 _SRCSET_SEPARATORS = re.compile(r"[ \t\n\f\r,]*")
 _SRCSET_URL = re.compile(r"[^ \t\n\f\r]*")
 _SRCSET_DESCRIPTORS = re.compile(r"(?:[^(,]+|\([^)]*\)?)*,?")
+# Each of the three matches the empty string: its match never fails (typed so, at no cost).
+_separators = cast(Callable[[str, int], "re.Match[str]"], _SRCSET_SEPARATORS.match)
+_url = cast(Callable[[str, int], "re.Match[str]"], _SRCSET_URL.match)
+_descriptors = cast(Callable[[str, int], "re.Match[str]"], _SRCSET_DESCRIPTORS.match)
 
 
 def refresh_url(content: str) -> tuple[int, int] | None:

@@ -297,7 +297,8 @@ def absolutize(
         if canonical is not None:
             found_base, layer = canonical, "canonical"
     fallback_context = Context(found_base, layer, policy, codec)
-    base_node, usable, found_base, layer = _base_element(walk, document, fallback_context, run)
+    chosen = _base_element(walk, document, fallback_context, run)
+    base_node, usable, found_base, layer = chosen
     context = Context(found_base, layer, policy, codec)
     noscript_context = context.inside_noscript()
 

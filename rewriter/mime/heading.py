@@ -211,7 +211,7 @@ def get_filename(heading: Message, failobj: object = None) -> object:
 def collapse_rfc2231_value(value: Value, errors: str = "replace", fallback_charset: str = "us-ascii") -> str:
     """``email.utils.collapse_rfc2231_value``, with the charset looked up by :func:`decode_text`."""
     if not isinstance(value, tuple) or len(value) != 3:
-        return email.utils.unquote(value)  # type: ignore[arg-type]
+        return email.utils.unquote(value)
     charset, _, text = value
     raw = bytes(text, "raw-unicode-escape")
     try:

@@ -105,6 +105,7 @@ class Part:
     origin: str | None
     action: Action
     problems: tuple[str, ...]
+    _links: tuple[Link, ...] | DocumentResult
 
     def __init__(
         self,
@@ -142,7 +143,7 @@ class Part:
             return links.links_with(*statuses)
         return tuple(link for link in links if link.status in statuses)
 
-    def count(self, *statuses: str) -> int:
+    def count(self, *statuses: Status) -> int:
         """How many of this part's links have one of *statuses* (all of them without any).
 
         >>> part = rewrite_message(b"Content-Type: text/html\\n\\n<a href=x><a href=#y>", url="http://h/").parts[0]
@@ -458,17 +459,21 @@ def _against(reference: str, base: Base | None, policy: Policy) -> str | None:
         return None
 
 
+# The fields that declare a base, and the layer each is (RFC 1808 §3.1, RFC 2110 §4.1).
+_DECLARING: tuple[tuple[str, Layer], ...] = (("base", "Base"), ("content-base", "Content-Base"))
+
+
 def _declared_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[str]) -> Base | None:
     """The base *entity*'s ``Base`` or ``Content-Base`` field gives (RFC 1808 §3.1, RFC 2110 §4.1), or None."""
     heading = entity.heading
-    for name, layer in (("base", "Base"), ("content-base", "Content-Base")):
+    for name, layer in _DECLARING:
         value = header_url(heading, name)
         if value is None:
             continue
         url = _base_header(value) if layer == "Base" else value
         resolved = _against(url, enclosing, policy) if url else None
         if resolved is not None and usable_as_heading_base(resolved):
-            return Base(resolved, layer, entity.path)  # type: ignore[arg-type]
+            return Base(resolved, layer, entity.path)
         notes.append(f"{layer}: {value!r} gives no base: it is not a usable URL")
     return None
 

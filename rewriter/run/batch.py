@@ -42,7 +42,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from rewriter.containers.pieces import Piece
 from rewriter.disk.files import (
@@ -57,14 +57,16 @@ from rewriter.disk.files import (
     replacing,
     write_atomically,
 )
+from rewriter.document.model import DocumentResult
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.run.journal import is_work_folder
 
 if TYPE_CHECKING:
     from rewriter.containers.mailbox import MboxReport
-    from rewriter.document.model import DocumentResult, Link, Status
+    from rewriter.document.model import Link, Status
     from rewriter.mime.message import MessageResult
     from rewriter.run.collection import LocalCopies, Locations
+    from rewriter.url.base import Layer
 
 __all__ = [
     "DEFAULT_INCLUDE",
@@ -652,9 +654,9 @@ def job_settings(job: Job, settings: Settings) -> Settings:
 def located_links(result: DocumentResult | MessageResult, *statuses: Status) -> list[tuple[str, Link]]:
     """(where, link) for every link of *result* (with *statuses*: those that have one of
     them, whose byte spans alone are worked out): the part path for a message, "" for a document."""
-    parts = getattr(result, "parts", None)
-    if parts is None:
+    if isinstance(result, DocumentResult):
         return [("", link) for link in (result.links_with(*statuses) if statuses else result.links)]
+    parts = result.parts
     return [(part.path, link) for part in parts for link in (part.links_with(*statuses) if statuses else part.links)]
 
 
@@ -674,15 +676,15 @@ def tally(
     result's) and each link left relative, and keep every link as a record (and each
     document's or part's row, for explain) when the settings ask for them. *fmt*: what
     the document is (html, css, message)."""
-    message = hasattr(result, "parts")
+    message = not isinstance(result, DocumentResult)
     if settings.explain:
         outcome.rows.extend(_rows(result, fmt, extra))
     where = "".join(f"{key} {value}: " for key, value in extra.items())
     for problem in result.problems if problems is None else problems:
         outcome.warnings.append(f"rewriter: {outcome.shown}: {where}{problem}")
     counts: Counter[str] = Counter()
-    for part in result.parts if message else (result,):  # type: ignore[union-attr]
-        counts.update(part.status_counts)
+    for counted in (result,) if isinstance(result, DocumentResult) else result.parts:
+        counts.update(counted.status_counts)
     outcome.rewritten += counts["rewritten"]
     relative = sum(counts[status] for status in _RELATIVE)
     outcome.relative += relative
@@ -715,13 +717,12 @@ def tally(
 def _rows(result: DocumentResult | MessageResult, fmt: str, extra: dict[str, object]) -> list[dict[str, object]]:
     """``explain``'s rows: for each MIME part (or the one document) its type, what was done,
     its base, the layer that gave it (and the part whose heading did), and its link counts."""
-    parts = getattr(result, "parts", None)
-    if parts is None:
-        document = cast("DocumentResult", result)
+    entries: list[tuple[str, str, str | None, Layer | None, str | None, tuple[Link, ...], str]]
+    if isinstance(result, DocumentResult):
         kind = "text/css" if fmt == "css" else "text/html"
-        entries = [("", kind, document.base, document.layer, None, document.links, "document")]
+        entries = [("", kind, result.base, result.layer, None, result.links, "document")]
     else:
-        entries = [(p.path, p.content_type, p.base, p.layer, p.origin, p.links, p.action) for p in parts]
+        entries = [(p.path, p.content_type, p.base, p.layer, p.origin, p.links, p.action) for p in result.parts]
     rows: list[dict[str, object]] = []
     for path, kind, base, layer, origin, links, action in entries:
         counts = Counter(link.status for link in links)
@@ -852,7 +853,7 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             if job.format is None and stat.S_ISREG(status.st_mode):
                 from rewriter.containers.formats import sniff_container
 
-                archive = sniff_container(stream)  # type: ignore[arg-type]
+                archive = sniff_container(stream)
                 stream.seek(0)
                 if archive is not None:
                     return _warc(job, settings, outcome, archive)
@@ -914,11 +915,11 @@ def _too_large(job: Job, stream: BinaryIO, source: Path | None, settings: Settin
         return outcome  # unchanged: nothing to write
     if job.target is None:
         sink = _standard_output()
-        shutil.copyfileobj(stream, sink, 1 << 20)  # type: ignore[misc]
+        shutil.copyfileobj(stream, sink, 1 << 20)
         sink.flush()
         return outcome
     with replacing(Path(job.target), mode_of(source), root=_root(job)) as replacement:
-        shutil.copyfileobj(stream, replacement.stream, 1 << 20)  # type: ignore[misc]
+        shutil.copyfileobj(stream, replacement.stream, 1 << 20)
     return outcome
 
 

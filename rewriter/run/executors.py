@@ -148,7 +148,7 @@ class DaskExecutor:
         if type(self.given).__name__ == "Client":
             self.client = self.given  # type: ignore[assignment]
         elif self.given is not None:  # an address or a cluster object: ours to close
-            self.client = self.stack.enter_context(Client(self.given))  # type: ignore[arg-type]
+            self.client = self.stack.enter_context(Client(self.given))
         else:
             import dask
 

@@ -45,9 +45,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from multiprocessing.context import DefaultContext, ForkContext, ForkServerContext, SpawnContext
+
+    # What multiprocessing.get_context gives: each can start a Process.
+    ProcessContext = DefaultContext | ForkContext | ForkServerContext | SpawnContext
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -70,7 +75,7 @@ class Failed:
     died: bool = False
 
 
-def default_context() -> BaseContext:
+def default_context() -> ProcessContext:
     """fork where the system has it: workers start with the parent's imports (the engines
     take 0.3 s to import) and its jobs, without pickling them."""
     if sys.platform.startswith("linux"):
@@ -196,7 +201,7 @@ class _Crew(Generic[Item, Result]):
     """The parent's side: the workers, the jobs not yet taken, the results not yet given."""
 
     def __init__(
-        self, work: Callable[..., Result], items: Iterable[Item], shared: tuple[Any, ...], context: BaseContext
+        self, work: Callable[..., Result], items: Iterable[Item], shared: tuple[Any, ...], context: ProcessContext
     ) -> None:
         self.work, self.shared, self.context = work, shared, context
         self.stream = enumerate(items)  # taken only as workers need jobs: the stream may be endless
@@ -330,7 +335,7 @@ def map_unordered(
     workers: int,
     *,
     shared: tuple[Any, ...] = (),
-    context: BaseContext | None = None,
+    context: ProcessContext | None = None,
 ) -> Iterator[tuple[int, Result | Failed]]:
     """``(index, work(item, *shared))`` for every item, done by *workers* processes and
     yielded as each finishes; *index* is the item's place in *items*.
@@ -368,7 +373,7 @@ def run_ordered(
     order: Sequence[int],
     workers: int,
     lost: Callable[[int, str], Result],
-    context: BaseContext | None = None,
+    context: ProcessContext | None = None,
 ) -> Iterator[Result]:
     """``work(item)`` for every item, done by *workers* processes taking the items in
     *order* (indices into *items*), yielded in the order of *items*.

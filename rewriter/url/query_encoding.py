@@ -32,6 +32,7 @@ from collections.abc import Callable
 from functools import cache, lru_cache
 
 import webencodings
+import webencodings.labels
 
 __all__ = [
     "QUERY_SET",
@@ -91,7 +92,9 @@ _UTF_8 = frozenset({"utf-8", "utf-16be", "utf-16le", "replacement"})
 # Python codec name -> WHATWG encoding name, for the engines that carry a Python codec.
 _BY_CODEC: dict[str, str] = {}
 for _name in sorted(set(webencodings.labels.LABELS.values())):
-    _BY_CODEC.setdefault(webencodings.lookup(_name).codec_info.name, webencodings.lookup(_name).name)
+    _encoding = webencodings.lookup(_name)
+    if _encoding is not None:  # every name of the table is one
+        _BY_CODEC.setdefault(_encoding.codec_info.name, _encoding.name)
 
 
 @lru_cache(maxsize=256)

@@ -37,7 +37,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import update_wrapper
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 import ada_url
 
@@ -109,6 +109,11 @@ _RFC1808_URL = re.compile(
     re.DOTALL,
 )
 
+# Every part of both expressions is optional: each matches every string (typed so, at no cost).
+_Matcher = Callable[[str], "re.Match[str]"]
+_split_3986 = cast(_Matcher, _RFC3986_REFERENCE.match)
+_split_1808 = cast(_Matcher, _RFC1808_URL.match)
+
 
 @dataclass(frozen=True, slots=True)
 class URIReference:
@@ -171,8 +176,8 @@ def parse(url: str, *, rules: Rules = "rfc3986") -> URIReference | RFC1808URL:
     """
     _check_rules(rules)
     if rules == "rfc1808":
-        return RFC1808URL(*_RFC1808_URL.match(url).groups())  # type: ignore[union-attr]
-    return URIReference(*_RFC3986_REFERENCE.match(url).groups())  # type: ignore[union-attr]
+        return RFC1808URL(*_split_1808(url).groups())
+    return URIReference(*_split_3986(url).groups())
 
 
 _IPV_FUTURE = re.compile(r"[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+")
@@ -195,7 +200,7 @@ def authority_problem(url: str, *, rules: Rules = "rfc3986") -> str | None:
     """
     if rules not in ("rfc2396", "rfc3986"):
         return None
-    authority = _RFC3986_REFERENCE.match(url).group(2)  # type: ignore[union-attr]
+    authority = _split_3986(url).group(2)
     if authority is None:
         return None
     userinfo, _, host_port = authority.rpartition("@")
@@ -395,8 +400,8 @@ def _same_document(authority: str | None, path: str, query: str | None) -> bool:
 
 def _rfc3986(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
     """RFC 3986 §5.2.2 Transform References, with the base parsed once."""
-    match = _RFC3986_REFERENCE.match
-    b_scheme, b_authority, b_path, b_query, _ = match(base).groups()  # type: ignore[union-attr]
+    match = _split_3986
+    b_scheme, b_authority, b_path, b_query, _ = match(base).groups()
     problem = _base_problem(base, b_scheme, b_authority, b_path)
     # §5.1: the base is used in absolute form, which is the base resolved as a
     # reference (§5.2.2 removes its dot segments too); the fragment is dropped.
@@ -410,7 +415,7 @@ def _rfc3986(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
     b_path_query = b_path if b_query is None else f"{b_path}?{b_query}"
 
     def resolve_3986(reference: str) -> str:
-        scheme, authority, path, query, fragment = match(reference).groups()  # type: ignore[union-attr]
+        scheme, authority, path, query, fragment = match(reference).groups()
         if scheme is not None:
             if strict or problem is not None or scheme.lower() != b_scheme_folded:
                 if _has_dot_segment(path):
@@ -453,15 +458,15 @@ def _rfc3986(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
 
 def _rfc2396(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
     """RFC 2396 §5.2 Resolving Relative References to Absolute Form."""
-    match = _RFC3986_REFERENCE.match  # RFC 2396 Appendix B is the same expression
-    b_scheme, b_authority, b_path, b_query, _ = match(base).groups()  # type: ignore[union-attr]
+    match = _split_3986  # RFC 2396 Appendix B is the same expression
+    b_scheme, b_authority, b_path, b_query, _ = match(base).groups()
     problem = _base_problem(base, b_scheme, b_authority, b_path)
     opaque_ok = problem == _OPAQUE
     b_scheme_folded = (b_scheme or "").lower()
     directory = "/" if b_authority is not None and not b_path else b_path[: b_path.rfind("/") + 1]
 
     def resolve_2396(reference: str) -> str:
-        scheme, authority, path, query, fragment = match(reference).groups()  # type: ignore[union-attr]
+        scheme, authority, path, query, fragment = match(reference).groups()
         # Step 3: a scheme makes the reference absolute, "and we are done";
         # the backward-compatible reading drops a scheme equal to the base's
         # (when the base is hierarchical: an opaque one has nothing to lend).
@@ -504,8 +509,8 @@ def _rfc2396(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
 def _rfc1808(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
     """RFC 1808 §4 Resolving Relative URLs, steps 1-7."""
     del strict  # RFC 1808 has one reading: a scheme makes a URL absolute
-    match = _RFC1808_URL.match
-    b_scheme, b_net_loc, b_path, b_params, b_query, _ = match(base).groups()  # type: ignore[union-attr]
+    match = _split_1808
+    b_scheme, b_net_loc, b_path, b_params, b_query, _ = match(base).groups()
     # §2.4.6: the slash before the path is kept with it.
     problem = _base_problem(base, b_scheme, b_net_loc, b_path)
     opaque_ok = problem == _OPAQUE
@@ -514,7 +519,7 @@ def _rfc1808(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
     directory = "/" if b_net_loc is not None and not b_path else b_path[: b_path.rfind("/") + 1]
 
     def resolve_1808(reference: str) -> str:
-        scheme, net_loc, path, params, query, fragment = match(reference).groups()  # type: ignore[union-attr]
+        scheme, net_loc, path, params, query, fragment = match(reference).groups()
         # Step 1: with no base the embedded URL is taken as absolute.
         if scheme is not None:  # Step 2b
             return reference
