@@ -77,6 +77,14 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    """Let the old names be imported (once per interpreter)."""
+    """Let the old names be imported (once per interpreter).
+
+    An old name whose new module is loaded already (``rewriter.resolve``, which the package
+    imports) is registered at once: importing it through the finder would then set the
+    package's attribute of that name to the module, and ``rewriter.resolve`` is the function.
+    """
+    for old, new in MOVED.items():
+        if new in sys.modules:
+            sys.modules.setdefault(old, sys.modules[new])
     if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
