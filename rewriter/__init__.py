@@ -22,7 +22,7 @@ and the command line. The subpackages are the layers: ``url``, ``document``, ``h
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rewriter import _moved
 from rewriter.document.model import DocumentResult, Link, NoBaseError, Status
@@ -39,6 +39,8 @@ from rewriter.url.resolve import (
 )
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from rewriter.html.tree import TreeResult
     from rewriter.mime.message import MessageResult
 
@@ -54,9 +56,11 @@ __all__ = [
     "Layer",
     "Link",
     "NoBaseError",
+    "Options",
     "Policy",
     "Resolver",
     "Status",
+    "TreeOptions",
     "URIReference",
     "UnresolvableReference",
     "__version__",
@@ -97,62 +101,58 @@ def _engine(source: Source, format: str | None) -> tuple[bytes | str, Any]:
     return document, engine(format)
 
 
-def rewrite(
-    source: Source,
-    *,
-    url: str | None = None,
-    base: str | None = None,
-    charset: str | None = None,
-    policy: Policy = DEFAULT_POLICY,
-    format: str | None = None,
-) -> DocumentResult | MessageResult:
+class Options(TypedDict, total=False):
+    """The keyword arguments of :func:`rewrite` and :func:`find_links`: *url* the retrieval URL
+    (RFC 1808 §3.3), *base* a base handed down by an enclosing entity (§3.2; not for a message,
+    whose headings give its parts theirs), *charset* a transport charset (not for a message),
+    *policy* the :class:`Policy`, *format* ``html``, ``css`` or ``message`` (told from the
+    content when not given)."""
+
+    url: str | None
+    base: str | None
+    charset: str | None
+    policy: Policy
+    format: str | None
+
+
+def rewrite(source: Source, **options: Unpack[Options]) -> DocumentResult | MessageResult:
     """Make every relative link of one document or message absolute, changing no other byte.
 
-    *source* is bytes, decoded text (given back as UTF-8), or a path. *format* (``html``,
-    ``css``, ``message``) is told from the content when not given. *url* is the retrieval
-    URL (RFC 1808 §3.3), *base* a base handed down by an enclosing entity (§3.2; not for a
-    message, whose headings give its parts theirs), *charset* a transport charset. A page
-    or a style sheet gives a :class:`DocumentResult`, a message a
+    *source* is bytes, decoded text (given back as UTF-8), or a path; *options* are
+    :class:`Options`. A page or a style sheet gives a :class:`DocumentResult`, a message a
     :class:`~rewriter.mime.MessageResult` (its parts as a tree).
     """
-    document, engine = _engine(source, format)
-    result: DocumentResult | MessageResult = engine.rewrite(
-        document, **_arguments(engine.format, url, base, charset, policy)
-    )
+    result: DocumentResult | MessageResult = _run(source, options, rewrite=True)
     return result
 
 
-def find_links(
-    source: Source,
-    *,
-    url: str | None = None,
-    base: str | None = None,
-    charset: str | None = None,
-    policy: Policy = DEFAULT_POLICY,
-    format: str | None = None,
-) -> tuple[Link, ...]:
+def find_links(source: Source, **options: Unpack[Options]) -> tuple[Link, ...]:
     """Every link of one document or message, resolved, in document order (nothing is
     written): :func:`rewrite`'s arguments, its result's ``links``."""
-    document, engine = _engine(source, format)
-    result = engine.find(document, **_arguments(engine.format, url, base, charset, policy))
-    return tuple(result.links)
+    return tuple(_run(source, options, rewrite=False).links)
 
 
-def _arguments(format: str, url: str | None, base: str | None, charset: str | None, policy: Policy) -> dict[str, Any]:
-    if format == "message":
-        if base is not None or charset is not None:
+def _run(source: Source, options: Options, *, rewrite: bool) -> Any:
+    """The engine of *source*'s format run on it: rewriting, or only finding its links."""
+    document, engine = _engine(source, options.get("format"))
+    arguments: dict[str, Any] = {"url": options.get("url"), "policy": options.get("policy", DEFAULT_POLICY)}
+    if engine.format == "message":
+        if options.get("base") is not None or options.get("charset") is not None:
             raise ValueError("a message's parts take their base and charset from its headings: give url= only")
-        return {"url": url, "policy": policy}
-    return {"url": url, "base": base, "charset": charset, "policy": policy}
+    else:
+        arguments.update(base=options.get("base"), charset=options.get("charset"))
+    return engine.run(rewrite=rewrite)(document, **arguments)
 
 
-def rewrite_tree(
-    tree: Any,
-    *,
-    url: str | None = None,
-    base: str | None = None,
-    policy: Policy = DEFAULT_POLICY,
-) -> TreeResult:
+class TreeOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`rewrite_tree`: *url*, *base* and *policy*, as for :func:`rewrite`."""
+
+    url: str | None
+    base: str | None
+    policy: Policy
+
+
+def rewrite_tree(tree: Any, **options: Unpack[TreeOptions]) -> TreeResult:
     """Make every relative link of a parsed tree absolute, in place: a BeautifulSoup soup
     (or any of its nodes), or an lxml.html tree or element. The same rules as
     :func:`rewrite` (:mod:`rewriter.html.bs4`, :mod:`rewriter.html.lxml`); the tree's own
@@ -167,9 +167,9 @@ def rewrite_tree(
     if module == "bs4":
         from rewriter.html import bs4
 
-        return bs4.absolutize(tree, url=url, base=base, policy=policy)
+        return bs4.absolutize(tree, **options)
     if module == "lxml":
         from rewriter.html import lxml
 
-        return lxml.absolutize(tree, url=url, base=base, policy=policy)
+        return lxml.absolutize(tree, **options)
     raise TypeError(f"rewrite_tree takes a BeautifulSoup or an lxml tree, not {type(tree).__name__}")
