@@ -174,7 +174,6 @@ _LINK_PIECES = [
     "<img data-src=",
     "<img data-srcset='",
     "<link rel=stylesheet href=",
-    "<meta http-equiv=refresh content='0;url=",
     "<meta http-equiv=Refresh content=",
     "<object codebase=x/ data=",
     "<applet codebase='c/' archive='",
@@ -187,37 +186,23 @@ _LINK_PIECES = [
     "<svg><image xlink:href=",
     "<svg><style>",
     "<math><a href=",
-    "</svg>",
     "</math>",
-    "<style>",
-    "</style>",
-    "url(",
-    "@import '",
-    "<template>",
     "</template>",
-    "<script>",
-    "</script>",
     "<table><tr><td>",
-    "&amp;",
     "&#x41;",
     "&quot;",
     "&lt;",
-    '"',
-    "'",
-    ">",
-    " ",
-    "\r\n",
     "\t",
-    "\x00",
-    "x",
-    "../",
-    "#",
-    "?",
-    ",",
     " 1x",
     "=",
     "http://h/",
-    "<p>",
+    # _PIECES but what is a document of its own (noscript, conditional comments, srcdoc), the
+    # base, charsets, and text that is not ASCII (the engine's spans are UTF-8 bytes here)
+    *(
+        piece
+        for piece in _PIECES
+        if piece.isascii() and not piece.startswith(("<base", "<!--[", "<![", "<nos", "<if", "<meta"))
+    ),
 ]
 _VALUE_PIECES = [
     "x",
