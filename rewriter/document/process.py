@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from rewriter.document.encoding import ByteMap, Sniffed, decode_checked, encode_url_text, errors_for, split
-from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status
+from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status, new_link
 from rewriter.policy import Policy
 from rewriter.url.base import Layer, base_element_problem, handed_down
 from rewriter.url.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
@@ -73,7 +73,22 @@ class TextResult:
         """Classify one reference, note it as found, and give the URL to write (None: leave it)."""
         status, resolved, reason = context.classify(reference)
         self.found.append(
-            Link(element, attribute, kind, reference, resolved, status, reason, context.base, context.layer, start, end)
+            new_link(
+                Link,
+                (
+                    element,
+                    attribute,
+                    kind,
+                    reference,
+                    resolved,
+                    status,
+                    reason,
+                    context.base,
+                    context.layer,
+                    start,
+                    end,
+                ),
+            )
         )
         return resolved if (status == "rewritten" or status == "relinked") and resolved != reference else None
 
@@ -317,7 +332,10 @@ def process(
         chosen = found.found if statuses is None else [item for item in found.found if item.status in statuses]
         positions = sorted({p for item in chosen for p in (item.start, item.end)})
         mapped = dict(zip(positions, byte_map.byte_offsets(positions), strict=True))
-        return tuple([item._replace(start=mapped[item.start] + shift, end=mapped[item.end] + shift) for item in chosen])
+        # Each link with its span in bytes: its fields but the span (item[:-2]), then the span.
+        return tuple(
+            [new_link(Link, (*item[:-2], mapped[item.start] + shift, mapped[item.end] + shift)) for item in chosen]
+        )
 
     edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite else []
     positions = sorted({p for edit in edits for p in edit[:2]})

@@ -34,7 +34,7 @@ from rewriter.css import syntax as css
 from rewriter.css.stylesheet import css_links
 from rewriter.css.syntax import css_urls, may_hold_urls
 from rewriter.document.encoding import decode_checked, sniff
-from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status
+from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status, new_link
 from rewriter.document.process import Context, TextResult, frozen_base, process, require_base, shifted, spliced
 from rewriter.html.links import Namespace, Site, ViewElement, applies, for_context, looks_like_url, url_spans
 from rewriter.html.microsyntax import (
@@ -666,6 +666,7 @@ def _elements_links(
     classify_new, classified, found, edits = context._classify, context.classified, result.found, result.edits
     base, layer = context.base, context.layer
     value_of = _VALUE_OF
+    new = new_link
     plain_html = _PLAIN.setdefault(lazy, {})
     plain_foreign = _PLAIN_FOREIGN.setdefault(lazy, {})
     seen: set[tuple[int, int]] = set()
@@ -733,7 +734,7 @@ def _elements_links(
             if known is None:
                 known = classified[raw] = classify_new(raw)
             status, resolved, reason = known
-            found.append(Link(tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
+            found.append(new(Link, (tag, name, "url", raw, resolved, status, reason, base, layer, start, end)))
             if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != raw:
                 prefix = _prefix(resolved, raw)
                 if prefix is not None and (quote or _NEEDS_QUOTES.isdisjoint(prefix)):
