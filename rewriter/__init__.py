@@ -22,10 +22,11 @@ and the command line. The subpackages are the layers: ``url``, ``document``, ``h
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from rewriter import _moved
 from rewriter.document.model import DocumentResult, Link, NoBaseError, Status
+from rewriter.document.process import DocumentOptions
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.url.base import Layer
 from rewriter.url.resolve import (
@@ -41,7 +42,7 @@ from rewriter.url.resolve import (
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from rewriter.html.tree import TreeResult
+    from rewriter.html.tree import TreeOptions, TreeResult
     from rewriter.mime.message import MessageResult
 
 __version__ = "0.1.0"
@@ -60,7 +61,6 @@ __all__ = [
     "Policy",
     "Resolver",
     "Status",
-    "TreeOptions",
     "URIReference",
     "UnresolvableReference",
     "__version__",
@@ -101,17 +101,12 @@ def _engine(source: Source, format: str | None) -> tuple[bytes | str, Any]:
     return document, engine(format)
 
 
-class Options(TypedDict, total=False):
-    """The keyword arguments of :func:`rewrite` and :func:`find_links`: *url* the retrieval URL
-    (RFC 1808 §3.3), *base* a base handed down by an enclosing entity (§3.2; not for a message,
-    whose headings give its parts theirs), *charset* a transport charset (not for a message),
-    *policy* the :class:`Policy`, *format* ``html``, ``css`` or ``message`` (told from the
-    content when not given)."""
+class Options(DocumentOptions, total=False):
+    """The keyword arguments of :func:`rewrite` and :func:`find_links`: the engines' own
+    (:class:`~rewriter.document.process.DocumentOptions`: *url*, *base* and *charset*, the
+    last two not for a message, whose headings give its parts theirs; *policy*), and *format*,
+    ``html``, ``css`` or ``message`` (told from the content when not given)."""
 
-    url: str | None
-    base: str | None
-    charset: str | None
-    policy: Policy
     format: str | None
 
 
@@ -142,14 +137,6 @@ def _run(source: Source, options: Options, *, rewrite: bool) -> Any:
     else:
         arguments.update(base=options.get("base"), charset=options.get("charset"))
     return engine.run(rewrite=rewrite)(document, **arguments)
-
-
-class TreeOptions(TypedDict, total=False):
-    """The keyword arguments of :func:`rewrite_tree`: *url*, *base* and *policy*, as for :func:`rewrite`."""
-
-    url: str | None
-    base: str | None
-    policy: Policy
 
 
 def rewrite_tree(tree: Any, **options: Unpack[TreeOptions]) -> TreeResult:

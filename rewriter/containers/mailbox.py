@@ -34,13 +34,16 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol, TypedDict
 
 from rewriter.containers.formats import detect_format, is_warc
 from rewriter.containers.pieces import PIECE_SIZE, Piece
 from rewriter.disk.files import identity, replacing
 from rewriter.mime.message import MessageResult, rewrite_message
 from rewriter.policy import DEFAULT_POLICY, Policy
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "MaildirReport",
@@ -477,25 +480,28 @@ def rewrite_mbox_message(
     return output, counts, problems, quoted, relative, result
 
 
-def rewrite_mbox(
-    source: BinaryIO,
-    target: BinaryIO,
-    *,
-    url: str | None = None,
-    policy: Policy = DEFAULT_POLICY,
-    with_links: bool = False,
-    max_message: int = MAX_MESSAGE,
-) -> Iterator[MboxReport]:
+class MboxOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`rewrite_mbox` and :func:`rewrite_mbox_piece`: *url* the
+    retrieval URL of every message (usually none: each message's headings give its base);
+    *policy*; *with_links*: each report carries the engine's result (parts and links) as
+    ``result``; *max_message*: a message (with its From_ line) longer than that many bytes
+    (:data:`MAX_MESSAGE` when not given) is copied through unchanged, and reported."""
+
+    url: str | None
+    policy: Policy
+    with_links: bool
+    max_message: int
+
+
+def rewrite_mbox(source: BinaryIO, target: BinaryIO, **options: Unpack[MboxOptions]) -> Iterator[MboxReport]:
     """Rewrite every message of the mbox *source* into *target*, yielding one report each.
 
     Streams: each message is read, rewritten, written and forgotten before the next (the
     caller must exhaust the iterator). Separators and ``>From`` quoting are written as
     found; a message is written unchanged when it has nothing to rewrite, and when the
-    engine fails on it (a bug, reported). *url* applies to every message; usually there
-    is none and each message's own headings give the base. With *with_links*, each
-    report carries the engine's result (its parts and links) as ``result``. A message
-    (with its From_ line) longer than *max_message* bytes is copied through unchanged as
-    it is read, and reported: memory stays flat whatever the file holds.
+    engine fails on it (a bug, reported). *options* are :class:`MboxOptions`; a message
+    longer than ``max_message`` is copied through as it is read: memory stays flat
+    whatever the file holds.
 
     >>> import io
     >>> mbox = (b"From a Sat Jan  1 00:00:00 2000\\nContent-Type: text/html\\n"
@@ -506,7 +512,7 @@ def rewrite_mbox(
     >>> target.getvalue().splitlines()[-1]
     b'<img src=http://example.org/docs/logo.png>'
     """
-    yield from _rewrite_messages(source, target, 0, 0, url, policy, with_links, max_message)
+    yield from _rewrite_messages(source, target, 0, 0, **options)
 
 
 def _rewrite_messages(
@@ -514,10 +520,11 @@ def _rewrite_messages(
     target: BinaryIO,
     first: int,
     offset: int,
-    url: str | None,
-    policy: Policy,
-    with_links: bool,
-    max_message: int,
+    *,
+    url: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+    with_links: bool = False,
+    max_message: int = MAX_MESSAGE,
 ) -> Iterator[MboxReport]:
     """:func:`rewrite_mbox`, the messages of *source* counted from index *first* and
     stream offset *offset* (a piece's, for :func:`rewrite_mbox_piece`)."""
@@ -639,14 +646,7 @@ class _Window:
 
 
 def rewrite_mbox_piece(
-    stream: BinaryIO,
-    piece: Piece,
-    target: BinaryIO,
-    *,
-    url: str | None = None,
-    policy: Policy = DEFAULT_POLICY,
-    with_links: bool = False,
-    max_message: int = MAX_MESSAGE,
+    stream: BinaryIO, piece: Piece, target: BinaryIO, **options: Unpack[MboxOptions]
 ) -> Iterator[MboxReport]:
     """Rewrite the messages of one piece (of :func:`plan_mbox`) of the mbox *stream* into
     *target*, yielding one report each, as :func:`rewrite_mbox` does for the whole file.
@@ -684,7 +684,7 @@ def rewrite_mbox_piece(
     if piece.start and window.read(5) != b"From ":
         raise ValueError(f"piece {piece.number} does not begin with a From_ line at offset {piece.start}")
     window.seek(0)
-    yield from _rewrite_messages(window, target, piece.first, piece.start, url, policy, with_links, max_message)
+    yield from _rewrite_messages(window, target, piece.first, piece.start, **options)
 
 
 # ---------------------------------------------------------------------------

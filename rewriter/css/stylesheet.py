@@ -23,13 +23,17 @@ h1 { background: url(https://example.org/css/img/h.png) } a { b: url(#f) }
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from rewriter.css.syntax import css_urls, escape_url
 from rewriter.document.encoding import BOMS, Sniffed, by_default, encoding_named, lookup, sniffed
 from rewriter.document.model import DocumentResult
-from rewriter.document.process import Context, TextResult, process, require_base
-from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.document.process import Context, DocumentOptions, TextResult, process, require_base
+from rewriter.policy import Policy
 from rewriter.url.base import Layer
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["css_links", "find_css_links", "rewrite_css", "sniff_stylesheet"]
 
@@ -97,17 +101,11 @@ def css_links(
 
 
 def _rewrite_stylesheet_text(
-    text: str,
-    fallback: str | None,
-    fallback_layer: Layer | None,
-    policy: Policy,
-    codec: str = "utf-8",
-    readable: bool = False,
+    text: str, fallback: str | None, fallback_layer: Layer | None, policy: Policy, *_codec_and_readable: object
 ) -> TextResult:
     """The text engine for a whole style sheet: its base is the one handed down (RFC 1808 §3.2)
-    or its own URL (§3.3). *codec* is not used: CSS parses every URL, query included, as
+    or its own URL (§3.3). The codec the pipeline passes is not used: CSS parses every URL, query included, as
     UTF-8 whatever the sheet's encoding (CSSWG resolution, w3c/csswg-drafts#9301)."""
-    del codec, readable
     context = Context(fallback, fallback_layer, policy, "utf-8")
     result = TextResult(base=fallback, layer=fallback_layer)
     # Not in an HTML <style> element: "<" needs no escaping, "&" is no reference.
@@ -116,19 +114,13 @@ def _rewrite_stylesheet_text(
     return result
 
 
-def rewrite_css(
-    document: bytes | str,
-    *,
-    url: str | None = None,
-    base: str | None = None,
-    charset: str | None = None,
-    policy: Policy = DEFAULT_POLICY,
-) -> DocumentResult:
+def rewrite_css(document: bytes | str, **options: Unpack[DocumentOptions]) -> DocumentResult:
     """Make every relative URL of a style sheet absolute, changing no other byte.
 
-    *url* is the sheet's retrieval URL (RFC 1808 §3.3), *base* a base handed down by an
-    enclosing entity (§3.2, e.g. a MIME part's), which takes precedence; *charset* a
-    transport charset (:func:`sniff_stylesheet`). The output is bytes in the sheet's own
+    *options* (:class:`~rewriter.document.process.DocumentOptions`): *url* is the sheet's
+    retrieval URL (RFC 1808 §3.3), *base* a base handed down by an enclosing entity (§3.2,
+    e.g. a MIME part's), which takes precedence; *charset* a transport charset
+    (:func:`sniff_stylesheet`). The output is bytes in the sheet's own
     encoding; a ``str`` sheet is taken as decoded and comes back as UTF-8. Without a
     base, relative URLs stay as they are and are reported ``"no-base"``
     (``policy.require_base``: :class:`~rewriter.document.model.NoBaseError`).
@@ -138,25 +130,14 @@ def rewrite_css(
     >>> [link.status for link in rewrite_css(b"@import url(x.css);").links]
     ['no-base']
     """
-    return process(
-        document, url, base, charset, policy, rewrite=True, engine=_rewrite_stylesheet_text, sniffer=sniff_stylesheet
-    )
+    return process(document, rewrite=True, engine=_rewrite_stylesheet_text, sniffer=sniff_stylesheet, **options)
 
 
-def find_css_links(
-    document: bytes | str,
-    *,
-    url: str | None = None,
-    base: str | None = None,
-    charset: str | None = None,
-    policy: Policy = DEFAULT_POLICY,
-) -> DocumentResult:
+def find_css_links(document: bytes | str, **options: Unpack[DocumentOptions]) -> DocumentResult:
     """Every URL of a style sheet, resolved, without rewriting (``output`` is the input).
 
     >>> link, = find_css_links(b"p { b: url(i.png) }", url="http://h/a.css").links
     >>> link.element, link.attribute, link.kind, link.resolved, link.start, link.end
     ('', '#stylesheet', 'css', 'http://h/i.png', 11, 16)
     """
-    return process(
-        document, url, base, charset, policy, rewrite=False, engine=_rewrite_stylesheet_text, sniffer=sniff_stylesheet
-    )
+    return process(document, rewrite=False, engine=_rewrite_stylesheet_text, sniffer=sniff_stylesheet, **options)

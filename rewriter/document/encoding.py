@@ -110,6 +110,21 @@ def lookup(label: str) -> webencodings.Encoding | None:
     return encoding
 
 
+def python_codec(label: str | None) -> str:
+    """The Python codec of the encoding *label* names (a tree's declared encoding), UTF-8 when
+    there is none or Python knows no such codec.
+
+    >>> python_codec("Shift_JIS"), python_codec(None), python_codec("no-such")
+    ('shift_jis', 'utf-8', 'utf-8')
+    """
+    if not label:
+        return "utf-8"
+    try:
+        return codecs.lookup(label).name
+    except LookupError:
+        return "utf-8"
+
+
 def encoding_named(name: str) -> webencodings.Encoding:
     """The Encoding Standard's encoding called *name* (one of its own names: always found)."""
     encoding = webencodings.lookup(name)

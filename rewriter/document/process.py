@@ -19,16 +19,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import TypedDict
 
 from rewriter.document.encoding import ByteMap, Sniffed, decode_checked, encode_url_text, errors_for, split
 from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status, new_link
-from rewriter.policy import Policy
+from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.url.base import Layer, base_element_problem, handed_down
 from rewriter.url.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
 from rewriter.url.resolve import Resolver, UnresolvableReference, authority_problem, scheme_of, scheme_prefix
 
 __all__ = [
     "Context",
+    "DocumentOptions",
     "TextEngine",
     "TextResult",
     "frozen_base",
@@ -71,26 +73,9 @@ class TextResult:
         self, context: Context, element: str, attribute: str, kind: Kind, reference: str, start: int, end: int
     ) -> str | None:
         """Classify one reference, note it as found, and give the URL to write (None: leave it)."""
-        status, resolved, reason = context.classify(reference)
-        self.found.append(
-            new_link(
-                Link,
-                (
-                    element,
-                    attribute,
-                    kind,
-                    reference,
-                    resolved,
-                    status,
-                    reason,
-                    context.base,
-                    context.layer,
-                    start,
-                    end,
-                ),
-            )
-        )
-        return resolved if (status == "rewritten" or status == "relinked") and resolved != reference else None
+        link, new = context.link(element, attribute, kind, reference, start, end)
+        self.found.append(link)
+        return new
 
 
 _ABSOLUTE: tuple[Status, None, None] = ("absolute", None, None)
@@ -193,6 +178,16 @@ class Context:
             known = self.classified[reference] = self._classify(reference)
         return known
 
+    def link(
+        self, element: str, attribute: str, kind: Kind, reference: str, start: int, end: int
+    ) -> tuple[Link, str | None]:
+        """One reference (whitespace already stripped) found at *start*-*end*, as a Link
+        record with its status, and the URL to write for it (None: leave it as it is)."""
+        status, resolved, reason = self.classify(reference)
+        fields = (element, attribute, kind, reference, resolved, status, reason, self.base, self.layer, start, end)
+        write = resolved if (status == "rewritten" or status == "relinked") and resolved != reference else None
+        return new_link(Link, fields), write
+
     def _classify(self, reference: str) -> tuple[Status, str | None, str | None]:
         """:meth:`classify` for a reference not yet seen."""
         if self.keep_same_document and (not reference or reference[0] == "#"):
@@ -292,6 +287,18 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
+class DocumentOptions(TypedDict, total=False):
+    """The keyword arguments of every document engine's functions (``rewrite_html``,
+    ``find_links``, ``rewrite_css``, ``find_css_links``): *url* the retrieval URL (RFC 1808
+    §3.3); *base* a base handed down by an enclosing entity (§3.2, e.g. a MIME part's), which
+    takes precedence; *charset* a transport charset (HTTP or MIME); *policy* the policy."""
+
+    url: str | None
+    base: str | None
+    charset: str | None
+    policy: Policy
+
+
 # A text engine (HTML or CSS): text, fallback base, its layer, policy, codec, and
 # whether every byte was readable.
 TextEngine = Callable[[str, str | None, Layer | None, Policy, str, bool], TextResult]
@@ -299,17 +306,18 @@ TextEngine = Callable[[str, str | None, Layer | None, Policy, str, bool], TextRe
 
 def process(
     document: bytes | str,
-    url: str | None,
-    base: str | None,
-    charset: str | None,
-    policy: Policy,
     *,
     rewrite: bool,
     engine: TextEngine,
     sniffer: Callable[[bytes, str | None], Sniffed],
+    url: str | None = None,
+    base: str | None = None,
+    charset: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
 ) -> DocumentResult:
     """Decode, run *engine* on the text, map its text offsets to bytes, and splice its edits
-    into the original bytes. *sniffer* chooses the encoding (HTML's or CSS's rules)."""
+    into the original bytes. *sniffer* chooses the encoding (HTML's or CSS's rules). The
+    rest are :class:`DocumentOptions`, as the engines' functions take them."""
     fallback, layer = handed_down(url=url, base=base)
     if isinstance(document, str):
         # A decoded document may hold any lone surrogate; it goes out as UTF-8 with them.

@@ -18,15 +18,17 @@ the result, so this is for callers who hold a tree, not for archiving bytes; see
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from bs4 import BeautifulSoup, Comment, NavigableString, PageElement, Tag
 
+from rewriter.document.encoding import python_codec
 from rewriter.html import tree as _tree
-from rewriter.html.tree import NO_SPAN, NodeKind, TreeResult
-from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.html.tree import NO_SPAN, NodeKind, TreeOptions, TreeResult
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["NO_SPAN", "TreeResult", "absolutize"]
 
@@ -99,13 +101,7 @@ class _SoupAdapter:
         node.extract()
 
 
-def absolutize(
-    soup: Tag,
-    *,
-    url: str | None = None,
-    base: str | None = None,
-    policy: Policy = DEFAULT_POLICY,
-) -> TreeResult:
+def absolutize(soup: Tag, **options: Unpack[TreeOptions]) -> TreeResult:
     """Make every relative URL in *soup* absolute, in place, and report every link.
 
     *soup* is a :class:`~bs4.BeautifulSoup` or one :class:`~bs4.Tag` of it: the base
@@ -122,17 +118,11 @@ def absolutize(
     >>> print(soup)
     <p style="background:url(http://h/d/a.png)"><a href="#top" ping="http://h/d/p http://h/d/q">x</a></p>
     """
-    return _tree.absolutize(_SoupAdapter(), soup, url=url, base=base, policy=policy, codec=_codec(soup))
+    return _tree.absolutize(_SoupAdapter(), soup, codec=_codec(soup), **options)
 
 
 def _codec(soup: Tag) -> str:
     """The Python codec of the encoding the soup was decoded from (UTF-8 when unknown)."""
     while soup.parent is not None:
         soup = soup.parent
-    label = getattr(soup, "original_encoding", None) if isinstance(soup, BeautifulSoup) else None
-    if not label:
-        return "utf-8"
-    try:
-        return codecs.lookup(label).name
-    except LookupError:
-        return "utf-8"
+    return python_codec(getattr(soup, "original_encoding", None) if isinstance(soup, BeautifulSoup) else None)

@@ -26,7 +26,7 @@ import bisect
 import re
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator
-from typing import NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
 
 import turbohtml
 
@@ -35,7 +35,16 @@ from rewriter.css.stylesheet import css_links
 from rewriter.css.syntax import css_urls, may_hold_urls
 from rewriter.document.encoding import decode_checked, sniff
 from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status, new_link
-from rewriter.document.process import Context, TextResult, frozen_base, process, require_base, shifted, spliced
+from rewriter.document.process import (
+    Context,
+    DocumentOptions,
+    TextResult,
+    frozen_base,
+    process,
+    require_base,
+    shifted,
+    spliced,
+)
 from rewriter.html.links import Namespace, Site, ViewElement, applies, for_context, looks_like_url, url_spans
 from rewriter.html.microsyntax import (
     ASCII_WHITESPACE,
@@ -43,9 +52,12 @@ from rewriter.html.microsyntax import (
     strip_whitespace,
 )
 from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, attributes_of, selector
-from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.policy import Policy
 from rewriter.url.base import Layer, usable_as_base
 from rewriter.url.resolve import parse
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "ByteView",
@@ -1184,34 +1196,21 @@ def _tag_end(text: str, offset: int) -> int:
 # --------------------------------------------------------------------------
 
 
-def rewrite_html(
-    document: bytes | str,
-    *,
-    url: str | None = None,
-    base: str | None = None,
-    charset: str | None = None,
-    policy: Policy = DEFAULT_POLICY,
-) -> DocumentResult:
+def rewrite_html(document: bytes | str, **options: Unpack[DocumentOptions]) -> DocumentResult:
     """Make every relative URL of an HTML document absolute, changing no other byte.
 
-    *url* is the retrieval URL (RFC 1808 §3.3); *base* a base handed down by an
-    enclosing entity (§3.2, e.g. a MIME part's), which takes precedence; *charset* a
-    transport charset (HTTP or MIME). The output is bytes in the document's own
-    encoding; a ``str`` document is taken as already decoded and comes back as UTF-8.
+    *options* (:class:`~rewriter.document.process.DocumentOptions`): *url* is the retrieval
+    URL (RFC 1808 §3.3); *base* a base handed down by an enclosing entity (§3.2, e.g. a MIME
+    part's), which takes precedence; *charset* a transport charset (HTTP or MIME); *policy*.
+    The output is bytes in the document's own encoding; a ``str`` document is taken as
+    already decoded and comes back as UTF-8.
     """
-    return process(document, url, base, charset, policy, rewrite=True, engine=rewrite_text, sniffer=sniff)
+    return process(document, rewrite=True, engine=rewrite_text, sniffer=sniff, **options)
 
 
-def find_links(
-    document: bytes | str,
-    *,
-    url: str | None = None,
-    base: str | None = None,
-    charset: str | None = None,
-    policy: Policy = DEFAULT_POLICY,
-) -> DocumentResult:
+def find_links(document: bytes | str, **options: Unpack[DocumentOptions]) -> DocumentResult:
     """Every link of an HTML document, resolved, without rewriting (``output`` is the input)."""
-    return process(document, url, base, charset, policy, rewrite=False, engine=rewrite_text, sniffer=sniff)
+    return process(document, rewrite=False, engine=rewrite_text, sniffer=sniff, **options)
 
 
 class ByteView:

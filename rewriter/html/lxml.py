@@ -22,13 +22,15 @@ subtree is recognised by its name, as HTML tree construction would (see
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from rewriter.document.encoding import python_codec
 from rewriter.html import tree as _tree
-from rewriter.html.tree import ATTRIBUTE_PREFIXES, NO_SPAN, NodeKind, TreeResult
-from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.html.tree import ATTRIBUTE_PREFIXES, NO_SPAN, NodeKind, TreeOptions, TreeResult
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["NO_SPAN", "TreeResult", "absolutize"]
 
@@ -141,13 +143,7 @@ def _split(name: str) -> tuple[str | None, str]:
     return None, name
 
 
-def absolutize(
-    tree: Element,
-    *,
-    url: str | None = None,
-    base: str | None = None,
-    policy: Policy = DEFAULT_POLICY,
-) -> TreeResult:
+def absolutize(tree: Element, **options: Unpack[TreeOptions]) -> TreeResult:
     """Make every relative URL in *tree* absolute, in place, and report every link.
 
     *tree* is an element or an ``ElementTree``. The base is the document's (HTML §4.2.3
@@ -175,15 +171,9 @@ def absolutize(
     adapter = _LxmlAdapter(root)
     if start is adapter.top.root:
         start = adapter.top  # the whole document, its top-level comments included
-    return _tree.absolutize(adapter, start, url=url, base=base, policy=policy, codec=_codec(root))
+    return _tree.absolutize(adapter, start, codec=_codec(root), **options)
 
 
 def _codec(root: Element) -> str:
     """The Python codec of the encoding the document was read from (UTF-8 when unknown)."""
-    label = root.getroottree().docinfo.encoding
-    if not label:
-        return "utf-8"
-    try:
-        return codecs.lookup(label).name
-    except LookupError:
-        return "utf-8"
+    return python_codec(root.getroottree().docinfo.encoding)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Generic, Literal, Protocol, TypedDict, TypeVar
 
 from rewriter.css import syntax as css
 from rewriter.document.model import Kind, Link, NoBaseError
@@ -42,7 +42,7 @@ from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.url.base import Layer, handed_down
 from rewriter.url.resolve import parse
 
-__all__ = ["NO_SPAN", "Adapter", "Namespace", "TreeResult", "absolutize", "namespace_of"]
+__all__ = ["NO_SPAN", "Adapter", "Namespace", "TreeOptions", "TreeResult", "TreeView", "absolutize", "namespace_of"]
 
 N = TypeVar("N")
 Namespace = Literal["html", "svg", "math"]
@@ -102,6 +102,16 @@ class Adapter(Protocol[N]):
     def set_comment(self, node: N, text: str) -> None: ...
 
     def remove(self, node: N) -> None: ...
+
+
+class TreeOptions(TypedDict, total=False):
+    """The keyword arguments of the adapters' ``absolutize`` (and ``rewriter.rewrite_tree``):
+    *url* the retrieval URL (RFC 1808 §3.3), *base* a base handed down by an enclosing entity
+    (§3.2), *policy* the :class:`~rewriter.policy.Policy`."""
+
+    url: str | None
+    base: str | None
+    policy: Policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,23 +246,9 @@ class _Run(Generic[N]):
 
     def record(self, context: Context, element: str, attribute: str, kind: Kind, reference: str) -> str | None:
         """Classify one reference, note it, and give the URL to write (None: leave it)."""
-        status, resolved, reason = context.classify(reference)
-        self.links.append(
-            Link(
-                element,
-                attribute,
-                kind,
-                reference,
-                resolved,
-                status,
-                reason,
-                context.base,
-                context.layer,
-                NO_SPAN,
-                NO_SPAN,
-            )
-        )
-        return resolved if status in ("rewritten", "relinked") and resolved != reference else None
+        link, new = context.link(element, attribute, kind, reference, NO_SPAN, NO_SPAN)
+        self.links.append(link)
+        return new
 
     def nested(self, found: Sequence[Link]) -> None:
         """Links a nested run of the bytes engine found (srcdoc, conditional comments), spans dropped."""

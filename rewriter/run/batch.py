@@ -62,7 +62,7 @@ from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.run.journal import is_work_folder
 
 if TYPE_CHECKING:
-    from rewriter.containers.mailbox import MboxReport
+    from rewriter.containers.mailbox import MboxOptions, MboxReport
     from rewriter.document.model import Link, Status
     from rewriter.mime.message import MessageResult
     from rewriter.run.collection import LocalCopies, Locations
@@ -923,6 +923,19 @@ def _too_large(job: Job, stream: BinaryIO, source: Path | None, settings: Settin
     return outcome
 
 
+def _mbox_options(settings: Settings) -> MboxOptions:
+    """How a run rewrites an mbox's messages: its URL and policy, each report with its links
+    (the run names the ones left relative), messages larger than the run's --max-size copied."""
+    from rewriter.containers.mailbox import MAX_MESSAGE
+
+    return {
+        "url": settings.url,
+        "policy": settings.policy,
+        "with_links": True,
+        "max_message": min(settings.max_size, MAX_MESSAGE),
+    }
+
+
 def _mbox(
     job: Job,
     stream: BinaryIO,
@@ -933,18 +946,10 @@ def _mbox(
 ) -> Outcome:
     """Stream an mbox message by message: memory stays flat whatever its size. *read*: in
     place, the input's status when it was opened."""
-    from rewriter.containers.mailbox import MAX_MESSAGE, rewrite_mbox
+    from rewriter.containers.mailbox import rewrite_mbox
 
     def each(sink: BinaryIO) -> bool:
-        reports = rewrite_mbox(
-            stream,
-            sink,
-            url=settings.url,
-            policy=settings.policy,
-            with_links=True,
-            max_message=min(settings.max_size, MAX_MESSAGE),
-        )
-        return _tally_messages(reports, outcome, settings)
+        return _tally_messages(rewrite_mbox(stream, sink, **_mbox_options(settings)), outcome, settings)
 
     if job.dry:
         each(_Discarded())  # type: ignore[arg-type]  # the one method rewrite_mbox writes with
@@ -999,7 +1004,7 @@ def _unit(report: MboxReport) -> dict[str, object]:
 def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     """One piece of a large container: its messages or records, read from its own bytes,
     written to the work folder (the caller joins the pieces in order), or only read."""
-    from rewriter.containers.mailbox import MAX_MESSAGE, rewrite_mbox_piece
+    from rewriter.containers.mailbox import rewrite_mbox_piece
 
     assert job.piece is not None
     outcome.format = job.format
@@ -1009,15 +1014,7 @@ def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
 
         def each(sink: BinaryIO) -> bool:
             assert job.piece is not None
-            reports = rewrite_mbox_piece(
-                stream,
-                job.piece,
-                sink,
-                url=settings.url,
-                policy=settings.policy,
-                with_links=True,
-                max_message=min(settings.max_size, MAX_MESSAGE),
-            )
+            reports = rewrite_mbox_piece(stream, job.piece, sink, **_mbox_options(settings))
             return _tally_messages(reports, outcome, settings)
 
         if job.dry or job.target is None:
