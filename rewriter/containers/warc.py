@@ -1010,7 +1010,11 @@ def _mirror(warc: Path, out_dir: Path, policy: Policy, *, unpack: bool) -> WarcR
         try:
             for item in _read_source(warc, lambda offset, *_: offset in by_offset):
                 if isinstance(item, WarcDocument) and item.offset in by_offset:
-                    _write(folders, by_offset[item.offset], item, policy, files, redirects, unpack)
+                    # The second pass, for one record: its body, HTML and CSS rewritten, written.
+                    planned_item = by_offset[item.offset]
+                    output = _rendered(planned_item, item, policy, files, redirects, unpack)
+                    if output is not None:
+                        _store(folders, planned_item, output)
         finally:
             folders.close()
         return _finish(warc, out_dir, root, manifest, entries, problems)
@@ -1131,21 +1135,6 @@ def _resolved_location(document: WarcDocument, policy: Policy) -> str | None:
         return resolve(document.uri, (document.location or "").strip(), rules=policy.rules, strict=policy.strict)
     except UnresolvableReference:
         return None
-
-
-def _write(
-    folders: _Folders,
-    item: _Planned,
-    document: WarcDocument,
-    policy: Policy,
-    files: Mapping[str, str],
-    redirects: Mapping[str, str],
-    unpack: bool,
-) -> None:
-    """The second pass, for one record: rewrite its body if it is HTML or CSS, and write it."""
-    output = _rendered(item, document, policy, files, redirects, unpack)
-    if output is not None:
-        _store(folders, item, output)
 
 
 def _store(folders: _Folders, item: _Planned, output: bytes) -> None:

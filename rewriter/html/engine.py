@@ -732,7 +732,9 @@ def _elements_links(
                 continue
             last = match.lastindex
             if last is None:  # no value: the empty string (HTML §13.2.5.33), rare
-                _plain_url(document, tag, name, (match.end(), match.end(), _VALUELESS), context, policy, result)
+                _attribute_links(
+                    document, tag, name, "url", (match.end(), match.end(), _VALUELESS), context, policy, result
+                )
                 continue
             start, end = match.span(last)
             raw = text[start:end]
@@ -740,7 +742,7 @@ def _elements_links(
             if name in split.lazy and not looks_like_url(_decoded(raw), "url"):
                 continue
             if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
-                _plain_url(document, tag, name, (start, end, quote), context, policy, result)
+                _attribute_links(document, tag, name, "url", (start, end, quote), context, policy, result)
                 continue
             known = classified.get(raw)
             if known is None:
@@ -795,37 +797,7 @@ def _element_links(
             if codebase_context is None:
                 codebase_context = _codebase(document, spans["codebase"], context)
             local = codebase_context
-        if kind == "url":
-            _plain_url(document, tag, name, span, local, policy, result)
-        else:
-            _attribute_links(document, tag, name, kind, span, local, policy, result)
-
-
-def _plain_url(
-    document: ParsedDocument,
-    tag: str,
-    name: str,
-    span: tuple[int, int, str],
-    context: Context,
-    policy: Policy,
-    result: TextResult,
-) -> None:
-    """The common case, one URL in an attribute, without the general machinery."""
-    raw_start, raw_end, quote = span
-    raw = document.text[raw_start:raw_end]
-    if "&" in raw or "\0" in raw:  # character references, NUL: the general path keeps their offsets
-        _attribute_links(document, tag, name, "url", span, context, policy, result)
-        return
-    start, end = 0, len(raw)
-    if raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE):
-        start, end = strip_whitespace(raw, start, end)
-        reference = raw[start:end]
-    else:
-        reference = raw
-    resolved = result.record(context, tag, name, "url", reference, raw_start + start, raw_start + end)
-    if resolved is not None:
-        replacement = (start, end, resolved, _prefix(resolved, reference))
-        _splice_attribute(raw, raw_start, raw_end, quote, raw, None, [replacement], result)
+        _attribute_links(document, tag, name, kind, span, local, policy, result)
 
 
 def _decoded(raw: str) -> str:
@@ -852,8 +824,22 @@ def _attribute_links(
     policy: Policy,
     result: TextResult,
 ) -> None:
+    """The links of one attribute value, each by its kind's microsyntax. The common case,
+    one URL with no character reference and no NUL, takes a short way."""
     raw_start, raw_end, quote = span
     raw = document.text[raw_start:raw_end]
+    if kind == "url" and "&" not in raw and "\0" not in raw:
+        start, end = 0, len(raw)
+        if raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE):
+            start, end = strip_whitespace(raw, start, end)
+            reference = raw[start:end]
+        else:
+            reference = raw
+        resolved = result.record(context, tag, name, "url", reference, raw_start + start, raw_start + end)
+        if resolved is not None:
+            replacement = (start, end, resolved, _prefix(resolved, reference))
+            _splice_attribute(raw, raw_start, raw_end, quote, raw, None, [replacement], result)
+        return
     value, offsets = decode_attribute(raw)
     # HTML §13.2.5.36-38: the tokenizer reads NUL in a value as U+FFFD (one for one: the
     # offsets stay), and so does a browser resolving it.

@@ -650,17 +650,17 @@ def _part(
     if result is not None and result.layer == "base-element" and result.base is not None:
         base = Base(result.base, "base-element", None)
     return Part(
-        entity.path,
-        entity.content_type,
-        entity.start,
-        entity.body_start,
-        entity.end,
-        base.url if base else None,
-        base.layer if base else None,
-        base.origin if base else None,
-        result if result is not None else (),
-        action,
-        tuple(problems) + (result.problems if result is not None else ()),
+        path=entity.path,
+        content_type=entity.content_type,
+        start=entity.start,
+        body_start=entity.body_start,
+        end=entity.end,
+        base=base.url if base else None,
+        layer=base.layer if base else None,
+        origin=base.origin if base else None,
+        links=result if result is not None else (),
+        action=action,
+        problems=tuple(problems) + (result.problems if result is not None else ()),
     )
 
 
