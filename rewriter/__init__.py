@@ -25,7 +25,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from rewriter import _moved
-from rewriter.document.model import DocumentResult, Link, NoBaseError, Status
+from rewriter.document.model import DocumentResult, Link, MessageResult, NoBaseError, Part, Status
 from rewriter.document.process import DocumentOptions
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.url.base import Layer
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from rewriter.html.tree import TreeOptions, TreeResult
-    from rewriter.mime.message import MessageResult
 
 __version__ = "0.1.0"
 
@@ -56,8 +55,10 @@ __all__ = [
     "DocumentResult",
     "Layer",
     "Link",
+    "MessageResult",
     "NoBaseError",
     "Options",
+    "Part",
     "Policy",
     "Resolver",
     "Status",
@@ -115,7 +116,7 @@ def rewrite(source: Source, **options: Unpack[Options]) -> DocumentResult | Mess
 
     *source* is bytes, decoded text (given back as UTF-8), or a path; *options* are
     :class:`Options`. A page or a style sheet gives a :class:`DocumentResult`, a message a
-    :class:`~rewriter.mime.MessageResult` (its parts as a tree).
+    :class:`MessageResult` (its parts as a tree of :class:`Part` records).
     """
     result: DocumentResult | MessageResult = _run(source, options, rewrite=True)
     return result

@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol, TypedDict
 from rewriter.containers.formats import detect_format, is_warc
 from rewriter.containers.pieces import PIECE_SIZE, Piece
 from rewriter.disk.files import identity, replacing
-from rewriter.mime.message import MessageResult, rewrite_message
+from rewriter.document.model import MessageResult
+from rewriter.mime.message import rewrite_message
 from rewriter.policy import DEFAULT_POLICY, Policy
 
 if TYPE_CHECKING:

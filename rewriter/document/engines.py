@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 if TYPE_CHECKING:
-    from rewriter.document.model import DocumentResult
-    from rewriter.mime.message import MessageResult
+    from rewriter.document.model import DocumentResult, MessageResult
 
 __all__ = [
     "CSS_TYPES",

@@ -39,15 +39,13 @@ from __future__ import annotations
 import contextlib
 import email.errors
 import re
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.message import Message
 from email.policy import compat32
-from typing import Literal
 
 from rewriter.document.engines import DOCUMENT_TYPES, engine_for_type
-from rewriter.document.model import DocumentResult, Link, Status
+from rewriter.document.model import Action, DocumentResult, MessageResult, Part
 from rewriter.mime.heading import collapse_rfc2231_value, content_charset, decode_header, decode_text, get_param
 from rewriter.mime.transfer import IDENTITY, TransferError, decode, encode, mechanism
 from rewriter.policy import DEFAULT_POLICY, Kept, Policy
@@ -59,134 +57,6 @@ __all__ = ["Entity", "MessageResult", "Part", "entities", "find_message_links", 
 # The layers a part's base comes from (rewriter.url.base.Layer: one vocabulary for every
 # engine); the older name.
 MimeLayer = Layer
-Action = Literal["rewritten", "unchanged", "skipped", "container", "other"]
-
-
-# Part's attributes in the order of its constructor's parameters.
-_PART_SLOTS = (
-    "path",
-    "content_type",
-    "start",
-    "body_start",
-    "end",
-    "base",
-    "layer",
-    "origin",
-    "_links",
-    "action",
-    "problems",
-)
-
-
-class Part:
-    """One MIME entity of a message, what its base is, and what was done to it.
-
-    ``path`` numbers entities like IMAP: "1" is the message, "1.2" its second child, and
-    the message inside a message/rfc822 part "1.2" is "1.2.1". ``start``, ``body_start``
-    and ``end`` are byte offsets in the input: the heading, the body, the body's end (the
-    line break before a delimiter belongs to the delimiter, RFC 2046 §5.1.1).
-    ``base``/``layer``/``origin``: the base the part's links were resolved against, which
-    layer gave it, and the path of the entity whose heading gave it (None for a
-    ``<base>`` element and the retrieval URL). ``links`` have byte spans in the decoded body.
-
-    Immutable. *links* may be the engine's result, whose links are built on first use:
-    their byte spans cost a tenth of a mailbox run, which only counts them (:meth:`count`).
-    """
-
-    __slots__ = _PART_SLOTS
-
-    path: str
-    content_type: str
-    start: int
-    body_start: int
-    end: int
-    base: str | None
-    layer: Layer | None
-    origin: str | None
-    action: Action
-    problems: tuple[str, ...]
-    _links: tuple[Link, ...] | DocumentResult
-
-    def __init__(
-        self,
-        path: str,
-        content_type: str,
-        start: int,
-        body_start: int,
-        end: int,
-        base: str | None,
-        layer: Layer | None,
-        origin: str | None,
-        links: tuple[Link, ...] | DocumentResult = (),
-        action: Action = "other",
-        problems: tuple[str, ...] = (),
-    ) -> None:
-        values = (path, content_type, start, body_start, end, base, layer, origin, links, action, problems)
-        for name, value in zip(_PART_SLOTS, values, strict=True):
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Part is immutable: cannot set {name!r}")
-
-    def __reduce__(self) -> tuple[type[Part], tuple[object, ...]]:
-        return Part, self._fields()  # the links built: the engine's result holds a function
-
-    @property
-    def links(self) -> tuple[Link, ...]:
-        links = self._links
-        return links.links if isinstance(links, DocumentResult) else links
-
-    def links_with(self, *statuses: Status) -> tuple[Link, ...]:
-        """This part's links that have one of *statuses*; only their byte spans are worked out."""
-        links = self._links
-        if isinstance(links, DocumentResult):
-            return links.links_with(*statuses)
-        return tuple(link for link in links if link.status in statuses)
-
-    def count(self, *statuses: Status) -> int:
-        """How many of this part's links have one of *statuses* (all of them without any).
-
-        >>> part = rewrite_message(b"Content-Type: text/html\\n\\n<a href=x><a href=#y>", url="http://h/").parts[0]
-        >>> part.count("rewritten"), part.count()
-        (1, 2)
-        """
-        counts = self.status_counts
-        return sum(counts.values()) if not statuses else sum(counts.get(status, 0) for status in set(statuses))
-
-    @property
-    def status_counts(self) -> dict[Status, int]:
-        """How many of this part's links have each status, without building the links."""
-        links = self._links
-        return (
-            links.status_counts if isinstance(links, DocumentResult) else dict(Counter(link.status for link in links))
-        )
-
-    def _fields(self) -> tuple[object, ...]:
-        return tuple(self.links if name == "_links" else getattr(self, name) for name in _PART_SLOTS)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Part) and self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        fields = zip((name.lstrip("_") for name in _PART_SLOTS), self._fields(), strict=True)
-        return f"Part({', '.join(f'{name}={value!r}' for name, value in fields)})"
-
-
-@dataclass(frozen=True, slots=True)
-class MessageResult:
-    """The rewritten message and every entity of it, in tree order."""
-
-    output: bytes
-    parts: tuple[Part, ...]
-    problems: tuple[str, ...] = ()
-
-    @property
-    def links(self) -> tuple[Link, ...]:
-        return tuple(link for part in self.parts for link in part.links)
-
-
 # --------------------------------------------------------------------------
 # Structure: headings, bodies and delimiters as byte ranges
 # --------------------------------------------------------------------------

@@ -63,8 +63,7 @@ from rewriter.run.journal import is_work_folder
 
 if TYPE_CHECKING:
     from rewriter.containers.mailbox import MboxOptions, MboxReport
-    from rewriter.document.model import Link, Status
-    from rewriter.mime.message import MessageResult
+    from rewriter.document.model import Link, MessageResult, Status
     from rewriter.run.collection import LocalCopies, Locations
     from rewriter.url.base import Layer
 
