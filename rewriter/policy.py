@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from rewriter.url.resolve import RULES, Rules
 
@@ -90,9 +90,9 @@ class Policy:
                 raise ValueError(f"{name} must be a function or None, not {getattr(self, name)!r}")
         object.__setattr__(self, "lazy_attributes", attribute_names(self.lazy_attributes))
 
-    def clone(self, **changes: object) -> Policy:
+    def clone(self, **changes: Any) -> Policy:
         """A copy with *changes* applied (the CPython ``email.policy`` idiom)."""
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+        return dataclasses.replace(self, **changes)
 
     def with_keep(self, keep: Callable[[str, str | None], Kept | None]) -> Policy:
         """A copy whose ``keep`` asks this policy's own first (its answer wins), then *keep*.

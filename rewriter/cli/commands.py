@@ -75,7 +75,7 @@ class _Escaping:
 class _Parser(argparse.ArgumentParser):
     """argparse that says which verb a usage error belongs to, and exits 2."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 

@@ -200,7 +200,8 @@ class Context:
                 return kept[0], None, kept[1]
         relink = self.policy.relink
         if relink is not None and found[0] != "unresolvable":
-            new = relink(found[1] if found[0] == "rewritten" else reference)  # type: ignore[arg-type]
+            resolved = found[1]
+            new = relink(resolved if found[0] == "rewritten" and resolved is not None else reference)
             if new is not None:
                 found = ("relinked", new, None)
         if self.in_noscript and found[1] is not None and "<" in found[1]:

@@ -82,7 +82,7 @@ class _SoupAdapter:
         children = node.contents
         if any(not isinstance(child, NavigableString) or isinstance(child, Comment) for child in children):
             return None
-        return "".join(children)  # type: ignore[arg-type]
+        return "".join(cast("list[NavigableString]", children))
 
     def set_text(self, node: PageElement, text: str) -> None:
         assert isinstance(node, Tag)

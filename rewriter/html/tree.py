@@ -27,6 +27,7 @@ A tree has no bytes, so each :class:`~rewriter.html.engine.Link` has ``start == 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -310,7 +311,7 @@ def absolutize(
             if not usable:
                 continue
             if policy.remove_base:
-                run.writes.append(("<base> removed", lambda node=node: adapter.remove(node)))  # type: ignore[misc]
+                run.writes.append(("<base> removed", functools.partial(adapter.remove, node)))
             else:
                 _element_links(element, fallback_context, run)
             continue

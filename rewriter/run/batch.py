@@ -359,7 +359,10 @@ def plan(inputs: Sequence[str], output: str | None = None, **options: Any) -> tu
     jobs: list[Job] = []
     problems: list[str] = []
     for item in iter_plan(inputs, output, **options):
-        (problems if isinstance(item, str) else jobs).append(item)  # type: ignore[arg-type]
+        if isinstance(item, str):
+            problems.append(item)
+        else:
+            jobs.append(item)
     return jobs, problems
 
 

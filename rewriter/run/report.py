@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rewriter.disk.files import Replacement
@@ -52,10 +52,10 @@ def escape_controls(text: str) -> str:
     return _TERMINAL_UNSAFE.sub(_escape, text)
 
 
-def json_text(value: object, **options: object) -> str:
+def json_text(value: object, **options: Any) -> str:
     """*value* as JSON (non-ASCII as it is) with the characters :func:`escape_controls`
     escapes written as ``\\uNNNN``: still valid JSON, read back as the same value."""
-    text = json.dumps(value, ensure_ascii=False, **options)  # type: ignore[arg-type]
+    text = json.dumps(value, ensure_ascii=False, **options)
     return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
