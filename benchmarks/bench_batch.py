@@ -9,7 +9,7 @@ output folder, two ways:
   error (the links left relative, expected) is captured and dropped. It runs in an empty
   scratch folder so that no rewriter.toml or pyproject.toml changes its defaults;
 - batch phase in one process: ``plan([CORPUS], OUT, include=["*.html"])`` and
-  ``list(run(jobs, Settings(), N))`` in this process, after ``rewriter.batch._warm()``
+  ``list(run(jobs, Settings(), N))`` in this process, after ``rewriter.run.batch.warm_up()``
   (the engines imported once, untimed), with ``gc.collect()`` before each run.
 
 Each round runs every N of --jobs-list (default 1,2), the order reversed every other round
@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rewriter.batch import Settings, _warm, plan, run
+from rewriter.run.batch import Settings, plan, run, warm_up
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "html"
 INCLUDE = "*.html"
@@ -57,7 +57,10 @@ TARGET_SPEED_UP = 1.8  # the issue's acceptance point for -j 2
 CPU_LOOP_SECONDS = 0.3  # one pure-CPU work unit of the machine reference
 # The command line's fixed cost: the interpreter and the imports, bs4's as the tool imports it; it leaves
 # with os._exit, as the tool does.
-START_UP = "import os, rewriter.cli, rewriter.batch; rewriter.cli._light_bs4(); rewriter.batch._warm(); os._exit(0)"
+START_UP = (
+    "import os, rewriter.cli.commands, rewriter.run.batch; "
+    "rewriter.cli.commands.light_bs4(); rewriter.run.batch.warm_up(); os._exit(0)"
+)
 
 # One timed run: (input folder, output folder, N) -> (wall seconds, CPU seconds).
 Runner = Callable[[Path, Path, int], tuple[float, float]]
@@ -262,8 +265,8 @@ def start_up(rounds: int, folder: Path) -> float:
     """The median seconds of an interpreter importing what every command line imports
     (after one untimed launch of the tool, which fills the bytecode cache)."""
     environment = child_environment(folder)
-    for warm_up in (["-c", START_UP], ["-m", "rewriter", "--help"]):
-        subprocess.run([sys.executable, *warm_up], check=True, cwd=folder, env=environment, stdout=subprocess.DEVNULL)
+    for launch in (["-c", START_UP], ["-m", "rewriter", "--help"]):
+        subprocess.run([sys.executable, *launch], check=True, cwd=folder, env=environment, stdout=subprocess.DEVNULL)
     seconds = []
     for _ in range(rounds):
         start = time.perf_counter()
@@ -287,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--jobs-list values and --rounds must be at least 1")
     chosen = pages(args.corpus)[: args.limit]
     size = sum(path.stat().st_size for path in chosen)
-    _warm()  # the engines imported before any in-process run, as the -j 2 path does before it forks
+    warm_up()  # the engines imported before any in-process run, as the -j 2 path does before it forks
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as name:
         scratch = Path(name)
         corpus = args.corpus if args.limit is None else stage(args.corpus, chosen, scratch)

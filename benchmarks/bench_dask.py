@@ -1,11 +1,11 @@
-"""Dask benchmark: the HTML corpus through ``rewriter.dask`` on one worker against two, in the same run.
+"""Dask benchmark: the HTML corpus through ``rewriter.run.dask`` on one worker against two, in the same run.
 
 Every ``*.html`` page of ../shared/corpus/html (or --corpus; --limit K takes the first K) is
 rewritten into a fresh output folder three ways, each round in a rotating order:
 
-- serial, in this process: ``plan`` + ``rewriter.batch.run(jobs, Settings())`` (the named
+- serial, in this process: ``plan`` + ``rewriter.run.batch.run(jobs, Settings())`` (the named
   peer baseline: what ``rewriter rewrite -j 1`` does after start-up);
-- ``rewriter.dask.rewrite_files`` on a ``distributed.LocalCluster(n_workers=1,
+- ``rewriter.run.dask.rewrite_files`` on a ``distributed.LocalCluster(n_workers=1,
   threads_per_worker=1, processes=True)`` listening on 127.0.0.1;
 - the same on ``n_workers=2``.
 
@@ -36,8 +36,8 @@ from pathlib import Path
 from bench_batch import cpu_scaling  # this folder is on sys.path when run as a script
 from distributed import Client, LocalCluster
 
-from rewriter.batch import Settings, _warm, plan, run
-from rewriter.dask import rewrite_files
+from rewriter.run.batch import Settings, plan, run, warm_up
+from rewriter.run.dask import rewrite_files
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "html"
 INCLUDE = "*.html"
@@ -90,7 +90,7 @@ def cluster(workers: int) -> tuple[LocalCluster, Client, float]:
         silence_logs=40,
     )
     client = Client(local)
-    client.run(_warm)  # the engines imported in each worker, as batch.run does before it forks
+    client.run(warm_up)  # the engines imported in each worker, as batch.run does before it forks
     return local, client, time.perf_counter() - start
 
 
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no corpus at {args.corpus}: pass --corpus", file=sys.stderr)
         return 2
     logging.getLogger("distributed").setLevel(logging.ERROR)  # its INFO lines on closing clusters
-    _warm()
+    warm_up()
     with tempfile.TemporaryDirectory(prefix="bench-dask-") as name:
         scratch = Path(name)
         corpus = args.corpus if args.limit is None else stage(args.corpus, args.limit, scratch)

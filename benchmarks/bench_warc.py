@@ -1,4 +1,4 @@
-"""Reading a WARC: warcio (what rewriter.warc reads with) against fastwarc, in one run.
+"""Reading a WARC: warcio (what rewriter.containers.warc reads with) against fastwarc, in one run.
 
 A WARC of about --size-mb MB (uncompressed) is generated in a temporary folder, seeded, as a
 crawl writes it: HTML pages and style sheets (some chunked and gzip-coded), images of
@@ -47,7 +47,7 @@ from warcio.warcwriter import WARCWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rewriter.warc import (  # _records, _page_body, _Record: the record loop itself, as WARC out runs it
+from rewriter.containers.warc import (  # _records, _page_body, _Record: the record loop itself, as WARC out runs it
     WarcDamage,
     WarcDocument,
     WarcPage,

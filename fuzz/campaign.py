@@ -201,13 +201,7 @@ def run_atheris(
     except ImportError:
         sys.exit("atheris is not installed (pip install atheris; wheels exist for CPython 3.8-3.11 on Linux)")
     with atheris.instrument_imports(include=["rewriter"]):
-        import rewriter.css
-        import rewriter.html
-        import rewriter.mailbox
-        import rewriter.mime
-        import rewriter.resolve
-        import rewriter.stylesheet
-        import rewriter.transfer  # noqa: F401
+        pass
     import test_fuzz
 
     target = next(target for target in test_fuzz.TARGETS if target.name == name)

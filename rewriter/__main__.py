@@ -1,5 +1,5 @@
 """``python -m rewriter`` runs the command line."""
 
-from rewriter.cli import entry_point
+from rewriter.cli.commands import entry_point
 
 entry_point()

@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from rewriter.resolve import RULES, Rules
+from rewriter.url.resolve import RULES, Rules
 
 __all__ = ["DEFAULT_POLICY", "LAZY_ATTRIBUTES", "Kept", "Policy", "attribute_name_problem", "attribute_names"]
 
@@ -43,7 +43,7 @@ LAZY_ATTRIBUTES: frozenset[str] = frozenset(
 class Policy:
     """How to rewrite. Every field has the default a careful archivist would choose.
 
-    - ``rules``, ``strict``: the resolver's rule set (see :mod:`rewriter.resolve`).
+    - ``rules``, ``strict``: the resolver's rule set (see :mod:`rewriter.url.resolve`).
     - ``same_document``: also make ``#frag`` and empty references absolute (off: they
       keep pointing into the document, the peers' most common complaint otherwise).
     - ``lazy_attributes``: ``data-*`` attributes treated as URLs (``*srcset`` ones as srcsets).
@@ -90,9 +90,9 @@ class Policy:
                 raise ValueError(f"{name} must be a function or None, not {getattr(self, name)!r}")
         object.__setattr__(self, "lazy_attributes", attribute_names(self.lazy_attributes))
 
-    def clone(self, **changes: object) -> Policy:
+    def clone(self, **changes: Any) -> Policy:
         """A copy with *changes* applied (the CPython ``email.policy`` idiom)."""
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+        return dataclasses.replace(self, **changes)
 
     def with_keep(self, keep: Callable[[str, str | None], Kept | None]) -> Policy:
         """A copy whose ``keep`` asks this policy's own first (its answer wins), then *keep*.

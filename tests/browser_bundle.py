@@ -147,7 +147,7 @@ def main() -> int:
     if problem:
         print(problem, file=sys.stderr)
         return 2
-    from rewriter.unpack import unpack_message
+    from rewriter.bundle.unpack import unpack_message
 
     manager, browser = open_browser()
     totals = [0, 0, 0]

@@ -270,14 +270,9 @@ def wget_mirror(root: str, destination: Path) -> tuple[Path, str]:
     destination.mkdir(parents=True, exist_ok=True)
     environment = {key: value for key, value in os.environ.items() if not key.lower().endswith("_proxy")}
     environment["LC_ALL"] = "C.UTF-8"
+    command = [str(WGET), "-m", "-k", "-p", "-nv", "--no-proxy", "-e", "robots=off", "--no-config", root]
     done = subprocess.run(
-        [str(WGET), "-m", "-k", "-p", "-nv", "--no-proxy", "-e", "robots=off", "--no-config", root],
-        cwd=destination,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=WGET_SECONDS,
-        check=False,
+        command, cwd=destination, env=environment, capture_output=True, text=True, timeout=WGET_SECONDS
     )
     if done.returncode not in (0, 8):
         raise RuntimeError(f"wget exited {done.returncode}: {done.stderr[-2000:]}")

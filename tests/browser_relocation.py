@@ -51,9 +51,9 @@ from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from rewriter.html import rewrite_html
+from rewriter.html.engine import rewrite_html
 from rewriter.policy import Policy
-from rewriter.resolve import RULES
+from rewriter.url.resolve import RULES
 
 __all__ = [
     "CHROMIUM",

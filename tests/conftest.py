@@ -51,9 +51,9 @@ def err_lines(done: subprocess.CompletedProcess[bytes]) -> list[str]:
 
 
 def css_skeleton(text: str) -> str:
-    """CSS with each URL's source text (as rewriter.css finds it) replaced by a marker: what a
+    """CSS with each URL's source text (as rewriter.css.syntax finds it) replaced by a marker: what a
     rewrite must leave as it was."""
-    from rewriter.css import find_urls
+    from rewriter.css.syntax import find_urls
 
     pieces, last = [], 0
     for url in find_urls(text):

@@ -1,10 +1,10 @@
 """The corpus against independent parsers: the machinery of two test modules, and their figures.
 
-* :func:`compare_start_tags`: rewriter's :func:`~rewriter.html.start_tags` against the start tags
+* :func:`compare_start_tags`: rewriter's :func:`~rewriter.html.engine.start_tags` against the start tags
   html5lib's tokenizer emits while html5lib's own tree builder drives it (used by
   ``test_html_differential.py``).
 * :func:`coverage`: every relative URL ``lxml.html`` ``iterlinks()`` finds, looked up among
-  rewriter's :func:`~rewriter.html.find_links` (used by ``test_coverage.py``), and what rewriter
+  rewriter's :func:`~rewriter.html.engine.find_links` (used by ``test_coverage.py``), and what rewriter
   finds that lxml does not.
 
 Run as a script to print the figures over the whole corpus (about 25 s of CPU)::
@@ -36,8 +36,8 @@ from html5lib import _tokenizer
 from html5lib.constants import tokenTypes
 from lxml import etree
 
-from rewriter.encoding import decode, sniff
-from rewriter.html import Link, find_links, start_tags
+from rewriter.document.encoding import decode, sniff
+from rewriter.html.engine import Link, find_links, start_tags
 from rewriter.policy import LAZY_ATTRIBUTES
 
 CORPUS = SHARED / "corpus" / "html"
@@ -511,7 +511,7 @@ def _print_differential(corpus: Path) -> None:
     started = time.perf_counter()
     pages = [cached_comparison(corpus, record["file"]) for record in manifest(corpus)]
     elapsed = time.perf_counter() - started
-    print(f"== start tags: rewriter.html.start_tags against html5lib {html5lib.__version__} ({elapsed:.1f} s)")
+    print(f"== start tags: rewriter.html.engine.start_tags against html5lib {html5lib.__version__} ({elapsed:.1f} s)")
     print(f"pages compared:                 {len(pages)}")
     print(
         f"pages identical:                {sum(not (p.reordered or p.dropped or p.missing or p.extra) for p in pages)}"

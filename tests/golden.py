@@ -81,7 +81,7 @@ def _captured() -> Iterator[tuple[io.BytesIO, io.BytesIO]]:
 
 def in_process(*argv: str) -> tuple[int, bytes, bytes]:
     """``rewriter ARGV`` in this process (a verb that reads one file: no workers)."""
-    from rewriter.cli import main
+    from rewriter.cli.commands import main
 
     with _captured() as (out, err):
         code = main(list(argv))

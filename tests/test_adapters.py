@@ -1,7 +1,7 @@
-"""The tree adapters (rewriter.bs4, rewriter.lxml) against the bytes engine.
+"""The tree adapters (rewriter.html.bs4, rewriter.html.lxml) against the bytes engine.
 
 Each trap of tests/test_html.py, and 50 corpus pages, go through the bytes engine
-(:func:`rewriter.html.find_links`/``rewrite_html``) and through both adapters: a
+(:func:`rewriter.html.engine.find_links`/``rewrite_html``) and through both adapters: a
 BeautifulSoup tree built by html5lib (the WHATWG tree) and an lxml.html tree (libxml2's
 parser). Where the parsers build the same tree the reports must be the same link for
 link; where they do not, the difference is listed here with its reason and the test
@@ -26,11 +26,11 @@ from conftest import SHARED, shared_path
 from lxml import etree
 from lxml.html import html5parser
 
-from rewriter import bs4 as soup_adapter
-from rewriter import lxml as lxml_adapter
-from rewriter._tree import NO_SPAN, TreeResult
-from rewriter.encoding import decode, sniff
-from rewriter.html import HTMLResult, Link, NoBaseError, find_links, rewrite_html, start_tags
+from rewriter.document.encoding import decode, sniff
+from rewriter.html import bs4 as soup_adapter
+from rewriter.html import lxml as lxml_adapter
+from rewriter.html.engine import HTMLResult, Link, NoBaseError, find_links, rewrite_html, start_tags
+from rewriter.html.tree import NO_SPAN, TreeResult
 from rewriter.policy import Policy
 
 URL = "http://h/dir/page.html"

@@ -1,4 +1,4 @@
-"""rewriter.batch through its Python API: planning, symbolic links, workers, atomic writes."""
+"""rewriter.run.batch through its Python API: planning, symbolic links, workers, atomic writes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.batch import Job, Settings, plan, run, run_job, totals, write_atomically
-from rewriter.config import ConfigError, load
+from rewriter.cli.config import ConfigError, load
+from rewriter.run.batch import Job, Settings, plan, run, run_job, totals, write_atomically
 
 PAGE = b"<a href=x.html>x</a>"
 SETTINGS = Settings(url="http://h/d/")
@@ -200,7 +200,7 @@ def test_an_mbox_message_over_the_limit_streams_through_and_the_others_are_rewri
 def test_tally_counts_and_names_what_every_link_says(document: bytes, url: str | None, records: bool) -> None:
     # tally counts from the engines' status counts and builds only the links left relative:
     # the same counts and messages, in the same order, as reading every link.
-    from rewriter.batch import Outcome, located_links, process, tally
+    from rewriter.run.batch import Outcome, located_links, process, tally
 
     settings = Settings(url=url, records=records)
     _, result = process(document, "doc", settings)
@@ -226,16 +226,17 @@ def test_tally_counts_and_names_what_every_link_says(document: bytes, url: str |
 
 
 def test_a_batch_of_pages_never_imports_the_mime_engine(tmp_path: Path) -> None:
-    """Telling a file's format (rewriter.formats) imports no engine: pages alone never pay
+    """Telling a file's format (rewriter.containers.formats) imports no engine: pages alone never pay
     for the MIME engine, neither in -j 1 nor before -j 2 forks; a
     message among them still gets it."""
     (tmp_path / "page.html").write_bytes(b'<a href="x.html">x</a>')
     (tmp_path / "mail.eml").write_bytes(b"MIME-Version: 1.0\nContent-Type: text/html\n\n<a href=y>y</a>\n")
     script = (
         "import sys\n"
-        "from rewriter.batch import Settings, _warm, plan, run\n"
-        "_warm()\n"
-        "def engines(): return sorted(name for name in ('rewriter.mime', 'rewriter.mailbox') if name in sys.modules)\n"
+        "from rewriter.run.batch import Settings, warm_up, plan, run\n"
+        "warm_up()\n"
+        "ENGINES = ('rewriter.mime.message', 'rewriter.containers.mailbox')\n"
+        "def engines(): return sorted(name for name in ENGINES if name in sys.modules)\n"
         "jobs, _ = plan([sys.argv[1]], sys.argv[2], include=['*.html'])\n"
         "list(run(jobs, Settings(url='http://example.org/'), 1))\n"
         "print(engines())\n"
@@ -247,13 +248,13 @@ def test_a_batch_of_pages_never_imports_the_mime_engine(tmp_path: Path) -> None:
         [sys.executable, "-c", script, str(tmp_path), str(tmp_path / "out")], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["[]", "['rewriter.mime']"]
+    assert done.stdout.splitlines() == ["[]", "['rewriter.mime.message']"]
     assert b'href="http://example.org/x.html"' in (tmp_path / "out" / "page.html").read_bytes()
 
 
 def test_the_mailbox_module_still_offers_format_detection() -> None:
-    import rewriter.formats
-    import rewriter.mailbox
+    import rewriter.containers.formats
+    import rewriter.containers.mailbox
 
-    assert rewriter.mailbox.detect_format is rewriter.formats.detect_format
-    assert rewriter.mailbox.is_warc is rewriter.formats.is_warc
+    assert rewriter.containers.mailbox.detect_format is rewriter.containers.formats.detect_format
+    assert rewriter.containers.mailbox.is_warc is rewriter.containers.formats.is_warc

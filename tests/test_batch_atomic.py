@@ -2,7 +2,7 @@
 content or its new one, never a mix or a truncation, and a re-run finishes the job.
 
 Each write goes through ``.NAME.rewriter-XXXXXXXX.tmp`` in the same folder, fsync, then
-``os.replace`` (rewriter/files.py): these tests kill the whole process group (workers
+``os.replace`` (rewriter/disk/files.py): these tests kill the whole process group (workers
 included) while a run is busy, then look at every byte of every file.
 """
 
@@ -33,7 +33,7 @@ SEED = 20240611
 TRIALS = 30  # kills of the plain run; trials alternate -j 1 and -j 2
 BACKUP_TRIALS = 4  # kills of a run with --backup
 BACKUP = ".orig"
-# What a killed run may leave: our temporary file beside NAME (rewriter/files.py, temporary_name).
+# What a killed run may leave: our temporary file beside NAME (rewriter/disk/files.py, temporary_name).
 TEMPORARY = re.compile(r"^\.(?P<name>.+)\.rewriter-[^/]+\.tmp$")
 
 Corpus = dict[str, bytes]  # path under the folder (POSIX) -> content
@@ -287,7 +287,7 @@ def _look_after_kill(folder: Path, batch: Batch, trial: Trial, backup: str | Non
             continue
         path = Path(relative)
         if relative.startswith(".rewriter-run/"):
-            continue  # the journal of the killed run (rewriter.journal): what --resume reads
+            continue  # the journal of the killed run (rewriter.run.journal): what --resume reads
         if backup and relative.endswith(backup) and relative[: -len(backup)] in batch.old:
             # A backup is a hard link to (or copy of) the old file, made before the rename.
             assert data == batch.old[relative[: -len(backup)]], f"{relative} is not the old file"

@@ -35,9 +35,9 @@ from browser_relocation import (
 from conftest import shared_path
 from test_parsing_tables import CSS, REFRESH, SRCSET
 
-from rewriter.css import find_urls
-from rewriter.html import find_links
-from rewriter.query_encoding import SPECIAL_QUERY_SET, percent_encode_after_encoding
+from rewriter.css.syntax import find_urls
+from rewriter.html.engine import find_links
+from rewriter.url.query_encoding import SPECIAL_QUERY_SET, percent_encode_after_encoding
 
 RULES = "whatwg"
 STEP = 7  # every 7th page with an http(s) URL, in manifest order: 43 of the 299
@@ -228,7 +228,7 @@ def test_big5_two_code_point_pointers_where_chromium_differs(browser: Browser) -
     assert read in ("a?\u00ca\u0304", "a?\x93\udf04"), read  # the standard's, or Chromium 156's
 
 
-# Per code point: rewriter.query_encoding against Chromium's query encoding in a document of each
+# Per code point: rewriter.url.query_encoding against Chromium's query encoding in a document of each
 # encoding (``a.href`` with the code point in its query), every BMP scalar value and a few others.
 QUERY_ENCODING_JS = r"""
 (codePoints) => {

@@ -15,9 +15,9 @@ import pytest
 from browser_bundle import check_bundle
 from test_pack import PAGE, RESOURCES, STYLE_SHEETS, write_site
 
-from rewriter.html import find_links
-from rewriter.pack import pack_mhtml
-from rewriter.unpack import unpack_message
+from rewriter.bundle.pack import pack_mhtml
+from rewriter.bundle.unpack import unpack_message
+from rewriter.html.engine import find_links
 
 URL = "https://example.org/articles/page.html"
 

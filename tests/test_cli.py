@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rewriter import __version__
-from rewriter.cli import main
+from rewriter.cli.commands import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -302,7 +302,7 @@ def test_format_can_be_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 # --------------------------------------------------------------------------
-# Leaving: all of standard output is out before the process ends (rewriter.cli._exit_now)
+# Leaving: all of standard output is out before the process ends (rewriter.cli.commands._exit_now)
 # --------------------------------------------------------------------------
 
 
@@ -348,7 +348,7 @@ def test_a_reader_that_leaves_early_is_no_error() -> None:
 
 _SNIFF_SAMPLES = """
 import json, sys
-from rewriter.encoding import sniff
+from rewriter.document.encoding import sniff
 samples = [b"<meta charset=koi8-r>", b"<p>" + b"x" * 2000 + b"<meta charset='iso-8859-2'>",
            b'<?xml version="1.0" encoding="windows-1251"?><html>', b"<p>\\xe9", "<p>é".encode(),
            b'<meta http-equiv="Content-Type" content="text/html; charset=shift_jis">']
@@ -357,16 +357,16 @@ print(json.dumps([sniff(sample).label for sample in samples]))
 
 
 def test_the_command_line_imports_bs4_without_its_extras_and_sniffs_the_same() -> None:
-    # rewriter.cli._light_bs4: no tree builder, soupsieve or statistical detector is imported, they
+    # rewriter.cli.commands.light_bs4: no tree builder, soupsieve or statistical detector is imported, they
     # stay importable afterwards, and encodings are found as with bs4 imported in full.
     light = subprocess.run(
         [
             sys.executable,
             "-c",
-            "import sys; from rewriter.cli import _light_bs4, _BS4_EXTRAS; _light_bs4()\n"
+            "import sys; from rewriter.cli.commands import light_bs4, BS4_EXTRAS; light_bs4()\n"
             "assert 'bs4.dammit' in sys.modules, 'bs4 is imported'\n"
-            "assert not [name for name in _BS4_EXTRAS if sys.modules.get(name)], 'no extra is'\n"
-            "assert not [name for name in _BS4_EXTRAS if name in sys.modules], 'none is left blocked'\n"
+            "assert not [name for name in BS4_EXTRAS if sys.modules.get(name)], 'no extra is'\n"
+            "assert not [name for name in BS4_EXTRAS if name in sys.modules], 'none is left blocked'\n"
             "import soupsieve, lxml.etree, html5lib\n" + _SNIFF_SAMPLES,
         ],
         capture_output=True,
@@ -383,7 +383,7 @@ def test_a_page_is_rewritten_without_loading_what_only_other_inputs_need(tmp_pat
     # Start-up is most of a one-page run: WARC support (warcio, fsspec) and bs4's extras are not
     # imported for a page, and a WARC input still is one.
     script = (
-        "import sys; from rewriter import cli; cli._light_bs4(); code = cli.main(sys.argv[1:])\n"
+        "import sys; from rewriter.cli import commands as cli; cli.light_bs4(); code = cli.main(sys.argv[1:])\n"
         "print(sorted(name for name in ('warcio', 'fsspec', 'soupsieve', 'html5lib') if name in sys.modules))"
     )
     page = tmp_path / "page.html"

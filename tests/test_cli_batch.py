@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from conftest import err_lines, run_cli
 
-from rewriter.html import Link, rewrite_html
-from rewriter.mailbox import iter_mbox
-from rewriter.mime import rewrite_message
-from rewriter.stylesheet import rewrite_css
+from rewriter.containers.mailbox import iter_mbox
+from rewriter.css.stylesheet import rewrite_css
+from rewriter.html.engine import Link, rewrite_html
+from rewriter.mime.message import rewrite_message
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MIME = FIXTURES / "mime"

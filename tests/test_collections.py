@@ -1,4 +1,4 @@
-"""Collections as users have them (issue #19), through the command line and rewriter.collection.
+"""Collections as users have them (issue #19), through the command line and rewriter.run.collection.
 
 Each file's retrieval URL (--url-root, auto, --url-map), the local copies a saved page links to,
 what standard error says about a folder (one line per file and a summary, -q, -v, --report), the
@@ -22,7 +22,7 @@ from conftest import err_lines, run_cli, shared_path
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from rewriter.collection import (
+from rewriter.run.collection import (
     CollectionError,
     LocalCopies,
     Locations,
@@ -800,7 +800,7 @@ def test_in_place_nothing_is_copied(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------
-# rewriter.collection's public names
+# rewriter.run.collection's public names
 # --------------------------------------------------------------------------
 
 

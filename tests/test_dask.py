@@ -1,4 +1,4 @@
-"""rewriter.dask on a two-worker dask.distributed cluster (loopback only): outputs and reports
+"""rewriter.run.dask on a two-worker dask.distributed cluster (loopback only): outputs and reports
 are byte for byte those of the serial paths (batch.run, mailbox.rewrite_mbox, warc.rewrite_warc)."""
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ distributed = pytest.importorskip("distributed", reason="the dask extra is not i
 
 from conftest import NetworkGuard, shared_path  # noqa: E402
 
-import rewriter.dask as rdask  # noqa: E402
-from rewriter.batch import Settings, plan, run  # noqa: E402
-from rewriter.mailbox import rewrite_mbox  # noqa: E402
-from rewriter.warc import rewrite_warc  # noqa: E402
+import rewriter.run.dask as rdask  # noqa: E402
+from rewriter.containers.mailbox import rewrite_mbox  # noqa: E402
+from rewriter.containers.warc import rewrite_warc  # noqa: E402
+from rewriter.run.batch import Settings, plan, run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
@@ -210,20 +210,20 @@ def test_without_dask_the_module_imports_and_each_function_names_the_extra(tmp_p
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker.parent), str(ROOT)])}
     check = textwrap.dedent(
         """
-        import rewriter.dask
+        import rewriter.run.dask
         try:
-            rewriter.dask.rewrite_files(["x.html"], "out")
+            rewriter.run.dask.rewrite_files(["x.html"], "out")
         except ImportError as error:
             print(type(error).__name__, error)
         """
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.stdout.strip() == (
-        "DaskMissing rewriter.dask needs Dask and dask.distributed: pip install 'rewriter[dask]'"
+        "DaskMissing rewriter.run.dask needs Dask and dask.distributed: pip install 'rewriter[dask]'"
     ), done.stderr
     assert not (tmp_path / "out").exists()
     # pytest --doctest-modules (the suite's addopts) collects the module and runs what needs no Dask.
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "rewriter/dask.py"]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "rewriter/run/dask.py"]
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
 

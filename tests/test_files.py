@@ -1,4 +1,4 @@
-"""rewriter.files through its public names: atomic replace (old or new content, even after a
+"""rewriter.disk.files through its public names: atomic replace (old or new content, even after a
 SIGKILL), backups made in one rename, the refusal of a file another process changed, exclusive
 create, folders opened without following a link, 255-byte names and our temporary names."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rewriter import files
+from rewriter.disk import files
 
 ROOT = Path(__file__).resolve().parents[1]
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="symbolic links, hard links and dir_fd (POSIX)")
@@ -39,7 +39,7 @@ CHUNK = 1 << 16
 WRITER = """
 import sys, time
 from pathlib import Path
-from rewriter.files import replacing
+from rewriter.disk.files import replacing
 
 path, size, chunk, half = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "half"
 print("writing", flush=True)

@@ -72,15 +72,15 @@ from conftest import SHARED, shared_path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rewriter.css import CSSURL, escape_url, find_urls
-from rewriter.encoding import errors_for
-from rewriter.html import Link, NoBaseError, find_links, rewrite_html, start_tags
-from rewriter.mailbox import iter_mbox, rewrite_mbox
-from rewriter.microsyntax import decode_attribute
-from rewriter.mime import find_message_links, rewrite_message
+from rewriter.containers.mailbox import iter_mbox, rewrite_mbox
+from rewriter.css.stylesheet import find_css_links, rewrite_css
+from rewriter.css.syntax import CSSURL, escape_url, find_urls
+from rewriter.document.encoding import errors_for
+from rewriter.html.engine import Link, NoBaseError, find_links, rewrite_html, start_tags
+from rewriter.html.microsyntax import decode_attribute
+from rewriter.mime.message import find_message_links, rewrite_message
 from rewriter.policy import Policy
-from rewriter.resolve import _RULE_SETS, RULES, Resolver, UnresolvableReference, parse, remove_dot_segments
-from rewriter.stylesheet import find_css_links, rewrite_css
+from rewriter.url.resolve import RULE_SETS, RULES, Resolver, UnresolvableReference, parse, remove_dot_segments
 
 T = TypeVar("T")
 
@@ -897,7 +897,7 @@ def check_resolver(case: ResolverCase) -> None:
     except UnresolvableReference as error:
         assert error.reference == case.reference
         if case.rules in ("rfc1808", "rfc2396", "rfc3986"):  # the fast path fails the same way
-            full = _RULE_SETS[case.rules](case.base, case.strict, shortcuts=False)
+            full = RULE_SETS[case.rules](case.base, case.strict, shortcuts=False)
             with pytest.raises(UnresolvableReference):
                 full(case.reference)
         return
@@ -909,7 +909,7 @@ def check_resolver(case: ResolverCase) -> None:
         assert ada_url.check_url(result), result
         assert ada_url.normalize_url(result) == result
     else:
-        assert _RULE_SETS[case.rules](case.base, case.strict, shortcuts=False)(case.reference) == result
+        assert RULE_SETS[case.rules](case.base, case.strict, shortcuts=False)(case.reference) == result
         if case.rules == "rfc3986":  # §5.2.2 removes dot segments from every target path
             assert remove_dot_segments(path := parse(result).path) == path, result
         if case.strict:

@@ -1,6 +1,6 @@
-"""rewriter.heading against the email package functions it stands in for.
+"""rewriter.mime.heading against the email package functions it stands in for.
 
-The readers of rewriter.heading take time linear in a heading's length where the email
+The readers of rewriter.mime.heading take time linear in a heading's length where the email
 package's take quadratic time (tests/test_pathological.py times them). Here they must
 give what the email package gives: on generated parameters (quotes, backslashes, RFC 2231
 sections, charsets and languages, percent escapes), on generated encoded words (RFC 2047,
@@ -23,9 +23,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rewriter import heading
-from rewriter.mailbox import iter_mbox
-from rewriter.mime import _heading_end, _read_heading, find_message_links, header_url, rewrite_message
+from rewriter.containers.mailbox import iter_mbox
+from rewriter.mime import heading
+from rewriter.mime.message import find_message_links, header_url, heading_end, read_heading, rewrite_message
 from tests.conftest import SHARED, shared_path
 
 CORPUS = SHARED / "corpus" / "mail"
@@ -361,8 +361,8 @@ def test_every_corpus_heading_reads_as_the_email_package_reads_it(name: str) -> 
     fields = 0
     for message in found:
         for part in find_message_links(message).parts:
-            end, _ = _heading_end(message, part.start, len(message))
-            read = _read_heading(message[part.start : end])
+            end, _ = heading_end(message, part.start, len(message))
+            read = read_heading(message[part.start : end])
             for header in ("content-type", "content-disposition"):
                 _same_parameters(read, header)
             for _, value in read.raw_items():

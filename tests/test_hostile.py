@@ -6,7 +6,7 @@
   spec does use, in places that look inert, is).
 - A resolved URL full of quotes, angle brackets, whitespace, parentheses, backslashes and
   ampersands is escaped for every place it can land: read back with html5lib (and
-  :func:`rewriter.css.find_urls` for CSS), it is the intended URL, and nothing was injected.
+  :func:`rewriter.css.syntax.find_urls` for CSS), it is the intended URL, and nothing was injected.
 - No test and no engine opens a network connection (the guard is in ``conftest.py``), the
   command line included; XHTML is read as HTML text: no entity is expanded, no file read.
 - The command line never modifies its inputs without ``--in-place``, and ``--in-place``
@@ -38,11 +38,11 @@ import html5lib
 import pytest
 from conftest import NetworkAccessError, NetworkGuard, css_skeleton
 
-from rewriter.css import find_urls
-from rewriter.html import find_links, rewrite_html
-from rewriter.mime import rewrite_message
+from rewriter.css.stylesheet import rewrite_css
+from rewriter.css.syntax import find_urls
+from rewriter.html.engine import find_links, rewrite_html
+from rewriter.mime.message import rewrite_message
 from rewriter.policy import Policy
-from rewriter.stylesheet import rewrite_css
 
 URL = "http://h/dir/page.html"
 TESTS = Path(__file__).resolve().parent

@@ -6,7 +6,7 @@ import html
 
 import pytest
 
-from rewriter.html import NoBaseError, find_links, rewrite_html, start_tags
+from rewriter.html.engine import NoBaseError, find_links, rewrite_html, start_tags
 from rewriter.policy import Policy
 
 URL = "http://h/dir/page.html"
@@ -182,7 +182,7 @@ def test_conditional_comments() -> None:
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
 def test_line_breaks_the_parser_reads_as_spaces_change_no_value(newline: str) -> None:
-    """The parser is given one line (see rewriter.html._Document): values still come from
+    """The parser is given one line (see rewriter.html.engine.ParsedDocument): values still come from
     the text, so a line break in a <base href> is the tokenizer's LF (HTML §13.2.3.5),
     which RFC 3986 keeps and the URL parser removes, and never a space."""
     page = (
@@ -219,9 +219,9 @@ def test_doctype_identifier_with_a_line_break_is_parsed_by_lines(newline: str) -
     ],
 )
 def test_which_doctype_keeps_the_lines(page: str, flat: bool) -> None:
-    from rewriter.html import _Document
+    from rewriter.html.engine import ParsedDocument
 
-    assert _Document(page).flat is flat
+    assert ParsedDocument(page).flat is flat
 
 
 def test_same_document_references() -> None:

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from conftest import SHARED, shared_path
 
-from rewriter.encoding import sniff
-from rewriter.html import HTMLResult, Link, rewrite_html
-from rewriter.microsyntax import decode_attribute
+from rewriter.document.encoding import sniff
+from rewriter.html.engine import HTMLResult, Link, rewrite_html
+from rewriter.html.microsyntax import decode_attribute
 
 CORPUS = SHARED / "corpus" / "html"
 
@@ -127,19 +127,19 @@ def _elements(tree: Any, line_starts: list[int]) -> list[tuple[str, object, int 
 
 @pytest.mark.parametrize("entry", _pages())
 def test_one_line_parser_input_builds_the_same_tree(entry: dict[str, Any] | None) -> None:
-    """The engine parses each page with its line breaks read as spaces (rewriter.html._Document):
+    """The engine parses each page with its line breaks read as spaces (rewriter.html.engine.ParsedDocument):
     every element, its namespace and the offset of its start tag are those of the page parsed
     as it is."""
     import turbohtml
 
-    from rewriter.encoding import decode_checked
-    from rewriter.html import _Document, _for_parser, _line_starts
+    from rewriter.document.encoding import decode_checked
+    from rewriter.html.engine import ParsedDocument, for_parser, starts_of_lines
 
     data, _ = _load(entry)
     text, readable = decode_checked(data, sniff(data))
-    document = _Document(text, readable)
+    document = ParsedDocument(text, readable)
     assert document.flat, "no corpus page has a DOCTYPE identifier with a line break"
     as_is = turbohtml.parse(
-        text if readable else _for_parser(text), scripting=True, allow_declarative_shadow_roots=False
+        text if readable else for_parser(text), scripting=True, allow_declarative_shadow_roots=False
     )
-    assert _elements(document.tree, document.line_starts) == _elements(as_is, _line_starts(text))
+    assert _elements(document.tree, document.line_starts) == _elements(as_is, starts_of_lines(text))

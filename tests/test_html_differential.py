@@ -1,6 +1,6 @@
 """rewriter's scanner against an independent HTML5 tokenizer, on every corpus page.
 
-``rewriter.html.start_tags`` (turbohtml's tree construction plus rewriter's own reading of
+``rewriter.html.engine.start_tags`` (turbohtml's tree construction plus rewriter's own reading of
 each start tag's attribute spans) is compared with the start tags html5lib's tokenizer emits
 while html5lib's own tree builder drives it, so that both switch to RCDATA/RAWTEXT/script
 data at the same places. Both read the text rewriter decodes (same sniffing), with scripting
@@ -19,7 +19,7 @@ import pytest
 from conftest import shared_cases, shared_path
 from corpus_figures import DROPPED_BY_TREE_BUILDER, compare_start_tags, html5lib_start_tags
 
-from rewriter.html import start_tags
+from rewriter.html.engine import start_tags
 
 # Pages on which rewriter's start_tags disagrees with html5lib for a reason that is a
 # rewriter (turbohtml) bug, not the tokenizer spec. Strict: the test fails once it is fixed.

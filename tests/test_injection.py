@@ -31,8 +31,8 @@ from conftest import css_skeleton
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rewriter.html import rewrite_html
-from rewriter.mime import rewrite_message
+from rewriter.html.engine import rewrite_html
+from rewriter.mime.message import rewrite_message
 from rewriter.policy import Policy
 
 SCRIPT_BASE = "http://h/</noscript><img src=x onerror=alert(1)>/"
@@ -466,7 +466,7 @@ def test_generated_pages_keep_their_dom_in_chromium(chromium: Any) -> None:
 def test_tree_adapters_write_no_angle_bracket_under_noscript(builder: str) -> None:
     import bs4
 
-    from rewriter.bs4 import absolutize
+    from rewriter.html.bs4 import absolutize
 
     page = (
         "<div><noscript><img src=a.png><span style='background:url(b)'></span>"

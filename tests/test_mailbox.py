@@ -12,16 +12,16 @@ from conftest import SHARED, Unseekable, shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewriter import mailbox
-from rewriter.formats import SNIFF_SIZE, detect_format
-from rewriter.mailbox import (
+from rewriter.containers import mailbox
+from rewriter.containers.formats import SNIFF_SIZE, detect_format
+from rewriter.containers.mailbox import (
     is_maildir,
     iter_maildir,
     iter_mbox,
     rewrite_maildir,
     rewrite_mbox,
 )
-from rewriter.mime import Part
+from rewriter.mime.message import Part
 
 CORPUS_MBOXES = {
     "flanker-torture.mbox": 1,
@@ -39,7 +39,7 @@ def split(data: bytes, chunk_size: int = 1 << 20) -> list[tuple[bytes, bytes]]:
     return pairs
 
 
-# A stand-in for rewriter.mime.rewrite_message: rewrites "src=logo.png" only.
+# A stand-in for rewriter.mime.message.rewrite_message: rewrites "src=logo.png" only.
 def fake_rewrite(data: bytes, *, url: str | None, policy: object) -> SimpleNamespace:
     count = data.count(b"src=logo.png")
     links = tuple(SimpleNamespace(status="rewritten") for _ in range(count))
@@ -121,7 +121,7 @@ def test_content_length_keeps_unquoted_from_lines_in_the_body(seekable: bool) ->
 
 
 class ReadOnly:
-    """A stream with read() alone, as rewriter.batch hands an mbox over (_Replayed)."""
+    """A stream with read() alone, as rewriter.run.batch hands an mbox over (_Replayed)."""
 
     def __init__(self, data: bytes) -> None:
         self.stream = io.BytesIO(data)

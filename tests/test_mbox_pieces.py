@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 import rewriter
-from rewriter import mailbox
-from rewriter.formats import SNIFF_SIZE, detect_format
-from rewriter.mailbox import MAX_MESSAGE, MboxReport, plan_mbox, rewrite_mbox, rewrite_mbox_piece
-from rewriter.pieces import Piece
+from rewriter.containers import mailbox
+from rewriter.containers.formats import SNIFF_SIZE, detect_format
+from rewriter.containers.mailbox import MAX_MESSAGE, MboxReport, plan_mbox, rewrite_mbox, rewrite_mbox_piece
+from rewriter.containers.pieces import Piece
 
 MB = 1 << 20
 BOM = b"\xef\xbb\xbf"
@@ -424,7 +424,7 @@ def _large_mbox(path: Path, size: int) -> Iterator[int]:
 _PLAN_CHILD = """
 import json, sys, time
 sys.path.insert(0, {root!r})
-from rewriter.mailbox import plan_mbox
+from rewriter.containers.mailbox import plan_mbox
 
 def high_water():
     status = open("/proc/self/status").read()

@@ -14,9 +14,9 @@ import typing
 
 import pytest
 
-from rewriter.html import Status
-from rewriter.mailbox import iter_mbox
-from rewriter.mime import MessageResult, Part, rewrite_message
+from rewriter.containers.mailbox import iter_mbox
+from rewriter.html.engine import Status
+from rewriter.mime.message import MessageResult, Part, rewrite_message
 from tests.conftest import SHARED, shared_path
 
 CORPUS = SHARED / "corpus" / "mail"

@@ -1,6 +1,6 @@
-"""mime._read_heading against the email package it stands in for.
+"""mime.read_heading against the email package it stands in for.
 
-``_read_heading`` reads a heading as ``BytesHeaderParser(policy=compat32)`` does, without
+``read_heading`` reads a heading as ``BytesHeaderParser(policy=compat32)`` does, without
 the FeedParser's stream machinery. Both are run on every heading of every message of
 ../shared/corpus/mail and on generated headings (odd line breaks, continuation lines
 first, "From " lines, a missing field name, bytes outside ASCII); they must give the same
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewriter.mailbox import iter_mbox
-from rewriter.mime import _heading_end, _read_heading, find_message_links
+from rewriter.containers.mailbox import iter_mbox
+from rewriter.mime.message import find_message_links, heading_end, read_heading
 from tests.conftest import SHARED, shared_path
 
 CORPUS = SHARED / "corpus" / "mail"
@@ -39,9 +39,9 @@ def as_read(heading: Message) -> tuple[object, ...]:
 
 
 def same_reading(data: bytes) -> None:
-    end, _ = _heading_end(data, 0, len(data))
+    end, _ = heading_end(data, 0, len(data))
     block = data[:end]
-    assert as_read(_read_heading(block)) == as_read(STDLIB.parsebytes(block)), block
+    assert as_read(read_heading(block)) == as_read(STDLIB.parsebytes(block)), block
 
 
 @pytest.mark.parametrize("name", FILES)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.html import Link
-from rewriter.mailbox import rewrite_mbox
-from rewriter.mime import MessageResult, Part, find_message_links, rewrite_message
+from rewriter.containers.mailbox import rewrite_mbox
+from rewriter.html.engine import Link
+from rewriter.mime.message import MessageResult, Part, find_message_links, rewrite_message
 from rewriter.policy import Policy
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mime"

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import pytest
 
-from rewriter.mime import MessageResult, Part, rewrite_message
+from rewriter.mime.message import MessageResult, Part, rewrite_message
 from rewriter.policy import DEFAULT_POLICY, Policy
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mime"

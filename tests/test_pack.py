@@ -1,4 +1,4 @@
-"""rewriter.pack: a saved page and its folder as one MHTML file (RFC 2557) or one HTML file (RFC 2397)."""
+"""rewriter.bundle.pack: a saved page and its folder as one MHTML file (RFC 2557) or one HTML file (RFC 2397)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from rewriter import pack as pack_module
-from rewriter.html import Link, find_links, rewrite_html
-from rewriter.mime import find_message_links
-from rewriter.pack import PackError, PackResult, pack_mhtml, pack_single_file
+from rewriter.bundle import pack as pack_module
+from rewriter.bundle.pack import PackError, PackResult, pack_mhtml, pack_single_file
+from rewriter.css.stylesheet import find_css_links, rewrite_css
+from rewriter.html.engine import Link, find_links, rewrite_html
+from rewriter.mime.message import find_message_links
+from rewriter.mime.transfer import decode
 from rewriter.policy import Policy
-from rewriter.stylesheet import find_css_links, rewrite_css
-from rewriter.transfer import decode
 
 URL = "http://example.org/a/b.html"
 FILES = "http://example.org/a/page_files/"

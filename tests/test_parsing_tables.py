@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import pytest
 
-from rewriter.css import find_urls
-from rewriter.html import find_links, rewrite_html
-from rewriter.microsyntax import refresh_url, srcset_urls
-from rewriter.stylesheet import rewrite_css
+from rewriter.css.stylesheet import rewrite_css
+from rewriter.css.syntax import find_urls
+from rewriter.html.engine import find_links, rewrite_html
+from rewriter.html.microsyntax import refresh_url, srcset_urls
 
 URL = "http://h.example/dir/page.html"
 

@@ -48,11 +48,11 @@ from typing import Any, TypeVar
 import pytest
 
 import rewriter
-from rewriter.html import rewrite_html
-from rewriter.mailbox import rewrite_mbox
-from rewriter.mime import rewrite_message
+from rewriter.containers.mailbox import rewrite_mbox
+from rewriter.css.stylesheet import rewrite_css
+from rewriter.html.engine import rewrite_html
+from rewriter.mime.message import rewrite_message
 from rewriter.policy import Policy
-from rewriter.stylesheet import rewrite_css
 
 T = TypeVar("T")
 
@@ -859,7 +859,7 @@ def _unpack_case(n: int) -> bytes:
 
 def test_unpack_megabyte_heading_parameters(tmp_path: Path) -> None:
     """unpack reads start, name and filename with the same linear reader."""
-    from rewriter.unpack import unpack_message
+    from rewriter.bundle.unpack import unpack_message
 
     folders = iter(range(1_000_000))
 
@@ -1127,8 +1127,8 @@ BASES_BUDGET = 150 * MB  # the issue's bound on the peak resident size, the inte
 _DISTINCT_BASES_CHILD = """
 import hashlib, json, resource, sys
 sys.path.insert(0, {root!r})
-from rewriter.mailbox import rewrite_mbox
-from rewriter.resolve import _resolver_for
+from rewriter.containers.mailbox import rewrite_mbox
+from rewriter.url.resolve import resolver_for
 
 COUNT, SIZE = {count}, {size}
 FROM = b"From someone@example.org Sat Jan  1 00:00:00 2000\\n"
@@ -1183,7 +1183,7 @@ print(json.dumps({{
     "rewritten_links": sum(links for links, _ in reports),
     "changed": sum(1 for _, changed in reports if changed),
     "digest_ok": sink.digest.digest() == expected.digest(),
-    "cached": _resolver_for.cache_size(),
+    "cached": resolver_for.cache_size(),
 }}))
 """
 
@@ -1221,29 +1221,29 @@ def test_resolver_cache_is_bounded_by_the_size_of_its_bases() -> None:
     """Many distinct bases of 100 KB: the resolver cache keeps about a megabyte of them,
     however many came; many short ones: at most 512, as before; the newest is kept
     whatever its size, so a long base used over and over is parsed once."""
-    from rewriter.resolve import Resolver, _resolver_for
+    from rewriter.url.resolve import Resolver, resolver_for
 
-    _resolver_for.cache_clear()
+    resolver_for.cache_clear()
     for number in range(200):
         assert Resolver(f"http://example.org/{number}/" + "a/" * 50_000).resolve("x").endswith("/a/x")
-    entries, size = _resolver_for.cache_size()
+    entries, size = resolver_for.cache_size()
     assert entries <= 11 and size <= 1 << 20, (entries, size)
     for number in range(2000):
         Resolver(f"http://example.org/{number}/")
-    assert _resolver_for.cache_size()[0] == 512
+    assert resolver_for.cache_size()[0] == 512
     long_base = "http://example.org/" + "b/" * (1 << 20)
     first = Resolver(long_base)
-    assert _resolver_for.cache_size()[0] == 1
+    assert resolver_for.cache_size()[0] == 1
     assert Resolver(long_base)._resolve is first._resolve  # parsed once
 
 
 def test_url_key_cache_is_bounded_by_the_size_of_its_urls() -> None:
     """unpack and WARC keep url_key's answers: 65,536 of them, whatever their length, were kept."""
-    from rewriter.resolve import _url_keys, url_key
+    from rewriter.url.resolve import url_key, url_keys
 
     for number in range(100):
         assert url_key(f"HTTP://Example.org/{number}/" + "a" * 100_000).startswith(f"http://example.org/{number}/a")
-    assert _url_keys.cache_size()[1] <= 1 << 22, _url_keys.cache_size()
+    assert url_keys.cache_size()[1] <= 1 << 22, url_keys.cache_size()
 
 
 def test_element_name_caches_keep_no_long_or_endless_names() -> None:
@@ -1251,16 +1251,16 @@ def test_element_name_caches_keep_no_long_or_endless_names() -> None:
     documents: 200 pages of distinct 100 KB names, and 10,000 distinct short ones with a
     link each, leave the caches holding no long name and at most a few thousand short ones;
     every link is still found."""
-    from rewriter import html
-    from rewriter.links import _cached_attributes_of
+    from rewriter.html import engine as html
+    from rewriter.html.table import cached_attributes_of
 
-    _cached_attributes_of.cache_clear()
+    cached_attributes_of.cache_clear()
     for number in range(200):
         name = f"x{number}-" + "y" * 100_000
         page = f'<{name} style="background:url(a.png)" href=b></{name}>'.encode()
         result = rewrite_html(page, url="http://h/")
         assert sorted(link.resolved for link in result.links) == ["http://h/a.png", "http://h/b"]
-    assert _cached_attributes_of.cache_info().currsize <= 2  # none of the long names
+    assert cached_attributes_of.cache_info().currsize <= 2  # none of the long names
 
     def names() -> list[str]:
         caches = [*html._PLAIN.values(), *html._PLAIN_FOREIGN.values(), html._TABLES]
@@ -1270,4 +1270,4 @@ def test_element_name_caches_keep_no_long_or_endless_names() -> None:
     page = "".join(f'<e{number} style="background:url(a)">' for number in range(10_000)).encode()
     assert len(rewrite_html(page, url="http://h/").links) == 10_000
     assert len(names()) <= 3 * 4096 and max(map(len, names())) <= 64
-    assert _cached_attributes_of.cache_info().currsize <= 4096
+    assert cached_attributes_of.cache_info().currsize <= 4096

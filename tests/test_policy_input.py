@@ -14,12 +14,12 @@ from bs4 import BeautifulSoup
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rewriter import bs4 as bs4_adapter
-from rewriter import lxml as lxml_adapter
-from rewriter.html import find_links, rewrite_html
+from rewriter.css.stylesheet import rewrite_css
+from rewriter.html import bs4 as bs4_adapter
+from rewriter.html import lxml as lxml_adapter
+from rewriter.html.engine import find_links, rewrite_html
 from rewriter.policy import Policy, attribute_name_problem
-from rewriter.resolve import RULES
-from rewriter.stylesheet import rewrite_css
+from rewriter.url.resolve import RULES
 
 URL = "http://h.example/dir/page.html"
 

@@ -13,9 +13,9 @@ import codecs
 import pytest
 import turbohtml.detect  # noqa: F401  (the standard's decoders, for the round trips)
 
-from rewriter.html import find_links, rewrite_html
+from rewriter.html.engine import find_links, rewrite_html
 from rewriter.policy import Policy
-from rewriter.query_encoding import (
+from rewriter.url.query_encoding import (
     QUERY_SET,
     SPECIAL_QUERY_SET,
     encode_or_fail,
@@ -162,7 +162,7 @@ def test_every_index_entry_round_trips(encoding: str) -> None:
 
 def test_index_sizes() -> None:
     """The sizes of the standard's index files: jis0208 has 7724 entries, gb18030 ranges 207."""
-    from rewriter import query_encoding
+    from rewriter.url import query_encoding
 
     assert len(query_encoding._jis0208()) == 7724
     starts, _ = query_encoding._gb18030_ranges()

@@ -7,11 +7,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rewriter import RFC1808URL, RULES, Resolver, UnresolvableReference, URIReference, parse, resolve
-from rewriter.resolve import (
-    _RULE_SETS,
-    _remove_dot_segments_1808,
-    _remove_dot_segments_by_rule,
+from rewriter.url.resolve import (
+    RULE_SETS,
     remove_dot_segments,
+    remove_dot_segments_1808,
+    remove_dot_segments_by_rule,
 )
 
 RFC_RULES = ("rfc1808", "rfc2396", "rfc3986")
@@ -248,15 +248,15 @@ def _outcome(resolve_one, reference: str) -> tuple[str, str]:  # type: ignore[no
 @example(base="http://a/b/c/d;p?q", reference="?y")
 @example(base="http://a", reference="//")
 def test_shortcuts_agree_with_the_full_algorithm(rules: str, strict: bool, base: str, reference: str) -> None:
-    shortcut = _RULE_SETS[rules](base, strict)
-    full = _RULE_SETS[rules](base, strict, shortcuts=False)
+    shortcut = RULE_SETS[rules](base, strict)
+    full = RULE_SETS[rules](base, strict, shortcuts=False)
     assert _outcome(shortcut, reference) == _outcome(full, reference)
 
 
 @settings(max_examples=3000, deadline=None)
 @given(st.text(alphabet="/.a", max_size=14))
 def test_remove_dot_segments_matches_the_rfc_rules(path: str) -> None:
-    assert remove_dot_segments(path) == _remove_dot_segments_by_rule(path)
+    assert remove_dot_segments(path) == remove_dot_segments_by_rule(path)
 
 
 def _rfc1808_step_6_as_written(path: str) -> str:
@@ -285,7 +285,7 @@ def _rfc1808_step_6_as_written(path: str) -> str:
 @settings(max_examples=3000, deadline=None)
 @given(st.text(alphabet="/.a", max_size=16))
 def test_rfc1808_dot_segments_match_the_steps_as_written(path: str) -> None:
-    assert _remove_dot_segments_1808(path) == _rfc1808_step_6_as_written(path)
+    assert remove_dot_segments_1808(path) == _rfc1808_step_6_as_written(path)
 
 
 @pytest.mark.parametrize(

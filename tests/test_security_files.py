@@ -12,7 +12,7 @@ files around it, and what reaches the terminal.
   that is not UTF-8 give a clear message, never a traceback.
 
 Tests go through the command line in subprocesses (``cwd=tmp_path``, as tests/test_cli_batch.py),
-or through the public functions of rewriter.batch when another process has to act at an
+or through the public functions of rewriter.run.batch when another process has to act at an
 exact moment of a run (it is stood in for by the engine call of that run).
 """
 
@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytest
 
-import rewriter.batch as batch
-from rewriter.batch import Job, Settings, plan, run_job, write_atomically
-from rewriter.cli import escape_controls, main
+import rewriter.run.batch as batch
+from rewriter.cli.commands import escape_controls, main
+from rewriter.run.batch import Job, Settings, plan, run_job, write_atomically
 
 URL = "http://h/base/"
 PAGE = b"<a href=x.html>x</a>"
@@ -129,7 +129,7 @@ def test_in_place_a_changed_file_keeps_its_old_backup(tmp_path: Path, monkeypatc
 def test_in_place_an_mbox_changed_while_it_streams_is_left_as_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rewriter.mailbox
+    import rewriter.containers.mailbox
 
     mbox = tmp_path / "a.mbox"
     original = (
@@ -137,7 +137,7 @@ def test_in_place_an_mbox_changed_while_it_streams_is_left_as_it_is(
         b"Content-Location: http://h/\n\n<a href=x>x</a>\n"
     )
     mbox.write_bytes(original)
-    streamed = rewriter.mailbox.rewrite_mbox
+    streamed = rewriter.containers.mailbox.rewrite_mbox
 
     def rewrite_mbox(*args: object, **options: object) -> Iterator[object]:
         for report in streamed(*args, **options):  # type: ignore[arg-type]
@@ -145,7 +145,7 @@ def test_in_place_an_mbox_changed_while_it_streams_is_left_as_it_is(
                 stream.write(b"From b Tue\n\nnew mail\n")
             yield report
 
-    monkeypatch.setattr(rewriter.mailbox, "rewrite_mbox", rewrite_mbox)
+    monkeypatch.setattr(rewriter.containers.mailbox, "rewrite_mbox", rewrite_mbox)
     outcome = run_job(Job(str(mbox), str(mbox), "a.mbox", in_place=True), Settings())
     assert outcome.messages[-1] == f"rewriter: a.mbox: {CHANGED}"
     assert mbox.read_bytes() == original + b"From b Tue\n\nnew mail\n"

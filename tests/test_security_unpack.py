@@ -16,9 +16,9 @@ import pytest
 from test_cli_batch import rewriter
 from test_unpack import html, message, resource
 
-import rewriter.names as names
-from rewriter.names import allowed_extensions, safe_name
-from rewriter.unpack import unpack_message
+import rewriter.disk.names as names
+from rewriter.bundle.unpack import unpack_message
+from rewriter.disk.names import allowed_extensions, safe_name
 
 ACTIVE = (".html", ".htm", ".svg", ".js", ".exe", ".xhtml", ".mjs", ".bat", ".hta")
 

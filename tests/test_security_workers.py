@@ -121,7 +121,7 @@ _SCRIPT = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
-    import rewriter.workers as workers
+    import rewriter.run.workers as workers
 
     if sys.argv[2] == "watchdog only":
         workers._die_with_parent = lambda: None  # what a system without prctl gets
@@ -174,7 +174,7 @@ def test_a_worker_whose_parent_died_before_it_could_watch_leaves_at_once(tmp_pat
     script = textwrap.dedent(
         """
         import os, sys
-        import rewriter.workers as workers
+        import rewriter.run.workers as workers
 
         reader, writer = os.pipe()
         if os.fork() == 0:  # the worker-to-be, whose expected parent is long gone
@@ -194,11 +194,11 @@ def test_a_worker_whose_parent_died_before_it_could_watch_leaves_at_once(tmp_pat
 def test_a_worker_leaves_when_its_lifeline_closes() -> None:
     # The portable watchdog alone, in this process's terms: a thread reads the parent's pipe
     # and ends the process at end-of-file. Here it is asked what it would do.
-    from rewriter.workers import _parent_gone
+    from rewriter.run.workers import parent_gone
 
     reader, writer = multiprocessing.Pipe(duplex=False)
-    assert not _parent_gone(os.getppid(), reader)
+    assert not parent_gone(os.getppid(), reader)
     writer.close()
-    assert _parent_gone(os.getppid(), reader)
+    assert parent_gone(os.getppid(), reader)
     reader.close()
-    assert _parent_gone(os.getpid(), None)  # not our parent: another process adopted us
+    assert parent_gone(os.getpid(), None)  # not our parent: another process adopted us

@@ -34,10 +34,10 @@ def tree(folder: Path) -> dict[str, bytes]:
 def test_the_recipe_writes_what_the_serial_run_writes(
     tmp_path: Path, network_guard: NetworkGuard, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rewriter.batch import Settings, iter_plan
-    from rewriter.executors import Serial
-    from rewriter.journal import Journal
-    from rewriter.pipeline import execute
+    from rewriter.run.batch import Settings, iter_plan
+    from rewriter.run.executors import Serial
+    from rewriter.run.journal import Journal
+    from rewriter.run.pipeline import execute
 
     site = tmp_path / "site"
     for number in range(12):

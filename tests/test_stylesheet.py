@@ -10,11 +10,11 @@ import pytest
 import turbohtml
 from conftest import SHARED, shared_path
 
-from rewriter import css
-from rewriter.encoding import ByteMap, decode, errors_for, sniff, split
-from rewriter.html import HTMLResult, NoBaseError, _Document, _end_tag, find_links
+from rewriter.css import syntax as css
+from rewriter.css.stylesheet import find_css_links, rewrite_css, sniff_stylesheet
+from rewriter.document.encoding import ByteMap, decode, errors_for, sniff, split
+from rewriter.html.engine import HTMLResult, NoBaseError, ParsedDocument, end_tag, find_links
 from rewriter.policy import Policy
-from rewriter.stylesheet import find_css_links, rewrite_css, sniff_stylesheet
 
 URL = "http://h/css/site.css"
 
@@ -317,11 +317,11 @@ def test_corpus_style_elements_as_style_sheets(entry: dict[str, Any] | None) -> 
     page = find_links(data, url=entry["url"] or entry.get("canonical_or_og_url"), policy=NO_CONDITIONAL)
     sniffed = sniff(data)
     text = decode(data, sniffed)
-    document = _Document(text)
+    document = ParsedDocument(text)
     spans = []
     for element in document.start_tags(document.tree.select("style")):
         start = document.start_tag_end(element)
-        end = _end_tag(text, "style", start)
+        end = end_tag(text, "style", start)
         # An SVG <style> is markup: the HTML engine takes it only when it is plain text.
         if element.namespace == turbohtml.Namespace.HTML or not ("&" in text[start:end] or "<" in text[start:end]):
             spans.append((start, end))

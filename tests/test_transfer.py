@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rewriter.transfer import TransferError, decode, encode, mechanism
+from rewriter.mime.transfer import TransferError, decode, encode, mechanism
 
 QP = "quoted-printable"
 B64 = "base64"
@@ -478,19 +478,19 @@ def test_base64_round_trip_property(data: bytes, new: bytes, width: int, final: 
 @given(st.binary(max_size=300).map(lambda raw: raw.replace(b"\x00", b"=")))
 @settings(max_examples=500)
 def test_fast_decoder_reads_as_the_line_parser(body: bytes) -> None:
-    # decode() takes a fast path; encode() aligns on _parse_qp's lines: they must agree.
-    from rewriter.transfer import _decode_qp, _parse_qp
+    # decode() takes a fast path; encode() aligns on parse_qp's lines: they must agree.
+    from rewriter.mime.transfer import decode_qp, parse_qp
 
-    assert _decode_qp(body) == b"".join(line.decoded + line.brk for line in _parse_qp(body))
+    assert decode_qp(body) == b"".join(line.decoded + line.brk for line in parse_qp(body))
 
 
 @pytest.mark.parametrize(
     "body", [b"a==\r\nb", b"=\r", b"x=\r=\n", b"=3d=3D \r\n", b"a=3=\nD", b"a=\n", b"=", b" \t=\r\n", b"=\r\r\n"]
 )
 def test_fast_decoder_edges(body: bytes) -> None:
-    from rewriter.transfer import _decode_qp, _parse_qp
+    from rewriter.mime.transfer import decode_qp, parse_qp
 
-    assert _decode_qp(body) == b"".join(line.decoded + line.brk for line in _parse_qp(body))
+    assert decode_qp(body) == b"".join(line.decoded + line.brk for line in parse_qp(body))
 
 
 @given(
@@ -503,14 +503,14 @@ def test_fast_decoder_edges(body: bytes) -> None:
 @settings(max_examples=600)
 def test_line_by_line_encoder_agrees_with_the_full_one(original: bytes, edit: bytes) -> None:
     # The fast path must give exactly what the full alignment gives, wherever it applies.
-    from rewriter.transfer import _decode_qp, _encode_qp_aligned, _encode_qp_by_lines
+    from rewriter.mime.transfer import decode_qp, encode_qp_aligned, encode_qp_by_lines
 
-    old = _decode_qp(original)
+    old = decode_qp(original)
     new = old[: len(old) // 2] + edit + old[len(old) // 2 :]
-    fast = _encode_qp_by_lines(original, new, b"\r\n")
+    fast = encode_qp_by_lines(original, new, b"\r\n")
     if fast is not None:
         assert decode(fast, QP) == new
-        assert fast == _encode_qp_aligned(original, new, b"\r\n")
+        assert fast == encode_qp_aligned(original, new, b"\r\n")
 
 
 @given(
@@ -523,10 +523,10 @@ def test_line_by_line_encoder_agrees_with_the_full_one(original: bytes, edit: by
 )
 @settings(max_examples=1000)
 def test_whole_body_decoder_agrees_with_the_line_parser(body: bytes) -> None:
-    from rewriter.transfer import _parse_qp, _whole_body_safe
+    from rewriter.mime.transfer import parse_qp, whole_body_safe
 
-    if _whole_body_safe(body):
-        assert binascii.a2b_qp(body) == b"".join(line.decoded + line.brk for line in _parse_qp(body))
+    if whole_body_safe(body):
+        assert binascii.a2b_qp(body) == b"".join(line.decoded + line.brk for line in parse_qp(body))
 
 
 @given(
@@ -537,18 +537,18 @@ def test_whole_body_decoder_agrees_with_the_line_parser(body: bytes) -> None:
 )
 @settings(max_examples=1000)
 def test_escapes_read_as_rfc_2045_note_2(content: bytes) -> None:
-    # _unescape lets binascii decode where it reads as the RFC 2045 §6.7 note (2) reading.
+    # unescape_qp lets binascii decode where it reads as the RFC 2045 §6.7 note (2) reading.
     import re
 
-    from rewriter.transfer import _unescape
+    from rewriter.mime.transfer import unescape_qp
 
     content = content.rstrip(b" \t")
     expected = re.sub(rb"=([0-9A-Fa-f]{2})", lambda m: bytes([int(m[1], 16)]), content)
-    assert _unescape(content) == expected
+    assert unescape_qp(content) == expected
 
 
 def _wrap_token_by_token(text: bytes, eol: bytes, soft_end: bool) -> bytes:
-    """RFC 2045 §6.7 rules 1-3 and 5 applied one character at a time: the oracle for _wrap."""
+    """RFC 2045 §6.7 rules 1-3 and 5 applied one character at a time: the oracle for wrap_qp."""
     tokens = [bytes([b]) if (33 <= b <= 126 and b != 61) or b in (9, 32) else b"=%02X" % b for b in text]
     if tokens and not soft_end and text[-1] in (9, 32):
         tokens[-1] = b"=%02X" % text[-1]
@@ -573,9 +573,9 @@ def _wrap_token_by_token(text: bytes, eol: bytes, soft_end: bool) -> bytes:
 @example(b"a" * 75, b"\n", True)
 @settings(max_examples=2000)
 def test_wrap_cuts_where_the_rules_cut_one_character_at_a_time(text: bytes, eol: bytes, soft_end: bool) -> None:
-    from rewriter.transfer import _wrap
+    from rewriter.mime.transfer import wrap_qp
 
-    assert _wrap(text, eol, soft_end) == _wrap_token_by_token(text, eol, soft_end)
+    assert wrap_qp(text, eol, soft_end) == _wrap_token_by_token(text, eol, soft_end)
 
 
 @given(
@@ -590,10 +590,10 @@ def test_splice_keeps_every_unchanged_physical_line_at_each_end(
     pieces: list[bytes], soft: bytes, cut: int, length: int, insert: bytes
 ) -> None:
     # The oracle: the whole line parsed, then kept physical lines counted from each end, one at a time.
-    from rewriter.transfer import _parse_qp, _splice_logical_line, _wrap
+    from rewriter.mime.transfer import parse_qp, splice_logical_line, wrap_qp
 
     encoded = soft.join(pieces)  # one logical line of soft-broken physical lines
-    (line,) = _parse_qp(encoded)
+    (line,) = parse_qp(encoded)
     parts = line.parts
     old = line.decoded
     new = old[:cut] + insert + old[cut + length :]
@@ -606,6 +606,6 @@ def test_splice_keeps_every_unchanged_physical_line_at_each_end(
         tail -= len(parts[last - 1].decoded)
         last -= 1
     kept_tail = encoded[parts[last].start :] if last < len(parts) else b""
-    expected = encoded[: parts[first].start] + _wrap(new[head:tail], b"\r\n", soft_end=bool(kept_tail)) + kept_tail
-    assert _splice_logical_line(encoded, new, b"\r\n") == expected
+    expected = encoded[: parts[first].start] + wrap_qp(new[head:tail], b"\r\n", soft_end=bool(kept_tail)) + kept_tail
+    assert splice_logical_line(encoded, new, b"\r\n") == expected
     assert decode(expected, QP) == new

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import html5lib
 import pytest
 
-from rewriter.html import find_links, rewrite_html
+from rewriter.html.engine import find_links, rewrite_html
 from rewriter.policy import Policy
-from rewriter.resolve import RULES, resolve
+from rewriter.url.resolve import RULES, resolve
 
 URL = "http://h.example/dir/page.html"
 HTML_NS = "{http://www.w3.org/1999/xhtml}"

@@ -1,4 +1,4 @@
-"""``rewriter.unpack``: RFC 2557 §8 matching, the root, byte fidelity, and hostile names."""
+"""``rewriter.bundle.unpack``: RFC 2557 §8 matching, the root, byte fidelity, and hostile names."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.html import find_links
-from rewriter.names import Folder, safe_name
-from rewriter.unpack import UnpackError, unpack_message
+from rewriter.bundle.unpack import UnpackError, unpack_message
+from rewriter.disk.names import Folder, safe_name
+from rewriter.html.engine import find_links
 
 
 def message(*parts: tuple[dict[str, str], bytes], heading: dict[str, str] | None = None) -> bytes:

@@ -17,7 +17,7 @@ import pytest
 from browser_bundle import MAIL_CORPUS, archives, check_bundle
 from conftest import shared_path
 
-from rewriter.unpack import unpack_message
+from rewriter.bundle.unpack import unpack_message
 
 
 def _png() -> bytes:

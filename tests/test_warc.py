@@ -1,4 +1,4 @@
-"""``rewriter.warc``: reading WARC records, redirects, the mirror layout, damage, and hostile URLs.
+"""``rewriter.containers.warc``: reading WARC records, redirects, the mirror layout, damage, and hostile URLs.
 
 Every WARC here is written in tmp_path with warcio's own writer (plain and gzip), from
 small pages written inline and, where ../shared is beside the clone, from the HTML
@@ -22,9 +22,7 @@ from conftest import SHARED, shared_path
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from rewriter.html import rewrite_html
-from rewriter.stylesheet import rewrite_css
-from rewriter.warc import (
+from rewriter.containers.warc import (
     WarcDamage,
     WarcDocument,
     follow_redirects,
@@ -35,6 +33,8 @@ from rewriter.warc import (
     unpack_warc,
     url_key,
 )
+from rewriter.css.stylesheet import rewrite_css
+from rewriter.html.engine import rewrite_html
 
 CORPUS = SHARED / "corpus" / "html"
 

@@ -1,5 +1,5 @@
-"""WARC out (issue 20): ``rewriter.warc.plan_warc`` and ``rewrite_warc_piece``, ARC input, and
-``rewriter.formats.container_format``.
+"""WARC out (issue 20): ``rewriter.containers.warc.plan_warc`` and ``rewrite_warc_piece``, ARC input, and
+``rewriter.containers.formats.container_format``.
 
 Every archive here is written in tmp_path by the test: WARCs with warcio's own writer (fixed
 record IDs and dates, so that the bytes are the same on every run), ARC v1 files by hand
@@ -36,11 +36,11 @@ from warcio.checker import Checker
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from rewriter.formats import container_format, is_arc, is_warc
-from rewriter.html import find_links, rewrite_html
-from rewriter.pieces import PIECE_SIZE, Piece
-from rewriter.stylesheet import rewrite_css
-from rewriter.warc import WarcDamage, WarcPage, iter_documents, plan_warc, rewrite_warc_piece
+from rewriter.containers.formats import container_format, is_arc, is_warc
+from rewriter.containers.pieces import PIECE_SIZE, Piece
+from rewriter.containers.warc import WarcDamage, WarcPage, iter_documents, plan_warc, rewrite_warc_piece
+from rewriter.css.stylesheet import rewrite_css
+from rewriter.html.engine import find_links, rewrite_html
 
 DATE = "2024-05-01T12:00:00Z"
 PAGE = b'<!doctype html><link rel=stylesheet href="s/site.css"><a href="next.html#n">n</a> <img src="/img/logo.png">'
@@ -320,7 +320,7 @@ def test_outputs_are_the_same_bytes_on_every_run_and_in_another_process(tmp_path
     first, _ = run(path, gzip=True)
     assert run(path, gzip=True)[0] == first
     script = (
-        "import sys; from rewriter.warc import rewrite_warc_piece\n"
+        "import sys; from rewriter.containers.warc import rewrite_warc_piece\n"
         "with open(sys.argv[2], 'wb') as out: list(rewrite_warc_piece(sys.argv[1], None, out, gzip=True))\n"
     )
     environment = {**os.environ, "PYTHONHASHSEED": "12345", "TZ": "Pacific/Kiritimati"}

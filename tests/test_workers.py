@@ -1,4 +1,4 @@
-"""rewriter.workers: results in list order, and one dead worker costing one job, not the run."""
+"""rewriter.run.workers: results in list order, and one dead worker costing one job, not the run."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.batch import Settings, plan, run
-from rewriter.workers import run_ordered
+from rewriter.run.batch import Settings, plan, run
+from rewriter.run.workers import run_ordered
 
 FORK = "fork" in multiprocessing.get_all_start_methods()
 needs_fork = pytest.mark.skipif(not FORK, reason="this system cannot fork (the workers would re-import the tests)")
@@ -118,7 +118,7 @@ def test_workers_leave_when_their_parent_is_killed(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import multiprocessing, sys, time
-        from rewriter.workers import run_ordered
+        from rewriter.run.workers import run_ordered
 
         def slow(value):
             time.sleep(0.05)
@@ -155,19 +155,19 @@ def _alive(pid: int) -> bool:
 def test_a_page_that_kills_its_worker_fails_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The batch run through the workers: the page whose worker dies is reported by name;
     # every other page is rewritten.
-    import rewriter.batch
+    import rewriter.run.batch
 
     for name in "abcdef":
         (tmp_path / "in" / f"{name}.html").parent.mkdir(exist_ok=True)
         (tmp_path / "in" / f"{name}.html").write_bytes(b"<a href=x>")
-    real = rewriter.batch.run_job
+    real = rewriter.run.batch.run_job
 
-    def run_job(job: rewriter.batch.Job, settings: Settings) -> rewriter.batch.Outcome:
+    def run_job(job: rewriter.run.batch.Job, settings: Settings) -> rewriter.run.batch.Outcome:
         if job.shown.endswith("c.html"):
             os.kill(os.getpid(), signal.SIGKILL)
         return real(job, settings)
 
-    monkeypatch.setattr(rewriter.batch, "run_job", run_job)  # forked workers inherit it
+    monkeypatch.setattr(rewriter.run.batch, "run_job", run_job)  # forked workers inherit it
     jobs, _ = plan([str(tmp_path / "in")], str(tmp_path / "out"))
     outcomes = list(run(jobs, Settings(url="http://h/"), 2))
     states = {Path(outcome.shown).name: (outcome.state, outcome.messages) for outcome in outcomes}

@@ -1,0 +1,386 @@
+"""The document pipeline, below the HTML and the CSS engines: decode -> find -> classify ->
+byte map -> splice -> result.
+
+:func:`process` decodes a document's bytes (the engine's sniffer chooses the encoding),
+hands the text to a text engine, which finds every link and records it through a
+:class:`Context` (the document's base and the policy: what each reference becomes) in a
+:class:`TextResult` (links and edits, in text offsets), then maps text offsets to byte
+offsets and splices the new URLs into the original bytes, changing no other byte. The
+result is one :class:`~rewriter.document.model.DocumentResult`. :func:`frozen_base` is HTML's
+"set the frozen base URL" over a context, for the engines that read a ``<base href>``.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import TypedDict
+
+from rewriter.document.encoding import ByteMap, Sniffed, decode_checked, encode_url_text, errors_for, split
+from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status, new_link
+from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.url.base import Layer, base_element_problem, handed_down
+from rewriter.url.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
+from rewriter.url.resolve import Resolver, UnresolvableReference, authority_problem, scheme_of, scheme_prefix
+
+__all__ = [
+    "Context",
+    "DocumentOptions",
+    "TextEngine",
+    "TextResult",
+    "frozen_base",
+    "process",
+    "require_base",
+    "shifted",
+    "spliced",
+]
+
+_WHATWG_ALONE = Resolver("", rules="whatwg")  # the WHATWG parser with no base
+# A special scheme (URL Standard §3.1), then (group 2) two slashes or backslashes, tab
+# and newline being removed first; leading C0 controls and spaces are stripped.
+_SPECIAL_SCHEME = re.compile(
+    r"[\x00-\x20]*((?i:f[\t\n\r]*t[\t\n\r]*p|f[\t\n\r]*i[\t\n\r]*l[\t\n\r]*e|h[\t\n\r]*t[\t\n\r]*t[\t\n\r]*p"
+    r"(?:[\t\n\r]*s)?|w[\t\n\r]*s(?:[\t\n\r]*s)?)[\t\n\r]*:)([\t\n\r]*[/\\][\t\n\r]*[/\\])?"
+).match
+
+
+def shifted(found: Link, offsets: list[int] | None, shift: int) -> Link:
+    """*found* with its span moved from a decoded value (or nested text) to the outer text."""
+    start, end = found.start, found.end
+    if offsets is not None:
+        start, end = offsets[start], offsets[end]
+    return found._replace(start=start + shift, end=end + shift)
+
+
+@dataclass(slots=True)
+class TextResult:
+    """What an engine found in one document's text: the edits to make (text spans and
+    their new text), every link (a :class:`Link` whose span is in text offsets), the
+    document's base and its layer, and the problems."""
+
+    edits: list[tuple[int, int, str]] = field(default_factory=list)
+    found: list[Link] = field(default_factory=list)
+    base: str | None = None
+    layer: Layer | None = None
+    problems: list[str] = field(default_factory=list)
+
+    def record(
+        self, context: Context, element: str, attribute: str, kind: Kind, reference: str, start: int, end: int
+    ) -> str | None:
+        """Classify one reference, note it as found, and give the URL to write (None: leave it)."""
+        link, new = context.link(element, attribute, kind, reference, start, end)
+        self.found.append(link)
+        return new
+
+
+_ABSOLUTE: tuple[Status, None, None] = ("absolute", None, None)
+_SAME_DOCUMENT: tuple[Status, None, None] = ("same-document", None, None)
+_NO_BASE: tuple[Status, None, str] = (
+    "no-base",
+    None,
+    "no base URL: the document has no <base>, and no retrieval URL was given",
+)
+
+
+class Context:
+    """The base of one document and the policy, classifying one reference at a time:
+    its status, the URL to write, and the reason when it is left (cached per reference)."""
+
+    def __init__(
+        self, base: str | None, layer: Layer | None, policy: Policy, codec: str = "utf-8", in_noscript: bool = False
+    ) -> None:
+        self.base = base
+        # The links are in a <noscript>'s raw text (scripting on): a new URL there must never
+        # hold "<", or a base holding "</noscript>" would end the element early and what
+        # follows would be live markup. Browsers percent-encode "<" in every URL part anyway.
+        self.in_noscript = in_noscript
+        self.layer: Layer | None = layer
+        self.policy = policy
+        self.codec = codec
+        # URL Standard §4.4 "query state": a special URL's query is encoded in the document's
+        # encoding (HTML §2.4.2 "encoding-parse a URL"); ada-url knows only UTF-8, so such a
+        # query is encoded here first (rewriter.url.query_encoding). CSS reads every URL as UTF-8.
+        encoding = whatwg_name(codec) if policy.rules == "whatwg" else None
+        self.query_encoding = encoding if encoding is not None and has_encoder(encoding) else None
+        self._css: Context | None = None
+        # Resolver parses its base once; the resolve module caches parsed bases.
+        self.resolver = Resolver(base, rules=policy.rules, strict=policy.strict) if base else None
+        self.classified: dict[str, tuple[Status, str | None, str | None]] = {}  # reference: classify()
+        # Whether a scheme alone makes a reference absolute (see is_absolute): then a
+        # miss in the cache costs one scheme match before resolving.
+        self.scheme_match = (
+            scheme_prefix(policy.rules)
+            if policy.rules != "whatwg" and (policy.strict or policy.rules == "rfc1808" or base is None)
+            else None
+        )
+        self.resolve_one = self.resolver.resolve if self.resolver is not None else None
+        self.keep_same_document = not policy.same_document
+
+    def with_base(self, base: str, layer: Layer) -> Context:
+        return Context(base, layer, self.policy, self.codec, self.in_noscript)
+
+    def for_css(self) -> Context:
+        """This base and policy for the URLs of CSS, which are UTF-8 whatever the document's
+        encoding (CSS Values §4.5.1.1, w3c/csswg-drafts#9301): the query is not encoded in it."""
+        if self.query_encoding is None:
+            return self
+        if self._css is None:
+            self._css = Context(self.base, self.layer, self.policy, "utf-8", self.in_noscript)
+        return self._css
+
+    def inside_noscript(self) -> Context:
+        """This base and policy, for the links of a <noscript>'s text."""
+        return Context(self.base, self.layer, self.policy, self.codec, in_noscript=True)
+
+    def codebase(self, reference: str) -> Context:
+        """HTML 4.01 §13.3: the context for classid/data/archive/code, relative to the
+        codebase *reference* (decoded, whitespace stripped), itself resolved against this base."""
+        status, resolved, _ = self.classify(reference)
+        if status == "absolute":
+            return self.with_base(reference, "codebase")
+        if status == "rewritten" and resolved is not None:
+            return self.with_base(resolved, "codebase")
+        return self
+
+    def is_absolute(self, reference: str) -> bool:
+        policy = self.policy
+        if policy.rules == "whatwg":
+            # URL Standard "special relative or authority state": a special scheme not
+            # followed by two slashes ("https:g", "http:/x") is relative to a base of
+            # that scheme, so the reference means another URL on a page served
+            # elsewhere. Only one that parses alone to what it resolves to, and does
+            # not lean on the base's scheme, is absolute.
+            special = _SPECIAL_SCHEME(reference)
+            if special is not None and special.group(2) is None:
+                return False
+            try:
+                alone = _WHATWG_ALONE.resolve(reference)  # fails for a reference that needs a base ("x")
+                return self.resolver is None or alone == self.resolver.resolve(reference)
+            except UnresolvableReference:
+                return False
+        scheme = scheme_of(reference, rules=policy.rules)
+        if scheme is None:
+            return False
+        if not policy.strict and policy.rules != "rfc1808" and self.base is not None:
+            base_scheme = scheme_of(self.base)
+            return base_scheme is None or scheme.lower() != base_scheme.lower()
+        return True
+
+    def classify(self, reference: str) -> tuple[Status, str | None, str | None]:
+        """(status, resolved URL, reason) for one reference (whitespace already stripped)."""
+        known = self.classified.get(reference)
+        if known is None:
+            known = self.classified[reference] = self._classify(reference)
+        return known
+
+    def link(
+        self, element: str, attribute: str, kind: Kind, reference: str, start: int, end: int
+    ) -> tuple[Link, str | None]:
+        """One reference (whitespace already stripped) found at *start*-*end*, as a Link
+        record with its status, and the URL to write for it (None: leave it as it is)."""
+        status, resolved, reason = self.classify(reference)
+        fields = (element, attribute, kind, reference, resolved, status, reason, self.base, self.layer, start, end)
+        write = resolved if (status == "rewritten" or status == "relinked") and resolved != reference else None
+        return new_link(Link, fields), write
+
+    def _classify(self, reference: str) -> tuple[Status, str | None, str | None]:
+        """:meth:`classify` for a reference not yet seen."""
+        if self.keep_same_document and (not reference or reference[0] == "#"):
+            return _SAME_DOCUMENT
+        found = self._resolve(reference)
+        keep = self.policy.keep
+        if keep is not None and found[0] in ("rewritten", "no-base", "unresolvable"):
+            kept = keep(reference, found[1] if found[0] == "rewritten" else None)
+            if kept is not None:
+                return kept[0], None, kept[1]
+        relink = self.policy.relink
+        if relink is not None and found[0] != "unresolvable":
+            resolved = found[1]
+            new = relink(resolved if found[0] == "rewritten" and resolved is not None else reference)
+            if new is not None:
+                found = ("relinked", new, None)
+        if self.in_noscript and found[1] is not None and "<" in found[1]:
+            found = (found[0], found[1].replace("<", "%3C"), found[2])
+        return found
+
+    def _resolve(self, reference: str) -> tuple[Status, str | None, str | None]:
+        scheme_match = self.scheme_match
+        if (scheme_match(reference) is not None) if scheme_match is not None else self.is_absolute(reference):
+            return _ABSOLUTE
+        resolve_one = self.resolve_one
+        if resolve_one is None:
+            return _NO_BASE
+        try:
+            query_encoding = self.query_encoding
+            resolved = resolve_one(
+                reference if query_encoding is None else encode_query(reference, query_encoding, self.base)
+            )
+        except UnresolvableReference as error:
+            return "unresolvable", None, error.reason
+        if resolved == reference:
+            # Non-strict rules read "http://h/x" on an http: page as relative ("//h/x"); it
+            # resolves to itself, and was absolute all along.
+            return _ABSOLUTE
+        return "rewritten", resolved, None
+
+
+def spliced(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """*text* with *edits* (spans of it) applied; the tree adapters splice values with it too."""
+    pieces: list[str] = []
+    last = 0
+    for start, end, new in sorted(edits, key=lambda edit: (edit[0], edit[1])):
+        if start < last:
+            continue  # never overlapping; should two, the first stands
+        pieces += (text[last:start], new)
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def require_base(policy: Policy, result: TextResult) -> None:
+    """:class:`NoBaseError` when the policy requires a base and a link was left for want of one."""
+    if policy.require_base and any(found.status == "no-base" for found in result.found):
+        raise NoBaseError("the document has relative links and no base URL (RFC 1808 §3.4)")
+
+
+def frozen_base(reference: str, fallback: Context) -> tuple[str | None, str | None]:
+    """HTML §4.2.3 "set the frozen base URL": the ``<base href>`` *reference* (whitespace
+    stripped) parsed against the fallback base, and None with the reason when it cannot be
+    the base; the fallback then stays the base (the next layer of RFC 1808 §3). Under the
+    RFC rules an absolute URL whose authority is none of the rules' syntax (an unclosed IP
+    literal) fails to parse, as the WHATWG parser fails."""
+    problem = base_element_problem(reference, has_fallback=fallback.base is not None)
+    if problem is not None:
+        return None, problem
+    try:
+        if fallback.is_absolute(reference):
+            frozen = reference
+        elif fallback.resolver is not None:
+            frozen = fallback.resolver.resolve(reference)
+        else:
+            return None, "it is relative and there is no base to resolve it against"
+    except UnresolvableReference as error:
+        return None, error.reason
+    problem = authority_problem(frozen, rules=fallback.policy.rules)
+    return (None, problem) if problem is not None else (frozen, None)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for one document's link search.
+
+    The search makes a few tuples per link (pages have thousands) and no reference
+    cycles; each collection the allocations trigger would only walk them (13 % of
+    the engine's time on the corpus). The collector runs again on return.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+class DocumentOptions(TypedDict, total=False):
+    """The keyword arguments of every document engine's functions (``rewrite_html``,
+    ``find_links``, ``rewrite_css``, ``find_css_links``): *url* the retrieval URL (RFC 1808
+    §3.3); *base* a base handed down by an enclosing entity (§3.2, e.g. a MIME part's), which
+    takes precedence; *charset* a transport charset (HTTP or MIME); *policy* the policy."""
+
+    url: str | None
+    base: str | None
+    charset: str | None
+    policy: Policy
+
+
+# A text engine (HTML or CSS): text, fallback base, its layer, policy, codec, and
+# whether every byte was readable.
+TextEngine = Callable[[str, str | None, Layer | None, Policy, str, bool], TextResult]
+
+
+def process(
+    document: bytes | str,
+    *,
+    rewrite: bool,
+    engine: TextEngine,
+    sniffer: Callable[[bytes, str | None], Sniffed],
+    url: str | None = None,
+    base: str | None = None,
+    charset: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+) -> DocumentResult:
+    """Decode, run *engine* on the text, map its text offsets to bytes, and splice its edits
+    into the original bytes. *sniffer* chooses the encoding (HTML's or CSS's rules). The
+    rest are :class:`DocumentOptions`, as the engines' functions take them."""
+    fallback, layer = handed_down(url=url, base=base)
+    if isinstance(document, str):
+        # A decoded document may hold any lone surrogate; it goes out as UTF-8 with them.
+        text, codec, label, errors = document, "utf-8", "utf-8", "surrogatepass"
+        bom, body, tail = b"", document.encode("utf-8", errors), b""
+        readable = False
+    else:
+        sniffed = sniffer(document, charset)
+        text, readable = decode_checked(document, sniffed)
+        codec, label, errors = sniffed.codec, sniffed.label, errors_for(sniffed.codec)
+        bom = sniffed.bom
+        body, tail = split(document, sniffed)
+    with _collector_paused():
+        found = engine(_as_browsers_read(text, codec, policy), fallback, layer, policy, codec, readable)
+    byte_map = ByteMap(text, body, codec, errors)
+    shift = len(bom)
+
+    def links(statuses: frozenset[Status] | None) -> tuple[Link, ...]:
+        found.found.sort(key=attrgetter("start"))  # document order (conditional comments come last)
+        chosen = found.found if statuses is None else [item for item in found.found if item.status in statuses]
+        positions = sorted({p for item in chosen for p in (item.start, item.end)})
+        mapped = dict(zip(positions, byte_map.byte_offsets(positions), strict=True))
+        # Each link with its span in bytes: its fields but the span (item[:-2]), then the span.
+        return tuple(
+            [new_link(Link, (*item[:-2], mapped[item.start] + shift, mapped[item.end] + shift)) for item in chosen]
+        )
+
+    edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite else []
+    positions = sorted({p for edit in edits for p in edit[:2]})
+    mapped = dict(zip(positions, byte_map.byte_offsets(positions), strict=True))
+    output = document if isinstance(document, bytes) else body
+    if edits:
+        pieces: list[bytes] = [bom]
+        last = 0
+        for start, end, new in edits:
+            byte_start, byte_end = mapped[start], mapped[end]
+            if byte_start < last:
+                continue  # edits never overlap; should one, the first stands
+            pieces.append(body[last:byte_start])
+            pieces.append(encode_url_text(new, codec, errors))
+            last = byte_end
+        pieces.append(body[last:])
+        pieces.append(tail)
+        output = b"".join(pieces)
+
+    def status_counts() -> dict[Status, int]:
+        return dict(Counter(map(attrgetter("status"), found.found)))
+
+    return DocumentResult(output, links, label, found.base, found.layer, tuple(found.problems), status_counts)
+
+
+def _as_browsers_read(text: str, codec: str, policy: Policy) -> str:
+    """Under ``whatwg`` rules, *text* (decoded by Python's *codec*) with each character Python
+    reads from bytes the Encoding Standard's decoder reads as another character replaced by
+    that one (EUC-JP 0xA1 0xC1 is U+FF5E, not U+301C; gb18030 0xA6 0xD9 is U+FE10, not
+    U+E78D): the URL a browser makes of a link is made of those. One character for one, so
+    every offset holds; character references are decoded later, from the text as written.
+    The RFC rule sets write a link's characters back as they are, so they keep Python's."""
+    if policy.rules != "whatwg" or text.isascii():
+        return text
+    encoding = whatwg_name(codec)
+    if encoding is None or not has_encoder(encoding):
+        return text
+    misreadings = python_misreadings(encoding, codec)
+    return text.translate(misreadings) if misreadings else text

@@ -1,0 +1,1287 @@
+"""The HTML engine: find every URL in a document, resolve it through the base layers,
+and splice the absolute form into the original bytes, changing no other byte.
+
+One primitive, :func:`rewrite_text`, finds every link site once (like lxml's
+``iterlinks``) and the edits for it; :func:`rewrite_html` and :func:`find_links` are
+thin layers on it.
+
+The document is parsed by turbohtml (WHATWG tree construction, scripting on, as browsers
+run: ``<noscript>`` is raw text; its text is read again as a browser with scripting off
+reads it, see :func:`_noscript_links`). The tree
+says what each tag is (its namespace, whether it is in ``<template>`` content) and
+where its start tag begins; a tokenizer-exact scan of that one tag gives the byte
+span of each attribute value. Nothing is re-serialised.
+
+>>> result = rewrite_html(b'<base href="/docs/"><a href="guide.html#s">x</a><a href="#top">t</a>',
+...                       url="https://example.org/index.html")
+>>> result.output
+b'<base href="https://example.org/docs/"><a href="https://example.org/docs/guide.html#s">x</a><a href="#top">t</a>'
+>>> [(link.attribute, link.status) for link in result.links]
+[('href', 'rewritten'), ('href', 'rewritten'), ('href', 'same-document')]
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter, deque
+from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
+
+import turbohtml
+
+from rewriter.css import syntax as css
+from rewriter.css.stylesheet import css_links
+from rewriter.css.syntax import css_urls, may_hold_urls
+from rewriter.document.encoding import decode_checked, sniff
+from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status, new_link
+from rewriter.document.process import (
+    Context,
+    DocumentOptions,
+    TextResult,
+    frozen_base,
+    process,
+    require_base,
+    shifted,
+    spliced,
+)
+from rewriter.html.links import Namespace, Site, ViewElement, applies, for_context, looks_like_url, url_spans
+from rewriter.html.microsyntax import (
+    ASCII_WHITESPACE,
+    decode_attribute,
+    strip_whitespace,
+)
+from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, attributes_of, selector
+from rewriter.policy import Policy
+from rewriter.url.base import Layer, usable_as_base
+from rewriter.url.resolve import parse
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = [
+    "ByteView",
+    "HTMLResult",
+    "Layer",
+    "Link",
+    "NoBaseError",
+    "Status",
+    "conditional_spans",
+    "find_links",
+    "rewrite_html",
+    "rewrite_text",
+    "saved_from",
+    "saved_from_mark",
+    "start_tags",
+]
+
+# The result's older name: a style sheet gives the same type.
+HTMLResult = DocumentResult
+
+_SAVED_FROM = re.compile(r"<!--\s*saved from url=\((\d{4})\)")
+# <!--[if IE]>...<![endif]-->: the head, then the first end after it. Two patterns: one
+# with a lazy ".*?" between them steps through the text one character at a time.
+# A condition is short ("[if lt IE 9]", "[if (gte mso 9)|(IE)]"): bounded, so that a
+# page of heads with no "]" is not read to its end once per head.
+_CONDITIONAL_HEAD = re.compile(r"<!--\[(?i:if)[^\]]{0,256}\]>").match
+_CONDITIONAL_END = re.compile(r"<!\[(?i:endif)\]\s*-->").search
+
+
+def conditional_spans(text: str) -> Iterator[tuple[int, int, int, int]]:
+    """Each ``<!--[if ...]>...<![endif]-->`` of *text*, in order: where the comment
+    starts, where its markup starts and ends, and where the comment ends.
+
+    Linear in the text: the end found for one head serves every head before it, and
+    when no end follows a head none follows a later one.
+
+    >>> list(conditional_spans("<!--[if IE]><p><![endif]--> <!--[if x]>"))
+    [(0, 12, 15, 27)]
+    """
+    end: re.Match[str] | None = None
+    position = text.find("<!--[")
+    while position >= 0:
+        # str.find, then the pattern where it could match: a case-insensitive pattern
+        # searched over the whole text tries it at every offset.
+        head = _CONDITIONAL_HEAD(text, position)
+        if head is None:
+            position = text.find("<!--[", position + 5)
+            continue
+        if end is None or end.start() < head.end():
+            end = _CONDITIONAL_END(text, head.end())
+            if end is None:
+                return
+        yield position, head.end(), end.start(), end.end()
+        position = text.find("<!--[", end.end())
+
+
+# Characters that end or break an unquoted attribute value (HTML §13.2.5.40); "="
+# is only a parse error there and is common in URLs, so it stays unquoted.
+_NEEDS_QUOTES = frozenset("\t\n\f\r \"'<>`")
+_HTML = turbohtml.Namespace.HTML
+_NAMESPACE_NAMES: dict[turbohtml.Namespace, Namespace] = {
+    turbohtml.Namespace.HTML: "html",
+    turbohtml.Namespace.SVG: "svg",
+    turbohtml.Namespace.MATHML: "math",
+}
+
+
+def _escape_attribute(text: str, quote: str) -> str:
+    """*text* for an attribute value between *quote* characters (``""`` for none)."""
+    if "&" not in text and (not quote or quote not in text):
+        return text  # most URLs: nothing to escape
+    text = text.replace("&", "&amp;")
+    if quote == '"':
+        return text.replace('"', "&quot;")
+    if quote == "'":
+        return text.replace("'", "&#39;")
+    return text
+
+
+# One attribute of a start tag, as the tokenizer reads it (HTML §13.2.5.32-39): the
+# name runs to whitespace, "/", ">" or "=" (a leading "=" belongs to it); the value is
+# double-quoted, single-quoted, or runs to whitespace or ">".
+ATTRIBUTE = re.compile(
+    r"[\t\n\f\r /]*(?:([^\t\n\f\r />][^\t\n\f\r /=>]*)"
+    r"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"([^\"]*)\"?|'([^']*)'?|([^\t\n\f\r >]*)))?)?"
+)
+TAG_NAME = re.compile(r"<[^\t\n\f\r />]*")
+# Every part of ATTRIBUTE is optional: it matches everywhere (typed so, at no cost).
+_match_attribute = cast(Callable[[str, int], "re.Match[str]"], ATTRIBUTE.match)
+
+
+def _tag_name(text: str, offset: int) -> re.Match[str]:
+    """The "<" and name of the tag that starts at *offset* (where a start tag's "<" is)."""
+    match = TAG_NAME.match(text, offset)
+    assert match is not None
+    return match
+
+
+# The same reading as one pattern that runs from "<" to the value of one named
+# attribute, over a whole start tag in a single call. Each piece can be read one way
+# only (a name or unquoted value runs as far as it can, a value is taken whenever an
+# "=" follows), so the match is the sequence of ATTRIBUTE matches and never
+# backtracks into another reading. ASCII case folds only, as the tokenizer lowercases.
+_WHITESPACE_RUN = r"[\t\n\f\r ]*(?![\t\n\f\r ])"
+_NAME_ENDED = r"(?![^\t\n\f\r /=>])"
+_UNQUOTED_ENDED = r"(?![^\t\n\f\r >])"
+_ANY_VALUE = (
+    rf"(?:{_WHITESPACE_RUN}={_WHITESPACE_RUN}"
+    rf"(?:\"[^\"]*(?:\"|\Z)|'[^']*(?:'|\Z)|(?![\"'])[^\t\n\f\r >]*{_UNQUOTED_ENDED})"
+    r"|(?![\t\n\f\r ]*=))"
+)
+_ONE_VALUE = (
+    rf"(?:{_WHITESPACE_RUN}={_WHITESPACE_RUN}"
+    r"(?:\"([^\"]*)(?:\"|\Z)|'([^']*)(?:'|\Z)|(?![\"'])([^\t\n\f\r >]*))"
+    r"|(?![\t\n\f\r ]*=))"
+)
+_ANY_NAME = rf"[^\t\n\f\r />][^\t\n\f\r /=>]*{_NAME_ENDED}"
+_TAG_NAME_ENDED = r"<[^\t\n\f\r />]*(?![^\t\n\f\r />])"
+_VALUE_OF: dict[str, Callable[[str, int], re.Match[str] | None]] = {}
+
+
+def attribute_value_pattern(name: str) -> Callable[[str, int], re.Match[str] | None]:
+    """A matcher from a start tag's "<" to its first attribute *name* (lowercase):
+    groups 1, 2 and 3 hold the value, double-, single- or un-quoted; none matched: no value."""
+    matcher = _VALUE_OF.get(name)
+    if matcher is None:
+        this = f"(?i:{re.escape(name)}){_NAME_ENDED}"
+        matcher = _VALUE_OF[name] = re.compile(
+            rf"{_TAG_NAME_ENDED}(?:[\t\n\f\r /]*(?!{this}){_ANY_NAME}{_ANY_VALUE})*[\t\n\f\r /]*{this}{_ONE_VALUE}",
+            re.ASCII,
+        ).match
+    return matcher
+
+
+QUOTE_OF_GROUP = {2: '"', 3: "'", 4: ""}
+# The "quote" of an attribute written without a value (HTML §13.2.5.33): its value is the
+# empty string, at an empty span just after the name; a new value comes with its "=".
+_VALUELESS = "="
+QUOTE_OF_VALUE_GROUP = {1: '"', 2: "'", 3: ""}
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+_LONE_CR = re.compile(r"\r(?!\n)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def for_parser(text: str) -> str:
+    """*text* as the parser may take it: a lone surrogate (from an undecodable byte, a
+    UTF-16 code unit, or a str input) becomes U+FFFD, one code point for one, so every
+    offset stays the same. Our own text keeps them, for splicing."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def starts_of_lines(text: str) -> list[int]:
+    """The offset at which each line starts; CRLF, CR and LF end a line (HTML §13.2.3.5)."""
+    if "\r" in text and _LONE_CR.search(text):
+        return [0, *[match.end() for match in _LINE_BREAK.finditer(text)]]
+    starts = [0]  # str.find is memchr: three times the speed of a regular expression here
+    append, find = starts.append, text.find
+    position = find("\n")
+    while position >= 0:
+        append(position + 1)
+        position = find("\n", position + 1)
+    return starts
+
+
+def _newlines_normalised(text: str) -> str:
+    """HTML §13.2.3.5: CR LF and a lone CR read as LF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def ascii_lower(name: str) -> str:
+    """HTML §13.2.5.33: the tokenizer lowercases ASCII upper alphas only."""
+    if name.isascii():
+        return name.lower()
+    return "".join(char.lower() if char.isascii() else char for char in name)
+
+
+# A DOCTYPE whose public or system identifier (a quoted string, which ">" ends) holds a
+# line break: the one place outside text and attribute values where a line break and a
+# space do not build the same tree (the identifiers decide quirks mode, HTML §13.2.6.4.1).
+_DOCTYPE_IDENTIFIER_BREAK = re.compile(
+    r"<!(?i:doctype)(?:[^\"'>]|\"[^\">]*\"|'[^'>]*')*(?:\"[^\">]*[\r\n]|'[^'>]*[\r\n])"
+).match
+# What may come before the DOCTYPE that counts (HTML §13.2.6.4.1 "initial" insertion mode):
+# whitespace and comments (§13.2.5.43-52: "<!-->", "<!--->", or up to "-->" or "--!>"), and
+# the bogus comments "<!...>", "<?...>" and "</" + not a letter (§13.2.5.6, 8, 42).
+_BEFORE_DOCTYPE = re.compile(
+    r"(?:[\t\n\f\r ]+|<!--(?:-?>|[^-]*(?:-(?!-!?>)[^-]*)*--!?>)|<!(?!--|(?i:doctype))[^>]*>"
+    r"|<\?[^>]*>|</(?![A-Za-z])[^>]*>)*"
+).match
+_before_doctype = cast(Callable[[str], "re.Match[str]"], _BEFORE_DOCTYPE)  # (...)*: it matches everywhere
+
+
+class ParsedDocument:
+    """One parsed document or srcdoc: its text, its tree, and where each start tag is.
+
+    The parser is given the text with each CR and LF replaced by a space: one line, so a
+    start tag's position (line 1, column) is its offset in the text, with no table of
+    line starts to build. The tree is the same (HTML §13.2.5 and §13.2.6 read LF, CR, FF,
+    tab and space alike everywhere but in text, attribute values and a DOCTYPE's
+    identifiers), so nothing is read from the tree's attribute values or text: values
+    come from the text (:meth:`attribute_value`), comments are compared through
+    :meth:`as_parsed`. A DOCTYPE identifier with a line break keeps the lines.
+    """
+
+    def __init__(self, text: str, readable: bool = False, *, noscript_fragment: bool = False) -> None:
+        self.text = text
+        parser_text = text if readable else for_parser(text)
+        # A fragment has no DOCTYPE that counts (HTML §13.4 "parsing HTML fragments").
+        self.flat = noscript_fragment or _DOCTYPE_IDENTIFIER_BREAK(text, _before_doctype(text).end()) is None
+        if self.flat:
+            parser_text = parser_text.replace("\n", " ")
+            if "\r" in parser_text:
+                parser_text = parser_text.replace("\r", " ")
+            self.line_starts = [0]
+        else:
+            # HTML §13.2.3.5: the parser sees CR and CRLF as LF; positions are lines and columns.
+            self.line_starts = starts_of_lines(text)
+        self.parser_text = parser_text
+        # Where the scripting-on and scripting-off readings part (see _noscript_links).
+        self.diverges_at: int | None = None
+        self.scripting = not noscript_fragment  # how the tree was built
+        self._noscript: tuple[list[int], list[int]] | None = None
+        # The page a browser builds (scripting on, its default): <noscript> is raw text
+        # (HTML §13.2.6.4.4 and §13.2.6.4.7), so neither a <base> nor a raw-text element
+        # opened in it reaches past its first "</noscript". What a browser with scripting
+        # off reads there is parsed apart, range by range (noscript_fragment).
+        self.tree: turbohtml.Document | turbohtml.Element
+        if noscript_fragment:
+            # The text of one <noscript> as a browser with scripting off reads it: markup,
+            # where a <noscript> inside is an element like others.
+            self._noscript = ([], [])
+            self.tree = turbohtml.parse_fragment(parser_text, "noscript", scripting=False)
+        else:
+            self.tree = turbohtml.parse(parser_text, scripting=True, allow_declarative_shadow_roots=False)
+
+    def as_parsed(self, piece: str) -> str:
+        """*piece* of the text as the parser saw it, to compare with the tree's strings."""
+        if self.flat:
+            return piece.replace("\n", " ").replace("\r", " ")
+        return _newlines_normalised(piece)
+
+    def attribute_value(self, element: turbohtml.Element, name: str) -> str | None:
+        """The value of *element*'s attribute *name* (lowercase), as :meth:`value` gives
+        it; None when the start tag has no such attribute."""
+        spans = self.attributes(element, {name})
+        return self.value(spans[name]) if name in spans else None
+
+    def value(self, span: tuple[int, int, str]) -> str:
+        """The attribute value at *span* as the tokenizer gives it: HTML §13.2.3.5
+        newlines, §13.2.5.36-38 NUL read as U+FFFD, character references decoded."""
+        raw = self.text[span[0] : span[1]]
+        return decode_attribute(_newlines_normalised(raw).replace("\0", "\ufffd"))[0]
+
+    def noscript_ranges(self) -> tuple[list[int], list[int]]:
+        """Where the raw text of each <noscript> runs (from after its start tag to its end
+        tag, as a scripting browser reads it), sorted and not overlapping; computed once.
+        In the scripting tree every HTML <noscript> is raw text, so none holds another."""
+        if self._noscript is None:
+            starts: list[int] = []
+            ends: list[int] = []
+            for noscript in self.start_tags(self.tree.select("noscript")):
+                if noscript.namespace != _HTML:
+                    continue
+                start = self.start_tag_end(noscript)
+                starts.append(start)
+                ends.append(end_tag(self.text, "noscript", start))
+            self._noscript = (starts, ends)
+        return self._noscript
+
+    def offset(self, element: turbohtml.Element) -> int:
+        """Where *element*'s start tag begins in the text (it has one: a position)."""
+        position = element.position
+        assert position is not None
+        line, column = position
+        return self.line_starts[line - 1] + column
+
+    def start_tags(self, elements: Iterable[turbohtml.Element]) -> Iterator[turbohtml.Element]:
+        """*elements* that have a start tag of their own in the source, each tag once.
+
+        An element the parser made up (html, head, body, tbody) has no position;
+        reopened formatting elements (an <a> carried over a block boundary, HTML
+        §13.2.4.3) are clones of one start tag and share its position.
+        """
+        seen: set[tuple[int, int]] = set()
+        for element in elements:
+            position = element.position
+            if position is not None and position not in seen:
+                seen.add(position)
+                yield element
+
+    def attributes(self, element: turbohtml.Element, needed: set[str]) -> dict[str, tuple[int, int, str]]:
+        """The attributes of *element*'s start tag: the text span of each value and its quote.
+
+        The first of duplicate names wins, as in the tokenizer. An attribute without a
+        value has the empty span just after its name, and the quote :data:`_VALUELESS`.
+        The scan stops once every name in *needed* has been seen.
+        """
+        wanted = len(needed)
+        text = self.text
+        position = _tag_name(text, self.offset(element)).end()
+        spans: dict[str, tuple[int, int, str]] = {}
+        match_attribute = _match_attribute
+        while True:
+            match = match_attribute(text, position)
+            last = match.lastindex
+            if last is None:
+                return spans
+            name = match.group(1)
+            position = match.end()
+            name = name.lower() if name.isascii() else ascii_lower(name)
+            if name in spans:
+                continue
+            if name in needed:
+                wanted -= 1
+            # Group 2, 3 or 4 is the value, double-quoted, single-quoted or unquoted.
+            if last == 1:
+                spans[name] = (match.end(1), match.end(1), _VALUELESS)
+            else:
+                spans[name] = (*match.span(last), QUOTE_OF_GROUP[last])
+            if wanted <= 0:
+                return spans
+
+    def start_tag_end(self, element: turbohtml.Element) -> int:
+        """The offset just past *element*'s start tag."""
+        return _tag_end(self.text, self.offset(element))
+
+
+def _is_inert(element: turbohtml.Element) -> bool:
+    """In <template> content: never the source of the document's base (HTML §4.2.3).
+    (A <base> in a <noscript> is text in the scripting tree, so it is no element at all.)"""
+    return any(getattr(ancestor, "tag", None) == "template" for ancestor in element.ancestors)
+
+
+def rewrite_text(
+    text: str,
+    fallback: str | None,
+    fallback_layer: Layer | None,
+    policy: Policy,
+    codec: str = "utf-8",
+    readable: bool = False,
+    *,
+    base_elements: bool = True,
+    context: Context | None = None,
+    in_noscript: bool = False,
+) -> TextResult:
+    """Find and resolve every link of one document's text; the edits are text spans.
+
+    *readable*: the text was decoded without an unreadable byte, so it holds no lone
+    surrogate. Without *base_elements*, a ``<base>`` in the text is a link like others,
+    never the base (conditional comments: markup only old IE read). A *context* given
+    is the text's base as it is (the enclosing document's, whose references are
+    classified once for all its conditional comments): no base is looked for.
+    *in_noscript*: the text is itself inside a ``<noscript>`` (a srcdoc there).
+    """
+    document = ParsedDocument(text, readable)
+    result = TextResult()
+    tree = document.tree
+    if context is not None:
+        result.base, result.layer = context.base, context.layer
+        _document_links(document, None, context, policy, result)
+        _left_where_readings_differ(document, result)
+        require_base(policy, result)
+        return result
+
+    # RFC 1808 §3.1 / HTML "document base URL": the first base element with an href,
+    # in tree order, in the HTML namespace, not in template content. The tree is the
+    # scripting one, where a <base> in a <noscript> is text.
+    base, layer = fallback, fallback_layer
+    if base is None and (mark := saved_from(text)) is not None:
+        base, layer = mark, "saved-from-mark"
+    if base is None and policy.canonical_base:
+        canonical = _canonical(document)
+        if canonical is not None:
+            base, layer = canonical, "canonical"
+    fallback_context = Context(base, layer, policy, codec, in_noscript)
+    base_element = None  # the first one that counts, usable or not
+    usable_base = False
+    for candidate in tree.select("base[href]") if base_elements else ():
+        if candidate.namespace != _HTML or candidate.position is None or _is_inert(candidate):
+            continue
+        base_element = candidate
+        href = document.attribute_value(candidate, "href") or ""
+        start, end = strip_whitespace(href, 0, len(href))
+        frozen, problem = frozen_base(href[start:end], fallback_context)
+        if frozen is not None:
+            base, layer = frozen, "base-element"
+        if problem is not None:
+            # Left exactly as it is: rewritten, a disguised javascript: base could become
+            # a usable http: one that the page never had.
+            result.problems.append(f"<base href={href!r}> ignored: {problem}")
+        usable_base = problem is None
+        break
+    context = Context(base, layer, policy, codec, in_noscript)
+    result.base, result.layer = base, layer
+
+    _document_links(document, base_element, context, policy, result)
+    if base_element is not None and usable_base:
+        _base_element(document, base_element, fallback_context, policy, result)
+    _left_where_readings_differ(document, result)
+    require_base(policy, result)
+    return result
+
+
+def _document_links(
+    document: ParsedDocument,
+    base_element: turbohtml.Element | None,
+    context: Context,
+    policy: Policy,
+    result: TextResult,
+) -> None:
+    """Every link of *document* but its base element's: the elements of the scripting
+    tree, each <noscript>'s text as markup (:func:`_noscript_links`), and the markup of
+    conditional comments."""
+    _elements_links(
+        document, document.tree.select(selector(policy.lazy_attributes)), base_element, context, policy, result
+    )
+    _noscript_links(document, context, policy, result)
+    if policy.conditional_comments:
+        _conditional_comments(document, context, policy, result)
+
+
+def _noscript_links(document: ParsedDocument, context: Context, policy: Policy, result: TextResult) -> None:
+    """The links in each <noscript>, as a browser with scripting off reads its text.
+
+    Both readings must hold (HTML §13.2.6.4.7 "noscript", scripting on and off): with
+    scripting off the text is markup, so each new value is escaped for its attribute as
+    anywhere; with scripting on it is raw text that ends at the first ``</noscript``, so
+    no new value holds a "<" (the context percent-encodes it). Each range's edits are
+    checked against that end before they are kept.
+    """
+    starts, ends = document.noscript_ranges()
+    if not starts:
+        return
+    inner_context = context.inside_noscript()
+    text = document.text
+    for start, end in zip(starts, ends, strict=True):
+        if start >= end:
+            continue
+        fragment = ParsedDocument(text[start:end], noscript_fragment=True)
+        inner = TextResult()
+        _document_links(fragment, None, inner_context, policy, inner)
+        if inner.edits:
+            written = spliced(fragment.text, inner.edits)
+            if end_tag(written, "noscript", 0) != len(written):
+                # Never reached while no new value holds "<"; kept as the last guard.
+                result.problems.append(f"links in the <noscript> at character {start} were left as they are")
+                inner.edits.clear()
+        result.found.extend(shifted(found, None, start) for found in inner.found)
+        result.edits.extend((edit_start + start, edit_end + start, new) for edit_start, edit_end, new in inner.edits)
+        result.problems.extend(f"in <noscript>: {problem}" for problem in inner.problems)
+        if document.diverges_at is None and not _reads_on_alike(fragment):
+            document.diverges_at = end
+
+
+# Start tags that leave a scripting-off reader where a later <style> or <title> would not
+# open raw text (in <select>, a frameset), or a CDATA section that may run on.
+_DIVERGING = re.compile(r"<(?:[sS][eE][lL][eE][cC][tT]|[fF][rR][aA][mM][eE][sS][eE][tT])[\t\n\f\r />]|<!\[CDATA\[")
+_SENTINEL = "<rewriter-sentinel>"
+
+
+def _reads_on_alike(fragment: ParsedDocument) -> bool:
+    """Whether, after this <noscript>'s text, a browser with scripting off reads on as one
+    with scripting on does: from the data state, not inside a tag, a comment or raw text
+    the text opened (``<noscript><style></noscript>``). Told by tokenizing the text with a
+    start tag after it, which must come out as that tag, just where it was put."""
+    text = fragment.parser_text
+    if _DIVERGING.search(text) is not None:
+        return False
+    tokens = deque(turbohtml.tokenize(text + _SENTINEL, capture_attributes=False), maxlen=1)  # the last only
+    last = tokens[0] if tokens else None
+    return last is not None and last.type is _START_TAG_TOKEN and last.tag == _SENTINEL[1:-1] and last.col == len(text)
+
+
+def _left_where_readings_differ(document: ParsedDocument, result: TextResult) -> None:
+    """After a <noscript> that a browser with scripting off reads on from elsewhere than one
+    with scripting on (it opened a tag, a comment or raw text that runs past its end), the
+    two readings of the page differ: what is a link to one is text to the other. Nothing
+    there is rewritten (a new value would change the other reading's text, or end it);
+    each such link is reported, with the reason."""
+    at = document.diverges_at
+    if at is None:
+        return
+    reason = (
+        f"left as it is: after the <noscript> that ends at character {at}, a browser with scripting off "
+        "reads the page differently from one with scripting on"
+    )
+    result.edits = [edit for edit in result.edits if edit[0] < at]
+    for index, found in enumerate(result.found):
+        if found.start >= at and found.status in ("rewritten", "relinked"):
+            result.found[index] = found._replace(resolved=None, status="unresolvable", reason=reason)
+    result.problems.append(reason.replace("left as it is", "links were left as they are"))
+
+
+def saved_from_mark(document: bytes | str) -> str | None:
+    """The URL of a browser's ``<!-- saved from url=(NNNN)URL -->`` mark near the start of
+    *document* (an ASCII mark, as browsers write it), when it is one a link can be resolved against.
+
+    >>> saved_from_mark(b"<!-- saved from url=(0023)https://o.test/x/y.html -->\\n<p>")
+    'https://o.test/x/y.html'
+    """
+    head = document[:4096]
+    return saved_from(head.decode("latin-1") if isinstance(head, bytes) else head)
+
+
+def saved_from(text: str) -> str | None:
+    """The retrieval URL in a browser's ``<!-- saved from url=(NNNN)URL -->`` mark."""
+    match = _SAVED_FROM.search(text, 0, 4096)
+    if match is None:
+        return None
+    url = text[match.end() : match.end() + int(match.group(1))].strip()
+    # Hierarchical only: Internet Explorer and Edge write "about:internet" (the Mark of the
+    # Web) there, which no relative link can be resolved against.
+    return url if usable_as_base(url) else None
+
+
+def _canonical(document: ParsedDocument) -> str | None:
+    for element in document.tree.select('link[rel~="canonical"][href], meta[property="og:url"][content]'):
+        if element.position is None:
+            continue
+        value = document.attribute_value(element, "href" if element.tag == "link" else "content")
+        if value is not None and parse(value.strip()).scheme is not None:
+            return value.strip()
+    return None
+
+
+def _base_element(
+    document: ParsedDocument,
+    element: turbohtml.Element,
+    fallback: Context,
+    policy: Policy,
+    result: TextResult,
+) -> None:
+    """The <base> element stays with its href made absolute, or goes (``remove_base``)."""
+    if policy.remove_base:
+        result.edits.append((document.offset(element), document.start_tag_end(element), ""))
+        return
+    _element_links(document, element, fallback, policy, result)
+
+
+# The link table per (namespace, tag, lazy attributes): a dict lookup per element.
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+_TABLES: dict[tuple[object, str, frozenset[str]], dict[str, Kind]] = {}
+# The per-element caches keep short names only, and are emptied when full: element names
+# come from the documents, and a page of many or long made-up names must not grow memory.
+_CACHE_ENTRIES = 4096
+
+
+def _kept(cache: dict[_K, _V], key: _K, name: str, value: _V) -> _V:
+    """*value*, stored in *cache* under *key* when *name* is short (see :data:`_CACHE_ENTRIES`)."""
+    if len(name) <= CACHED_NAME_LENGTH:
+        if len(cache) >= _CACHE_ENTRIES:
+            cache.clear()
+        cache[key] = value
+    return value
+
+
+_CONDITIONAL_TAGS = frozenset(tag for tag, _ in CONDITIONAL)
+# Elements whose links need more than their attribute values (the general path).
+_SPECIAL_TAGS = frozenset({"style", "object", "applet"})
+_STYLE = frozenset({"style"})
+
+
+class _Plain(NamedTuple):
+    """One element kind's link attributes, split for the fast path: *fast* ones hold one
+    URL and need nothing but their value (the *lazy* among them only when it looks like
+    a URL); an element with any *other*, a ``style`` that may hold a URL (when the kind
+    has one: *style*), or of a *special* kind (its text or other attributes matter),
+    takes the general path. *watched* is all of them: an element's attributes are read
+    once, for those."""
+
+    fast: frozenset[str]
+    lazy: frozenset[str]
+    other: frozenset[str]
+    style: bool
+    special: bool
+    watched: frozenset[str]
+
+
+# Per set of lazy attributes, keyed by tag for HTML elements and by (namespace, tag) for
+# others: turbohtml's Namespace is an Enum, whose hash is a Python call.
+_PLAIN: dict[frozenset[str], dict[str, _Plain]] = {}
+_PLAIN_FOREIGN: dict[frozenset[str], dict[tuple[object, str], _Plain]] = {}
+
+
+def _plain_of(namespace: turbohtml.Namespace, tag: str, lazy: frozenset[str]) -> _Plain:
+    table = attributes_of(_NAMESPACE_NAMES.get(namespace, "html"), tag, lazy)
+    if tag in _SPECIAL_TAGS:
+        return _Plain(frozenset(), frozenset(), frozenset(table), False, True, frozenset(table))
+    fast = frozenset(name for name, kind in table.items() if kind == "url" and (tag, name) not in CONDITIONAL)
+    style = table.get("style") == "css"
+    other = frozenset(table) - fast - ({"style"} if style else set())
+    return _Plain(fast, fast & lazy, other, style, False, frozenset(table))
+
+
+def _elements_links(
+    document: ParsedDocument,
+    elements: Iterable[turbohtml.Element],
+    base_element: turbohtml.Element | None,
+    context: Context,
+    policy: Policy,
+    result: TextResult,
+) -> None:
+    """The links of *elements* (each start tag once), but the base element's.
+
+    Pages have tens of thousands of link elements, nearly all an ``<a href>`` or an
+    ``<img src>`` with a plain value, so those are done here in one loop; any other
+    element goes through :func:`_element_links`.
+    """
+    text, line_starts, flat = document.text, document.line_starts, document.flat
+    lazy = policy.lazy_attributes
+    classify_new, classified, found, edits = context._classify, context.classified, result.found, result.edits
+    base, layer = context.base, context.layer
+    value_of = _VALUE_OF
+    new = new_link
+    plain_html = _PLAIN.setdefault(lazy, {})
+    plain_foreign = _PLAIN_FOREIGN.setdefault(lazy, {})
+    seen: set[tuple[int, int]] = set()
+    for element in elements:
+        # An element the parser made up has no position; a reopened formatting
+        # element (HTML §13.2.4.3) is a clone of a start tag already seen.
+        position = element.position
+        if position is None or position in seen:
+            continue
+        seen.add(position)
+        if element is base_element:
+            continue
+        tag = element.tag
+        namespace = element.namespace
+        if namespace is _HTML:
+            split = plain_html.get(tag)
+            if split is None:
+                split = _kept(plain_html, tag, tag, _plain_of(namespace, tag, lazy))
+        else:
+            split = plain_foreign.get((namespace, tag))
+            if split is None:
+                split = _kept(plain_foreign, (namespace, tag), tag, _plain_of(namespace, tag, lazy))
+        if split.special:
+            _element_links(document, element, context, policy, result)
+            continue
+        attrs = element.attrs
+        watched = split.watched.intersection(attrs)  # the one read of the names
+        if not watched:
+            continue
+        if not split.other.isdisjoint(watched):
+            _element_links(document, element, context, policy, result)
+            continue
+        if "style" in watched:
+            if may_hold_urls(attrs.get("style")):
+                _element_links(document, element, context, policy, result)
+                continue
+            watched = watched - _STYLE
+            if not watched:
+                continue
+        # Source order, for the problems list.
+        needed: Collection[str] = watched if len(watched) == 1 else [name for name in attrs if name in watched]
+        offset = position[1] if flat else line_starts[position[0] - 1] + position[1]
+        for name in needed:
+            # HTML §13.2.5.32-39 over this one start tag, up to the first attribute *name*
+            # (the first of duplicates wins): one call.
+            match = (value_of.get(name) or attribute_value_pattern(name))(text, offset)
+            if match is None:
+                # HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to
+                # the first one; their text is elsewhere and is left as it is.
+                result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
+                continue
+            last = match.lastindex
+            if last is None:  # no value: the empty string (HTML §13.2.5.33), rare
+                _attribute_links(
+                    document, tag, name, "url", (match.end(), match.end(), _VALUELESS), context, policy, result
+                )
+                continue
+            start, end = match.span(last)
+            raw = text[start:end]
+            quote = QUOTE_OF_VALUE_GROUP[last]
+            if name in split.lazy and not looks_like_url(_decoded(raw), "url"):
+                continue
+            if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
+                _attribute_links(document, tag, name, "url", (start, end, quote), context, policy, result)
+                continue
+            known = classified.get(raw)
+            if known is None:
+                known = classified[raw] = classify_new(raw)
+            status, resolved, reason = known
+            found.append(new(Link, (tag, name, "url", raw, resolved, status, reason, base, layer, start, end)))
+            if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != raw:
+                prefix = _prefix(resolved, raw)
+                if prefix is not None and (quote or _NEEDS_QUOTES.isdisjoint(prefix)):
+                    edits.append((start, start, _escape_attribute(prefix, quote)))
+                else:
+                    replacement: list[tuple[int, int, str, str | None]] = [(0, len(raw), resolved, prefix)]
+                    _splice_attribute(raw, start, end, quote, raw, None, replacement, result)
+
+
+def _element_links(
+    document: ParsedDocument,
+    element: turbohtml.Element,
+    context: Context,
+    policy: Policy,
+    result: TextResult,
+) -> None:
+    tag = element.tag
+    if tag == "style":
+        _style_element(document, element, context, result)
+    lazy = policy.lazy_attributes
+    table = _TABLES.get((element.namespace, tag, lazy))
+    if table is None:
+        namespace = _NAMESPACE_NAMES.get(element.namespace, "html")
+        table = _kept(_TABLES, (element.namespace, tag, lazy), tag, attributes_of(namespace, tag, lazy))
+    kinds = {name: table[name] for name in element.attrs if name in table}
+    if not kinds:
+        return
+    if tag in _CONDITIONAL_TAGS:
+        kinds = {name: kind for name, kind in kinds.items() if applies(element.attrs, tag, name)}
+    needed = set(kinds)
+    if tag in ("object", "applet") and "codebase" in element.attrs:
+        needed.add("codebase")
+    spans = document.attributes(element, needed)
+    codebase_context = None
+    for name, kind in kinds.items():
+        if name not in spans:
+            # HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to
+            # the first one; their text is elsewhere and is left as it is.
+            result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
+            continue
+        span = spans[name]
+        if name in lazy and not looks_like_url(document.value(span), kind):
+            continue
+        local = context
+        if (tag, name) in CODEBASE_RELATIVE and "codebase" in spans:
+            if codebase_context is None:
+                codebase_context = _codebase(document, spans["codebase"], context)
+            local = codebase_context
+        _attribute_links(document, tag, name, kind, span, local, policy, result)
+
+
+def _decoded(raw: str) -> str:
+    """An attribute value's source text as the tokenizer gives it (:meth:`ParsedDocument.value`)."""
+    if "&" not in raw and "\r" not in raw and "\0" not in raw:
+        return raw
+    return decode_attribute(_newlines_normalised(raw).replace("\0", "\ufffd"))[0]
+
+
+def _codebase(document: ParsedDocument, span: tuple[int, int, str], context: Context) -> Context:
+    """The base for classid/data/archive/code: the codebase resolved against the document's base."""
+    value, _ = decode_attribute(document.text[span[0] : span[1]])
+    start, end = strip_whitespace(value, 0, len(value))
+    return context.codebase(value[start:end])
+
+
+def _attribute_links(
+    document: ParsedDocument,
+    tag: str,
+    name: str,
+    kind: Kind,
+    span: tuple[int, int, str],
+    context: Context,
+    policy: Policy,
+    result: TextResult,
+) -> None:
+    """The links of one attribute value, each by its kind's microsyntax. The common case,
+    one URL with no character reference and no NUL, takes a short way."""
+    raw_start, raw_end, quote = span
+    raw = document.text[raw_start:raw_end]
+    if kind == "url" and "&" not in raw and "\0" not in raw:
+        start, end = 0, len(raw)
+        if raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE):
+            start, end = strip_whitespace(raw, start, end)
+            reference = raw[start:end]
+        else:
+            reference = raw
+        resolved = result.record(context, tag, name, "url", reference, raw_start + start, raw_start + end)
+        if resolved is not None:
+            replacement = (start, end, resolved, _prefix(resolved, reference))
+            _splice_attribute(raw, raw_start, raw_end, quote, raw, None, [replacement], result)
+        return
+    value, offsets = decode_attribute(raw)
+    # HTML §13.2.5.36-38: the tokenizer reads NUL in a value as U+FFFD (one for one: the
+    # offsets stay), and so does a browser resolving it.
+    value = value.replace("\0", "\ufffd")
+
+    # Each replacement: a span of the decoded value, its new text, and whether the new
+    # text is the old one with a prefix (then only the prefix is written).
+    replacements: list[tuple[int, int, str, str | None]] = []
+    if kind == "css":
+        css_context = context.for_css()
+        for url in css_urls(value):
+            _one_url(
+                tag,
+                name,
+                kind,
+                value,
+                url.start,
+                url.end,
+                url.value,
+                css_context,
+                offsets,
+                raw_start,
+                result,
+                replacements,
+                css_quote=url.quote,
+            )
+    elif kind == "srcdoc":
+        # A srcdoc document is a string: its encoding is UTF-8 (HTML §4.8.5 "about:srcdoc").
+        nested = rewrite_text(value, context.base, context.layer, policy, in_noscript=context.in_noscript)
+        result.found.extend(shifted(found, offsets, raw_start) for found in nested.found)
+        for edit_start, edit_end, new in nested.edits:
+            replacements.append((edit_start, edit_end, new, None))
+        result.problems.extend(f"in srcdoc: {problem}" for problem in nested.problems)
+    else:
+        for url_start, url_end in url_spans(kind, value):
+            reference = value[url_start:url_end]
+            _one_url(
+                tag, name, kind, value, url_start, url_end, reference, context, offsets, raw_start, result, replacements
+            )
+    if replacements:
+        _splice_attribute(raw, raw_start, raw_end, quote, value, offsets, replacements, result)
+
+
+def _one_url(
+    tag: str,
+    name: str,
+    kind: Kind,
+    value: str,
+    start: int,
+    end: int,
+    reference: str,
+    context: Context,
+    offsets: list[int] | None,
+    raw_start: int,
+    result: TextResult,
+    replacements: list[tuple[int, int, str, str | None]],
+    css_quote: css.Quote | None = None,
+) -> None:
+    start_at, end_at = raw_start + _raw(offsets, start), raw_start + _raw(offsets, end)
+    resolved = result.record(context, tag, name, kind, reference, start_at, end_at)
+    if resolved is None:
+        return
+    if css_quote is not None:
+        new = css.escape_url(resolved, css_quote)
+        replacements.append((start, end, new, None))
+        return
+    new = for_context(kind, resolved, value, start)
+    replacements.append((start, end, new, _prefix(new, reference) if value[start:end] == reference else None))
+
+
+def _prefix(new: str, reference: str) -> str | None:
+    """What *new* adds before *reference* when it only adds a prefix (then only that is written)."""
+    return new[: len(new) - len(reference)] if reference and new.endswith(reference) else None
+
+
+def _raw(offsets: list[int] | None, index: int) -> int:
+    return index if offsets is None else offsets[index]
+
+
+def _splice_attribute(
+    raw: str,
+    raw_start: int,
+    raw_end: int,
+    quote: str,
+    value: str,
+    offsets: list[int] | None,
+    replacements: list[tuple[int, int, str, str | None]],
+    result: TextResult,
+) -> None:
+    if not quote or quote == _VALUELESS:
+        written = "".join(new if prefix is None else prefix for _, _, new, prefix in replacements)
+        if quote == _VALUELESS or any(char in _NEEDS_QUOTES for char in written):
+            pieces: list[str] = []
+            last = 0
+            for start, end, new, _ in sorted(replacements):
+                pieces += (value[last:start], new)
+                last = end
+            pieces.append(value[last:])
+            equals = "=" if quote == _VALUELESS else ""
+            escaped = _escape_attribute("".join(pieces), '"')
+            result.edits.append((raw_start, raw_end, f'{equals}"{escaped}"'))
+            return
+    for start, end, new, prefix in replacements:
+        raw_at = raw_start + _raw(offsets, start)
+        if prefix is not None:
+            result.edits.append((raw_at, raw_at, _escape_attribute(prefix, quote)))
+        else:
+            result.edits.append((raw_at, raw_start + _raw(offsets, end), _escape_attribute(new, quote)))
+
+
+def end_tag(text: str, name: str, start: int) -> int:
+    """Where the raw text that starts at *start* ends: the first ``</name`` followed by
+    whitespace, "/" or ">" (HTML §13.2.5.12 "appropriate end tag"), or the end."""
+    length = len(name) + 2
+    position = text.find("</", start)
+    while position >= 0:
+        if text[position + 2 : position + length].lower() == name and text[
+            position + length : position + length + 1
+        ] in ("\t", "\n", "\f", "\r", " ", "/", ">"):
+            return position
+        position = text.find("</", position + 2)
+    return len(text)
+
+
+def _style_element(
+    document: ParsedDocument,
+    element: turbohtml.Element,
+    context: Context,
+    result: TextResult,
+) -> None:
+    """CSS in a <style> element: raw text in HTML, so its source is its text.
+
+    The text runs to the first ``</style`` followed by whitespace, "/" or ">" (HTML
+    §13.2.5.12 "appropriate end tag"), or to the end of the document.
+    """
+    start = document.start_tag_end(element)
+    end = end_tag(document.text, "style", start)
+    source = document.text[start:end]
+    foreign = element.namespace != _HTML
+    if foreign and ("&" in source or "<" in source):
+        return  # SVG <style> is parsed as markup; only plain text is taken as is
+    css_links(source, start, "style", "#style", context.for_css(), result, in_style_element=True, foreign=foreign)
+
+
+# HTML elements whose content the tree builder has the tokenizer read as raw text or
+# RCDATA (HTML §13.2.6.4.4, §13.2.6.4.7; <noscript> with scripting on): "<!--" there is text.
+_RAW_TEXT_ELEMENTS = frozenset(
+    {"script", "style", "xmp", "iframe", "noembed", "noframes", "noscript", "textarea", "title", "plaintext"}
+)
+_RAW_TEXT_SELECTOR = ", ".join(sorted(_RAW_TEXT_ELEMENTS))
+# The data of a conditional comment: "[if ...]>" markup "<![endif]".
+_CONDITIONAL_DATA = re.compile(r"\[(?i:if)[^\]]{0,256}\]>.*<!\[(?i:endif)\]\s*\Z", re.DOTALL).match
+_COMMENT_TOKEN = turbohtml.TokenType.COMMENT
+_START_TAG_TOKEN = turbohtml.TokenType.START_TAG
+_TOKENIZER_CHUNK = 1 << 16  # text given to the tokenizer at a time: a restart wastes at most this
+
+
+def _conditional_comments(document: ParsedDocument, context: Context, policy: Policy, result: TextResult) -> None:
+    """Links inside ``<!--[if IE]>...<![endif]-->``: markup that old IE rendered.
+
+    Each is parsed as a document of its own with this document's base (a <base> inside
+    one is never used). Only the comment nodes the parser made are rewritten, at their
+    own offsets (:func:`_comment_offsets`): a lookalike in an attribute value, a script,
+    a style sheet or any raw text is never touched, and where the offsets cannot be
+    told for certain the comments are left as they are.
+    """
+    text = document.text
+    if "<!--[" not in text:
+        return
+    offsets = _comment_offsets(document)
+    if not offsets:
+        return
+    # One policy and context for all of them: a conditional comment has no base of its own.
+    nested_policy = policy.clone(conditional_comments=False)
+    nested_context = Context(context.base, context.layer, nested_policy, context.codec, context.in_noscript)
+    nested_context.classified = context.classified  # the same base, rules and escaping: the same answers
+    parsed = document.parser_text  # as text, offset for offset, with what the parser read for each character
+    for start, data in offsets:
+        head = _CONDITIONAL_HEAD(text, start)
+        # Within the comment (its data, twice for CR LF read as one, and its end): linear.
+        end = _CONDITIONAL_END(text, head.end(), start + 2 * len(data) + 12) if head is not None else None
+        if head is None or end is None or _comment_data(document, parsed[start + 4 : end.end() - 3]) != data:
+            continue  # not one conditional comment from "<!--[if" to "<![endif]-->"
+        inner_start, inner_end = head.end(), end.start()
+        nested = rewrite_text(
+            text[inner_start:inner_end],
+            context.base,
+            context.layer,
+            nested_policy,
+            context.codec,
+            base_elements=False,
+            context=nested_context,
+        )
+        result.found.extend(shifted(found, None, inner_start) for found in nested.found)
+        for edit_start, edit_end, new in nested.edits:
+            # The new text lands inside a comment: a ">" could end it ("-->", "--!>") and
+            # turn the rest of the URL into live markup. Browsers percent-encode ">" in a
+            # URL's path, query and fragment anyway.
+            result.edits.append((edit_start + inner_start, edit_end + inner_start, new.replace(">", "%3E")))
+
+
+def _comment_offsets(document: ParsedDocument) -> list[tuple[int, str]]:
+    """Where each conditional comment node of the tree starts in the text, with its data.
+
+    The tree holds no offsets for comments, so the tokenizer gives them: its comment
+    tokens are exact for as long as it reads the text as the tree builder has it read
+    (HTML §13.2.5.43-52). Alone, it cannot know what the tree builder switches, so the
+    tree is asked at each tag where that matters:
+
+    - a raw-text tag (``<style>``, ``<title>``, ...) that opened no HTML raw-text
+      element (SVG's ``<title>``, a tag the builder ignored): the builder's tokenizer
+      stayed in the data state, so this one starts again, in that state, after the tag;
+    - ``<![CDATA[`` in a document with SVG or MathML: a CDATA section in foreign
+      content, a bogus comment elsewhere; which one, the tree does not say, so no
+      comment after it is taken.
+
+    The comments taken must also be, data for data, as many as the tree's.
+    """
+    tree = document.tree
+    nodes = tree.xpath("//comment()")
+    assert isinstance(nodes, list)  # a node-set
+    expected = Counter(
+        data for node in nodes if isinstance(node, turbohtml.Comment) and (data := node.data)[:3].lower() == "[if"
+    )
+    if not expected:
+        return []
+    # Most pages: every "<!--[if" of the text, read as a comment from there, is one of the
+    # tree's. When the two agree, data for data, there is no lookalike among them: a real
+    # comment missing from the text's could only lie inside a lookalike found before it,
+    # which ends where it ends and so has longer data; the longest such lookalike would
+    # need a real comment with its data, missing too, inside a yet longer one.
+    in_text = _text_comments(document)
+    shaped = Counter(data for data in expected.elements() if _CONDITIONAL_DATA(data) is not None)
+    if Counter(data for _, data in in_text if _CONDITIONAL_DATA(data) is not None) == shaped:
+        return in_text
+    # The elements a raw-text tag may have opened, by offset (any namespace: SVG has a <title>).
+    element_at: dict[int, turbohtml.Element] = {}
+    for element in tree.select(_RAW_TEXT_SELECTOR):
+        if element.position is not None:
+            element_at.setdefault(document.offset(element), element)
+    foreign = tree.select_one("svg, math") is not None
+    raw_text = _RAW_TEXT_ELEMENTS if document.scripting else _RAW_TEXT_ELEMENTS - {"noscript"}
+    text = document.parser_text
+    last = text.rfind("<!--[")  # no conditional comment starts after it
+    found: list[tuple[int, str]] = []
+    tokenizer = turbohtml.Tokenizer(capture_attributes=False)
+    origin = 0  # where the tokenizer started reading: its tokens are on one line (a flat document)
+    fed = 0  # how much of the text it has been given
+    closed = False
+    while not closed:
+        if fed < len(text):
+            tokens: Iterable[turbohtml.Token] = tokenizer.feed(text[fed : fed + _TOKENIZER_CHUNK])
+            fed += _TOKENIZER_CHUNK
+        else:
+            tokenizer.close()
+            tokens, closed = tokenizer, True
+        restart = None
+        for token in tokens:
+            kind = token.type
+            if kind is _START_TAG_TOKEN:
+                name = token.tag
+                if name in _RAW_TEXT_ELEMENTS:
+                    offset = _offset_of(document, origin, token)
+                    if offset > last:
+                        restart = len(text)
+                        break
+                    opened = element_at.get(offset)
+                    if name not in raw_text or opened is None or opened.namespace is not _HTML or opened.tag != name:
+                        restart = _tag_end(document.text, offset)
+                        break
+            elif kind is _COMMENT_TOKEN:
+                data = token.data or ""
+                if data[:7] == "[CDATA[" and foreign:
+                    restart = len(text)
+                    break
+                if data[:3].lower() == "[if":
+                    found.append((_offset_of(document, origin, token), data))
+                    if found[-1][0] >= last:
+                        restart = len(text)
+                        break
+        if restart is not None:
+            if restart >= len(text) or not document.flat:
+                break  # a document that is not one line cannot be read from the middle
+            tokenizer.reset()
+            origin = fed = restart
+            closed = False
+    counted = Counter(data for _, data in found)
+    return [(offset, data) for offset, data in found if counted[data] == expected[data]]
+
+
+def _text_comments(document: ParsedDocument) -> list[tuple[int, str]]:
+    """Each ``<!--[if`` of the text that lies in no comment found before it, with the data
+    a comment starting there has: up to the first ``-->`` or ``--!>``, or the end (HTML
+    §13.2.5.43-52), as the tree holds it. The comments found never overlap, so the text
+    is read once and no character is copied twice."""
+    text = document.parser_text
+    found: list[tuple[int, str]] = []
+    ends = {"-->": -1, "--!>": -1}  # the next of each at or after the last start; -2: none left
+    position = text.find("<!--[")
+    while position >= 0:
+        if _CONDITIONAL_HEAD(text, position) is None:
+            position = text.find("<!--[", position + 5)
+            continue
+        start = position + 4
+        for marker, at in ends.items():
+            if at != -2 and at < start:
+                found_at = text.find(marker, start)
+                ends[marker] = found_at if found_at >= 0 else -2
+        stops = [at for at in ends.values() if at >= 0]
+        end = min(stops) if stops else len(text)
+        found.append((position, _comment_data(document, text[start:end])))
+        position = text.find("<!--[", end)
+    return found
+
+
+def _comment_data(document: ParsedDocument, piece: str) -> str:
+    """A comment's source text as its node holds it: NUL read as U+FFFD (§13.2.5.45-50),
+    line breaks as the parser saw them."""
+    return document.as_parsed(piece.replace("\0", "\ufffd"))
+
+
+def _offset_of(document: ParsedDocument, origin: int, token: turbohtml.Token) -> int:
+    """Where *token*, from a tokenizer that started at *origin*, begins in the text."""
+    if document.flat:
+        return origin + token.col
+    return document.line_starts[token.line - 1] + token.col
+
+
+def _tag_end(text: str, offset: int) -> int:
+    """The offset just past the tag that starts at *offset* (HTML §13.2.5.6-40)."""
+    position = _tag_name(text, offset).end()
+    while (match := ATTRIBUTE.match(text, position)) is not None and match.group(1) is not None:
+        position = match.end()
+    close = text.find(">", position)
+    return len(text) if close < 0 else close + 1
+
+
+# --------------------------------------------------------------------------
+# Bytes in, bytes out
+# --------------------------------------------------------------------------
+
+
+def rewrite_html(document: bytes | str, **options: Unpack[DocumentOptions]) -> DocumentResult:
+    """Make every relative URL of an HTML document absolute, changing no other byte.
+
+    *options* (:class:`~rewriter.document.process.DocumentOptions`): *url* is the retrieval
+    URL (RFC 1808 §3.3); *base* a base handed down by an enclosing entity (§3.2, e.g. a MIME
+    part's), which takes precedence; *charset* a transport charset (HTTP or MIME); *policy*.
+    The output is bytes in the document's own encoding; a ``str`` document is taken as
+    already decoded and comes back as UTF-8.
+    """
+    return process(document, rewrite=True, engine=rewrite_text, sniffer=sniff, **options)
+
+
+def find_links(document: bytes | str, **options: Unpack[DocumentOptions]) -> DocumentResult:
+    """Every link of an HTML document, resolved, without rewriting (``output`` is the input)."""
+    return process(document, rewrite=False, engine=rewrite_text, sniffer=sniff, **options)
+
+
+class ByteView:
+    """A page's text as a view for :func:`rewriter.html.links.iter_links`: every start tag
+    of the tree this engine reads (scripting on, as browsers run), in tree order, with its
+    attribute values as its start tag holds them (character references decoded; the first
+    of duplicate names winning) and a ``<style>``'s text. A site's span is in the decoded
+    value; :meth:`span` gives its offsets in the text. What the engine reads besides the
+    elements (each ``<noscript>``'s text with scripting off, conditional comments, ``srcdoc``
+    documents) are documents of their own, with views of their own.
+    """
+
+    def __init__(self, document: bytes | str, *, charset: str | None = None) -> None:
+        text, readable = (
+            (document, False) if isinstance(document, str) else decode_checked(document, sniff(document, charset))
+        )
+        self.text = text
+        self._document = ParsedDocument(text, readable)
+
+    def elements(self) -> Iterator[ViewElement]:
+        document = self._document
+        everything = {"\0"}  # a name no attribute has: scan them all
+        for element in document.start_tags(document.tree.iter_elements()):
+            spans = document.attributes(element, everything)
+            values = {name: decode_attribute(document.text[start:end])[0] for name, (start, end, _) in spans.items()}
+            namespace = _NAMESPACE_NAMES.get(element.namespace)
+            style = None
+            if element.tag == "style":
+                start = document.start_tag_end(element)
+                style = document.text[start : end_tag(document.text, "style", start)]
+                if element.namespace is not _HTML and ("&" in style or "<" in style):
+                    style = None  # SVG <style> is parsed as markup; only plain text is taken as is
+            yield ViewElement(element, namespace, element.tag, values, style)
+
+    def span(self, site: Site) -> tuple[int, int]:
+        """Where *site*'s URL is in the text."""
+        document, element = self._document, site.element.node
+        assert isinstance(element, turbohtml.Element)
+        if site.attribute == "#style":
+            start = document.start_tag_end(element)
+            return start + site.start, start + site.end
+        raw_start, raw_end, _ = document.attributes(element, {site.attribute})[site.attribute]
+        _, offsets = decode_attribute(document.text[raw_start:raw_end])
+        return raw_start + _raw(offsets, site.start), raw_start + _raw(offsets, site.end)
+
+
+def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tuple[str, dict[str, str]]]:
+    """Every start tag the engine sees, in tree order, with its attribute values.
+
+    Values are as the HTML tokenizer gives them (character references decoded,
+    newlines normalised, NUL read as U+FFFD), the first of duplicate names winning.
+    Start tags the tree builder ignores or merges into an earlier element (a second
+    ``<body>``, a ``<tr>`` outside a table) are not included: no element carries them.
+    The tree is a scripting browser's; the text of each ``<noscript>`` is read as a
+    browser with scripting off reads it, and its start tags follow the ``<noscript>``'s.
+    This is what tests compare with an independent HTML5 tokenizer.
+
+    >>> start_tags('<A HREF="x&amp;y" href=dup>t</A><svg><image xlink:href=i /></svg>')
+    [('a', {'href': 'x&y'}), ('svg', {}), ('image', {'xlink:href': 'i'})]
+    >>> start_tags('<noscript><img src=a></noscript>')
+    [('noscript', {}), ('img', {'src': 'a'})]
+    """
+    text, readable = (
+        (document, False) if isinstance(document, str) else decode_checked(document, sniff(document, charset))
+    )
+    return _start_tags(ParsedDocument(text, readable))
+
+
+def _start_tags(parsed: ParsedDocument) -> list[tuple[str, dict[str, str]]]:
+    everything = {"\0"}  # a name no attribute has: scan them all
+    text = parsed.text
+    starts, ends = parsed.noscript_ranges()
+    tags: list[tuple[str, dict[str, str]]] = []
+    for element in parsed.start_tags(parsed.tree.iter_elements()):
+        start = parsed.offset(element)
+        name = ascii_lower(_tag_name(text, start).group()[1:]).replace("\0", "\ufffd")
+        values: dict[str, str] = {}
+        # Spans, not element.attrs: the parser saw a space for each line break (see ParsedDocument).
+        for attribute, span in parsed.attributes(element, everything).items():
+            values[attribute.replace("\0", "\ufffd")] = parsed.value(span)
+        tags.append((name, values))
+        if element.tag == "noscript" and element.namespace is _HTML:
+            after = parsed.start_tag_end(element)
+            at = bisect.bisect_left(starts, after)
+            if at < len(starts) and starts[at] == after:
+                inner = ParsedDocument(text[starts[at] : ends[at]], noscript_fragment=True)
+                tags.extend(_start_tags(inner))
+    return tags

@@ -1,0 +1,210 @@
+"""HTML's small syntaxes inside attribute values: character references, srcset, meta refresh.
+
+Each parser reports where each URL sits in the value, so that only the URL is replaced.
+
+>>> srcset_urls("a,b.png 1x, c.png 2x")
+[(0, 7), (12, 17)]
+>>> refresh_url("5; url='next.html'")
+(8, 17)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from html.entities import html5 as _NAMED
+from typing import cast
+
+__all__ = ["decode_attribute", "refresh_url", "space_separated", "srcset_urls", "strip_whitespace"]
+
+ASCII_WHITESPACE = " \t\n\f\r"
+
+# HTML §13.2.5.72-80: "&" then a numeric reference or the longest name.
+_REFERENCE = re.compile(r"&(?:#[xX]([0-9A-Fa-f]+);?|#([0-9]+);?|([A-Za-z][A-Za-z0-9]*)(;?))")
+
+# §13.2.5.80 numeric character reference end state: C1 controls read as windows-1252.
+_C1 = {n: bytes([n]).decode("cp1252") for n in range(0x80, 0xA0) if n not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
+
+
+def _numeric(number: int) -> str:
+    if number == 0 or number > 0x10FFFF or 0xD800 <= number <= 0xDFFF:
+        return "\ufffd"
+    return _C1.get(number, chr(number))
+
+
+def _named(name: str, semicolon: bool, following: str) -> str | None:
+    """The text a named reference stands for in an attribute value, or None to keep it.
+
+    §13.2.5.73: the longest known name wins. Only the legacy names are known without
+    ";"; in an attribute, one followed by an alphanumeric or "=" is kept as written
+    (``&copy=2``, ``&notit``).
+    """
+    if semicolon and name + ";" in _NAMED:
+        return _NAMED[name + ";"]
+    for end in range(len(name), 1, -1):
+        if name[:end] in _NAMED:
+            if end < len(name) or following == "=":
+                return None
+            return _NAMED[name]
+    return None
+
+
+def decode_attribute(raw: str) -> tuple[str, list[int] | None]:
+    """An attribute value with its character references decoded, and where each character came from.
+
+    The list gives, for each character of the result and one past its end, the offset
+    in *raw* it came from; it is None when nothing was decoded (offsets are the same).
+
+    >>> decode_attribute("a&amp;b&copy=1")
+    ('a&b&copy=1', [0, 1, 6, 7, 8, 9, 10, 11, 12, 13, 14])
+    >>> decode_attribute("plain")
+    ('plain', None)
+    """
+    if "&" not in raw:
+        return raw, None
+    if raw.count("&") == raw.count("&amp;"):
+        # Only "&amp;" (most URLs with a query): each is one "&" that came from its "&".
+        offsets_of_amp: list[int] = []
+        position = 0
+        for part in raw.split("&amp;"):
+            offsets_of_amp.extend(range(position, position + len(part)))
+            position += len(part)
+            offsets_of_amp.append(position)  # the "&" (after the last part: the end)
+            position += 5
+        return raw.replace("&amp;", "&"), offsets_of_amp
+    return decode_references(raw)
+
+
+def decode_references(raw: str) -> tuple[str, list[int]]:
+    """:func:`decode_attribute` for any *raw* with an "&": each reference read as the
+    tokenizer reads it in an attribute value (HTML §13.2.5.72-80)."""
+    pieces: list[str] = []
+    offsets: list[int] = []
+    last = 0
+    for match in _REFERENCE.finditer(raw):
+        hex_digits, decimal, name, semicolon = match.groups()
+        if name is not None:
+            following = raw[match.end() : match.end() + 1]
+            text = _named(name, bool(semicolon), following)
+            if text is None:
+                continue
+        else:
+            text = _numeric(int(hex_digits, 16) if hex_digits is not None else int(decimal))
+        start = match.start()
+        pieces.append(raw[last:start])
+        offsets.extend(range(last, start))
+        pieces.append(text)
+        offsets.extend([start] * len(text))
+        last = match.end()
+    pieces.append(raw[last:])
+    offsets.extend(range(last, len(raw) + 1))
+    return "".join(pieces), offsets
+
+
+def strip_whitespace(value: str, start: int, end: int) -> tuple[int, int]:
+    """The span [start, end) of *value* without leading and trailing ASCII whitespace."""
+    while start < end and value[start] in ASCII_WHITESPACE:
+        start += 1
+    while end > start and value[end - 1] in ASCII_WHITESPACE:
+        end -= 1
+    return start, end
+
+
+def space_separated(value: str) -> list[tuple[int, int]]:
+    """The spans of the tokens of a set of space-separated tokens (``ping``, ``archive``)."""
+    return [match.span() for match in re.finditer(r"[^ \t\n\f\r]+", value)]
+
+
+def srcset_urls(value: str) -> list[tuple[int, int]]:
+    """The spans of the image-candidate URLs of a ``srcset`` value.
+
+    HTML §4.8.4.3.10 "parse a srcset attribute": a URL runs to the next whitespace and
+    may contain commas; trailing commas end the candidate; descriptors run to a comma
+    outside parentheses. Separators and descriptors are left as they are.
+
+    >>> srcset_urls("img,2x.png 2x,x.png, y.png (a,b) 3x ,z.png")
+    [(0, 10), (14, 19), (21, 26), (37, 42)]
+    """
+    spans: list[tuple[int, int]] = []
+    position, length = 0, len(value)
+    while True:
+        position = _separators(value, position).end()
+        if position >= length:
+            return spans
+        start = position
+        position = end = _url(value, position).end()
+        if value[end - 1] == ",":  # trailing commas: no descriptors
+            spans.append((start, start + len(value[start:end].rstrip(","))))
+            continue
+        spans.append((start, end))
+        position = _descriptors(value, position).end()
+
+
+# HTML §4.8.4.3.10 "parse a srcset attribute", its three loops as patterns: the splitting
+# loop skips whitespace and commas; a URL runs to whitespace; the descriptor tokenizer
+# runs to a comma outside parentheses (a "(" opens them, the next ")" closes them).
+_SRCSET_SEPARATORS = re.compile(r"[ \t\n\f\r,]*")
+_SRCSET_URL = re.compile(r"[^ \t\n\f\r]*")
+_SRCSET_DESCRIPTORS = re.compile(r"(?:[^(,]+|\([^)]*\)?)*,?")
+# Each of the three matches the empty string: its match never fails (typed so, at no cost).
+_separators = cast(Callable[[str, int], "re.Match[str]"], _SRCSET_SEPARATORS.match)
+_url = cast(Callable[[str, int], "re.Match[str]"], _SRCSET_URL.match)
+_descriptors = cast(Callable[[str, int], "re.Match[str]"], _SRCSET_DESCRIPTORS.match)
+
+
+def refresh_url(content: str) -> tuple[int, int] | None:
+    """The span of the URL in a ``<meta http-equiv=refresh content>`` value, or None.
+
+    HTML §7.11.1 "shared declarative refresh steps": a time, then ``;`` or ``,`` or
+    whitespace, then optionally ``url=`` (case-insensitive), then optionally a quote,
+    which ends the URL where it appears again. ``5`` alone has no URL.
+
+    >>> content = "0, URL = \\"a b.html\\" trailing"
+    >>> start, end = refresh_url(content)
+    >>> content[start:end]
+    'a b.html'
+    >>> refresh_url("5") is None
+    True
+    """
+    length = len(content)
+    position = 0
+    while position < length and content[position] in ASCII_WHITESPACE:
+        position += 1
+    time_start = position
+    while position < length and content[position].isascii() and content[position].isdigit():
+        position += 1
+    if position == time_start and content[position : position + 1] != ".":
+        return None
+    while position < length and (content[position] == "." or content[position] in "0123456789"):
+        position += 1
+    if position >= length:
+        return None
+    if content[position] not in ";," + ASCII_WHITESPACE:
+        return None
+    while position < length and content[position] in ASCII_WHITESPACE:
+        position += 1
+    if position < length and content[position] in ";,":
+        position += 1
+    while position < length and content[position] in ASCII_WHITESPACE:
+        position += 1
+    if position >= length:
+        return None
+    url_start = position
+    if content[position : position + 3].lower() == "url":
+        after = position + 3
+        while after < length and content[after] in ASCII_WHITESPACE:
+            after += 1
+        if after < length and content[after] == "=":
+            after += 1
+            while after < length and content[after] in ASCII_WHITESPACE:
+                after += 1
+            url_start = position = after
+    quote = content[position : position + 1]
+    if quote in ('"', "'"):
+        url_start = position + 1
+        close = content.find(quote, url_start)
+        url_end = length if close < 0 else close
+    else:
+        url_end = length
+    start, end = strip_whitespace(content, url_start, url_end)
+    return (start, end) if end > start else None

@@ -1,0 +1,1240 @@
+"""Batch runs: many files, folders, mboxes and Maildirs, in parallel, with atomic writes.
+
+A run is planned first, as a list of :class:`Job` (one input, one output), then each job
+is done by :func:`run_job`, in this process or in worker processes: the outcomes come
+back in the order of the plan whatever the number of workers, so outputs and reports
+are the same for ``-j 1`` and ``-j 8``.
+
+Every file is written through a temporary file in the same folder (fsync, rename, then
+fsync of the folder; :mod:`rewriter.disk.files`): a reader, a crash or a ``kill -9`` sees the
+old content or the new, never a mix. A failure in one job is reported in its :class:`Outcome`; the
+others go on.
+
+In place, only regular files are rewritten (a named pipe or a device is refused, never
+replaced), and a file that another process changed, replaced or removed while it was being
+rewritten is left as it is and reported. Under ``-o DIR`` (and in a folder rewritten in
+place), folders are made and opened one level at a time and no symbolic link inside the
+tree is followed. A temporary name holds at most 64 bytes of its file's name, so that a
+file whose name has the file system's largest length (255 bytes) can be rewritten too.
+
+>>> import pathlib, tempfile
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / "page.html").write_bytes(b"<!-- saved from url=(0019)http://example.org/ --><a href=x>x</a>")
+>>> jobs, problems = plan([str(folder)], in_place=True)
+>>> [outcome.state for outcome in run(jobs, Settings())]
+['rewritten']
+>>> (folder / "page.html").read_bytes()[-34:]
+b'<a href=http://example.org/x>x</a>'
+>>> import shutil; shutil.rmtree(folder)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fnmatch
+import gc
+import os
+import shutil
+import stat
+import sys
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+
+from rewriter.containers.pieces import Piece
+from rewriter.disk.files import (
+    O_CLOEXEC,
+    O_NOFOLLOW,
+    Folder,
+    Refused,
+    Replacement,
+    is_temporary,
+    kind_of,
+    mode_of,
+    replacing,
+    write_atomically,
+)
+from rewriter.document.model import DocumentResult
+from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.run.journal import is_work_folder
+
+if TYPE_CHECKING:
+    from rewriter.containers.mailbox import MboxOptions, MboxReport
+    from rewriter.document.model import Link, MessageResult, Status
+    from rewriter.run.collection import LocalCopies, Locations
+    from rewriter.url.base import Layer
+
+__all__ = [
+    "DEFAULT_INCLUDE",
+    "Job",
+    "Outcome",
+    "Settings",
+    "Unrecognised",
+    "job_settings",
+    "located_links",
+    "plan",
+    "process",
+    "run",
+    "run_job",
+    "tally",
+    "totals",
+    "write_atomically",
+]
+
+# What a folder walk takes when no --include is given: what browsers save and mail
+# programs export. A file named on the command line is always taken.
+DEFAULT_INCLUDE: tuple[str, ...] = (
+    "*.html",
+    "*.htm",
+    "*.xhtml",
+    "*.shtml",
+    "*.css",
+    "*.eml",
+    "*.mht",
+    "*.mhtml",
+    "*.mbox",
+    "*.mbx",
+    "*.warc",
+    "*.warc.gz",
+    "*.arc",
+    "*.arc.gz",
+)
+# A web archive records what was fetched: it is rewritten into a new file, never in place.
+_ARCHIVES: tuple[str, ...] = ("*.warc", "*.warc.gz", "*.arc", "*.arc.gz")
+
+State = Literal["rewritten", "unchanged", "failed", "copied"]
+
+
+class Unrecognised(ValueError):
+    """The input is neither HTML, CSS, a MIME message nor an mbox."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What every job of a run shares (immutable, and sent to each worker once)."""
+
+    policy: Policy = DEFAULT_POLICY
+    url: str | None = None  # the retrieval URL (RFC 1808 §3.3)
+    charset: str | None = None  # a transport charset
+    format: str = "auto"  # auto, html, css, message, mbox
+    backup: str | None = None  # in place: keep the old file as NAME + this suffix
+    records: bool = False  # gather every link for a report
+    # A document larger than this is not held in memory: it is copied unchanged and reported
+    # (an mbox is streamed whatever its size; each of its messages has this limit too).
+    max_size: int = 1 << 30
+    # Each file's own retrieval URL (--url-root, --url-map), asked before *url*.
+    locations: Locations | None = None
+    # Keep a page's relative references to files of its input folder as written (status
+    # "local"); False: --absolutize-local.
+    local_copies: bool = True
+    # One document's local copies (set per job by job_settings, for HTML and CSS).
+    local: LocalCopies | None = None
+    # *url* is a collection's (--url-root, --url-map): a page's saved-from mark wins over it, as
+    # its <base> does (the mark says where this very page came from; the layout only suggests it).
+    url_from_collection: bool = False
+    # Gather each document's or part's base and counts (rows of ``rewriter explain``).
+    explain: bool = False
+    # The records go back as JSON Lines text (Outcome.report), made in the worker: the
+    # caller only writes them (--report), holding no dict of them.
+    report_text: bool = False
+    # The run's work folder (rewriter.run.journal), where a piece of a container writes its output.
+    work: str | None = None
+    # Each message of an mbox as a record of its own (Outcome.units: rewriter.run.dask).
+    units: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One input and where its output goes.
+
+    *source* is a path or ``-`` (standard input); *target* a path (the source itself
+    in place) or None for standard output; *shown* is how messages name it.
+    """
+
+    source: str
+    target: str | None
+    shown: str
+    maildir: bool = False
+    in_place: bool = False  # --in-place: the target is the source, replaced only when it changes
+    # The folder of the tree the target lies in (-o DIR, or the folder rewritten in place): no
+    # symbolic link below it is followed when the target's folders are made and opened.
+    root: str | None = None
+    # The input folder the source was found in (a file named alone: its own folder): the
+    # collection its retrieval URL and its local copies are told from. None for stdin.
+    tree: str | None = None
+    # Nothing is written: each document is read and its links found (``links``, ``explain``),
+    # through the same steps as a rewrite. A WARC's pages are read too.
+    dry: bool = False
+    # A file of a folder that is not rewritten, copied unchanged into the output folder.
+    copy: bool = False
+    # Told by the planner (a large container it scanned): not detected again.
+    format: str | None = None
+    # A piece of a large container (its bytes [start, end)), done as a job of its own.
+    piece: Piece | None = None
+    # In place, for a container done in pieces: the input's status when it was planned; a
+    # file changed since is left as it is.
+    status: os.stat_result | None = None
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened to one job: its messages for standard error, its counts, its links."""
+
+    shown: str
+    state: State = "unchanged"
+    ok: bool = True  # False: something failed, or links stayed relative
+    messages: list[str] = field(default_factory=list)  # what went wrong: always said
+    warnings: list[str] = field(default_factory=list)  # what the engines left as it was, and why: not with -q
+    rewritten: int = 0  # links made absolute
+    kept: int = 0  # links left as they were on purpose (absolute, same-document, local, part)
+    local: int = 0  # of those kept: local copies (status "local")
+    relative: int = 0  # links left relative: no base, or unresolvable
+    no_base: int = 0  # of those: for want of a base
+    bytes_in: int = 0
+    bytes_out: int = 0
+    records: list[dict[str, object]] = field(default_factory=list)
+    output: bytes | None = None  # the output, for a job whose target is standard output
+    details: list[str] = field(default_factory=list)  # each link left relative, for -v
+    format: str | None = None  # what the input was: html, css, message, mbox, maildir, warc
+    rows: list[dict[str, object]] = field(default_factory=list)  # explain: each document or part
+    report: str = ""  # the records as JSON Lines (Settings.report_text)
+    # ... or, when they are many, the file in the run's work folder that holds them (so that
+    # neither the executor's pipes nor the caller's memory carry them)
+    report_file: str | None = None
+    # What a resumed run must find at the source to take this outcome as done: (size,
+    # modification time) of the input read, or in place of the file written.
+    identity: tuple[int, int] | None = None
+    retried: str | None = None  # why the job was done a second time (its worker died)
+    resumed: bool = False  # taken from the journal of a run that was stopped
+    piece: Piece | None = None  # the piece of a container this outcome is of
+    units: list[dict[str, object]] = field(default_factory=list)  # each message's report (Settings.units)
+
+    def weight(self) -> int:
+        """About how many bytes this outcome holds (records, messages, output)."""
+        return (
+            len(self.report)
+            + sum(len(line) for line in self.details)
+            + 200 * (len(self.records) + len(self.rows) + len(self.messages) + len(self.warnings))
+            + len(self.output or b"")
+            + 200
+        )
+
+    def fail(self, message: str) -> Outcome:
+        self.state, self.ok = "failed", False
+        self.messages.append(f"rewriter: {self.shown}: {message}")
+        return self
+
+    def left_relative(self) -> str | None:
+        """The one line that says how many links of this file stayed relative, and why
+        (None when none did); each of them is in :attr:`details`.
+
+        >>> print(Outcome("page.html", relative=3, no_base=2).left_relative())  # doctest: +NORMALIZE_WHITESPACE
+        rewriter: page.html: 3 links left relative: 2 with no base (give --url, --url-root or --canonical-base),
+        1 unresolvable (see -v or --report)
+        """
+        if not self.relative:
+            return None
+        unresolvable = self.relative - self.no_base
+        why = []
+        if self.no_base:
+            count = f"{self.no_base:,} with " if unresolvable else ""
+            why.append(f"{count}no base (give --url, --url-root or --canonical-base)")
+        if unresolvable:
+            count = f"{unresolvable:,} " if self.no_base else ""
+            why.append(f"{count}unresolvable (see -v or --report)")
+        plural = "" if self.relative == 1 else "s"
+        return f"rewriter: {self.shown}: {self.relative:,} link{plural} left relative: {', '.join(why)}"
+
+
+# --------------------------------------------------------------------------
+# Planning
+# --------------------------------------------------------------------------
+
+
+def _matches(relative: str, patterns: Sequence[str]) -> bool:
+    """A glob matches the path under the walked folder, or the file name alone; the
+    extension (after the last "." of the last segment) without regard to case, on either
+    side, so that ``*.htm`` takes ``INDEX.HTM`` (folder and file names keep their case).
+
+    >>> [_matches(name, ["*.htm", "Drafts/*.CSS"]) for name in ("INDEX.HTM", "a/b.Htm", "Drafts/x.css", "drafts/x.css")]
+    [True, True, True, False]
+    """
+    name = relative.rsplit("/", 1)[-1]
+    folded_relative, folded_name = _extension_folded(relative), _extension_folded(name)
+    for pattern in patterns:
+        folded = _extension_folded(pattern)
+        if (
+            fnmatch.fnmatchcase(relative, pattern)
+            or fnmatch.fnmatchcase(name, pattern)
+            or fnmatch.fnmatchcase(folded_relative, folded)
+            or fnmatch.fnmatchcase(folded_name, folded)
+        ):
+            return True
+    return False
+
+
+def _extension_folded(path: str) -> str:
+    """*path* with the extension of its last segment in lower case."""
+    segment_start = path.rfind("/") + 1
+    dot = path.rfind(".")
+    return path if dot < segment_start else path[:dot] + path[dot:].lower()
+
+
+def _is_maildir(path: Path) -> bool:
+    return all((path / name).is_dir() for name in ("cur", "new", "tmp"))
+
+
+Found = Literal["input", "maildir", "other"]
+
+
+def _walk(
+    root: Path, include: Sequence[str], exclude: Sequence[str], skip: Path | None, *, others: bool = False
+) -> Iterator[tuple[Path, Found]]:
+    """(path, what it is) for each input under *root*, sorted, symbolic links not followed.
+
+    A Maildir found on the way is one input (its message files have no suffix to match).
+    *skip* is the output folder, when it lies inside *root*. With *others*, the regular
+    files that --include does not take come too (to be copied); what --exclude names never.
+    """
+    for folder, folders, files in os.walk(root):
+        here = Path(folder)
+        folders.sort()
+        kept = []
+        for name in folders:
+            path = here / name
+            relative = path.relative_to(root).as_posix()
+            if path.is_symlink() or (skip is not None and _resolved(path) == skip) or _matches(relative, exclude):
+                continue
+            if is_work_folder(name):
+                continue  # a run's journal and pieces (rewriter.run.journal), never an input
+            if _is_maildir(path):
+                yield path, "maildir"
+                continue
+            kept.append(name)
+        folders[:] = kept
+        for name in sorted(files):
+            path = here / name
+            relative = path.relative_to(root).as_posix()
+            if is_temporary(name):
+                continue  # ours, left by a killed run
+            if path.is_symlink() and not _inside(path, root):
+                continue  # never reach out of the tree through a link
+            if not path.is_file():
+                continue  # a named pipe or a device: reading one could block or never end
+            if _matches(relative, exclude):
+                continue
+            if _matches(relative, include):
+                yield path, "input"
+            elif others:
+                yield path, "other"
+
+
+def _same_file(source: str, target: str) -> bool:
+    try:
+        return os.path.samefile(source, target)
+    except OSError:
+        return False  # the target does not exist yet
+
+
+def _resolved(path: Path) -> Path:
+    """*path* with its links followed; as it is when that cannot be known (a relative path
+    when the working folder is gone: Path.resolve() needs os.getcwd())."""
+    try:
+        return path.resolve()
+    except OSError:
+        return path
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def plan(inputs: Sequence[str], output: str | None = None, **options: Any) -> tuple[list[Job], list[str]]:
+    """The jobs for *inputs* (files, folders, Maildirs, ``-``), and the inputs that cannot be:
+    :func:`iter_plan` (the same *options*), all at once."""
+    jobs: list[Job] = []
+    problems: list[str] = []
+    for item in iter_plan(inputs, output, **options):
+        if isinstance(item, str):
+            problems.append(item)
+        else:
+            jobs.append(item)
+    return jobs, problems
+
+
+def iter_plan(
+    inputs: Sequence[str],
+    output: str | None = None,
+    *,
+    in_place: bool = False,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    copy_others: bool = False,
+    dry: bool = False,
+    piece_size: int | None = None,
+    max_message: int | None = None,
+) -> Iterator[Job | str]:
+    """The jobs for *inputs* (files, folders, Maildirs, ``-``) and, in their places, what
+    cannot be a job (a str, the message), as a stream: a folder is walked as the jobs are
+    taken, so that a million files cost no memory.
+
+    Outputs: in place; or *output*, a file for one input or a folder (several inputs,
+    or a folder input, or an existing folder, or a name ending in "/"), where each input
+    keeps its path under the folder it came from; or, with neither, standard output (one
+    file only). A folder is walked for *include* globs (default :data:`DEFAULT_INCLUDE`)
+    less *exclude* globs; a glob matches the path under the folder or the file name. With
+    *copy_others*, a folder's other files (but those *exclude* names) are copied to the
+    output folder unchanged, so that it is a complete mirror. *dry*: nothing is written
+    (``links``, ``explain``).
+
+    With *piece_size*, an mbox at least that large that is written to a file or only read
+    is done in pieces of about that size (:mod:`rewriter.containers.pieces`), each a job; *max_message*
+    must be what the jobs are given (``min(Settings.max_size, MAX_MESSAGE)``, the default),
+    since it decides where an mbox's messages end.
+    """
+    include = tuple(include) or (
+        tuple(glob for glob in DEFAULT_INCLUDE if glob not in _ARCHIVES) if in_place else DEFAULT_INCLUDE
+    )
+    if len(inputs) > 1 and not in_place and output in (None, "-") and not dry:
+        yield "rewriter: several inputs need -o DIR (a folder for the outputs) or --in-place"
+        return
+    # -o names a folder when it ends in "/", is one already, or takes several inputs.
+    folder_output = (
+        output is not None
+        and output != "-"
+        and (len(inputs) > 1 or output.endswith(("/", os.sep)) or Path(output).is_dir())
+    )
+    several_trees = len(inputs) > 1
+    skip = _resolved(Path(output)) if output not in (None, "-") else None
+    root = output if output not in (None, "-") else None  # the output tree, when there is one
+
+    def checked(job: Job) -> Iterator[Job | str]:
+        # -o naming an input would change it without --in-place: refused, file by file.
+        if not job.in_place and job.target is not None and job.source != "-" and _same_file(job.source, job.target):
+            yield f"rewriter: {job.shown}: the output is the input itself; use --in-place to rewrite it"
+        elif piece_size is not None and not job.copy and not job.maildir and job.source != "-":
+            yield from _split(job, piece_size, max_message)
+        else:
+            yield job
+
+    for given in inputs:
+        if given == "-":
+            if in_place:
+                yield "rewriter: <stdin>: cannot be rewritten in place"
+                continue
+            target = None if output in (None, "-") else (str(Path(output) / "stdin") if folder_output else output)
+            yield Job("-", target, "<stdin>", root=root if folder_output else None, dry=dry)
+            continue
+        path = Path(given)
+        if not path.exists() and not path.is_symlink():
+            yield f"rewriter: {given}: no such file or folder"
+            continue
+        if path.is_dir():
+            if not in_place and output in (None, "-") and not dry:
+                yield f"rewriter: {given}: a folder needs -o DIR or --in-place"
+                continue
+            base = Path(output) / _resolved(path).name if several_trees and output else Path(output or ".")
+            if _is_maildir(path):
+                target = given if in_place else (None if dry else str(base))
+                yield Job(given, target, given, maildir=True, in_place=in_place, root=root, tree=given, dry=dry)
+                continue
+            tree = given if in_place else root
+            for found, kind in _walk(path, include, exclude, skip, others=copy_others and not in_place and not dry):
+                if in_place and found.is_symlink():
+                    continue  # its target, when in the tree, is rewritten as itself
+                relative = _archive_name(found.relative_to(path))
+                target = str(found) if in_place else (None if dry else str(base / relative))
+                maildir, copy = kind == "maildir", kind == "other"
+                yield from checked(
+                    Job(
+                        str(found),
+                        target,
+                        str(found),
+                        maildir=maildir,
+                        in_place=in_place,
+                        root=tree,
+                        tree=given,
+                        copy=copy,
+                        dry=dry,
+                    )
+                )
+            continue
+        alone = os.path.dirname(given) or "."  # a file named alone: its folder is its collection
+        if in_place and path.is_symlink():
+            yield f"rewriter: {given}: a symbolic link is not rewritten in place (name its target)"
+        elif in_place and not path.is_file():
+            # Replacing a named pipe or a device with a regular file would break whatever uses it.
+            yield f"rewriter: {given}: {kind_of(path.stat().st_mode)}, not a regular file: not rewritten in place"
+        elif in_place:
+            yield from checked(Job(given, given, given, in_place=True, tree=alone))
+        elif output in (None, "-") or dry:
+            yield from checked(Job(given, None, given, tree=alone, dry=dry))
+        elif folder_output:
+            yield from checked(Job(given, str(Path(output) / path.name), given, root=root, tree=alone))
+        else:
+            yield from checked(Job(given, output, given, tree=alone))
+
+
+def _archive_pieces(job: Job, archive: str, piece_size: int) -> Iterator[Job]:
+    """A large WARC or ARC file's jobs: a piece each (a run in place refuses it whole)."""
+    if job.in_place:
+        yield replace(job, format=archive)
+        return
+    from rewriter.containers.warc import plan_warc
+
+    for piece in plan_warc(job.source, piece_size=piece_size):
+        yield replace(job, format=archive, piece=piece)
+
+
+def _archive_name(relative: Path) -> Path:
+    """An output's path under its folder: an ARC file's becomes a WARC's, which it is then
+    (``crawl.arc.gz`` is written as ``crawl.warc.gz``)."""
+    name = relative.name
+    for old, new in ((".arc.gz", ".warc.gz"), (".arc", ".warc")):
+        if name.lower().endswith(old):
+            return relative.with_name(name[: -len(old)] + new)
+    return relative
+
+
+def _split(job: Job, piece_size: int, max_message: int | None) -> Iterator[Job | str]:
+    """*job*, or its pieces when it is a large mbox (each with its format told, so that no
+    worker reads the head again). Only a file written to a file, or only read, is split."""
+    if job.target is None and not job.dry:
+        yield job  # standard output: streamed in one job, as it is read
+        return
+    try:
+        status = os.stat(job.source)
+    except OSError:
+        yield job  # the job says why it cannot be read
+        return
+    if not stat.S_ISREG(status.st_mode) or status.st_size < piece_size:
+        yield job
+        return
+    from rewriter.containers.formats import detect_format, sniff_container
+
+    try:
+        with open(job.source, "rb") as stream:
+            archive = sniff_container(stream)
+            if archive is not None:
+                yield from _archive_pieces(job, archive, piece_size)
+                return
+            stream.seek(0)
+            fmt = detect_format(stream.read(65536), Path(job.source).name)
+            if fmt != "mbox":
+                yield replace(job, format=fmt)
+                return
+            from rewriter.containers.mailbox import MAX_MESSAGE, plan_mbox
+
+            limit = MAX_MESSAGE if max_message is None else min(max_message, MAX_MESSAGE)
+            for piece in plan_mbox(stream, piece_size=piece_size, max_message=limit):
+                yield replace(job, format="mbox", piece=piece, status=status if job.in_place else None)
+    except OSError as error:
+        yield f"rewriter: {job.shown}: {error.strerror or error}"
+
+
+# --------------------------------------------------------------------------
+# One document
+# --------------------------------------------------------------------------
+
+
+def process(
+    data: bytes, name: str, settings: Settings, *, rewrite: bool = True, format: str | None = None
+) -> tuple[str, DocumentResult | MessageResult]:
+    """Run the engine *data*'s format needs (*format* when it is told already, else told by
+    the content, *name* only breaking ties; the engine from :mod:`rewriter.document.engines`):
+    (format, result). Raises :class:`Unrecognised` for what is none of them, and the
+    engine's :class:`~rewriter.document.model.NoBaseError` when the policy requires a base."""
+    from rewriter.containers.formats import detect_format
+    from rewriter.document.engines import engine
+
+    fmt = format or (settings.format if settings.format != "auto" else detect_format(data[:65536], name))
+    if fmt not in ("html", "css", "message", "mbox"):
+        raise Unrecognised("neither HTML, CSS, a MIME message nor an mbox (it looks like binary data)")
+    policy = settings.policy
+    found = engine(fmt).run(rewrite=rewrite)
+    if fmt in ("message", "mbox"):  # a message: its own headings give each part's base
+        return fmt, found(data, url=settings.url, policy=policy)
+    if settings.local is not None:  # a page's copies on disk; never a message's
+        policy = policy.with_keep(settings.local)
+    url = settings.url
+    if fmt == "html" and settings.url_from_collection:
+        from rewriter.html.engine import saved_from_mark
+
+        if saved_from_mark(data) is not None:
+            url = None  # the engine reads the mark, below a <base> as always
+    return fmt, found(data, url=url, charset=settings.charset, policy=policy)
+
+
+def job_key(job: Job, *, whole: bool = False) -> str:
+    """What names *job* in a journal: its input and output, and for a piece its first byte
+    (*whole*: the container's, without the piece)."""
+    key = f"{job.source}\0{job.target}\0{'dry' if job.dry else 'write'}"
+    if job.piece is not None and not whole:
+        key += f"\0{job.piece.start}"
+    return key
+
+
+_OUTCOME_FIELDS = (
+    "shown",
+    "state",
+    "ok",
+    "messages",
+    "warnings",
+    "rewritten",
+    "kept",
+    "local",
+    "relative",
+    "no_base",
+    "bytes_in",
+    "bytes_out",
+    "records",
+    "details",
+    "format",
+    "rows",
+    "report",
+    "report_file",
+    "retried",
+)
+
+
+def outcome_json(outcome: Outcome) -> dict[str, object]:
+    """*outcome* as plain JSON values, for the journal (its standard-output bytes aside)."""
+    value: dict[str, object] = {name: getattr(outcome, name) for name in _OUTCOME_FIELDS}
+    value["identity"] = None if outcome.identity is None else list(outcome.identity)
+    piece = outcome.piece
+    value["piece"] = None if piece is None else [piece.start, piece.end, piece.first, piece.number, piece.last]
+    return value
+
+
+def outcome_from_json(value: dict[str, object]) -> Outcome:
+    """The :class:`Outcome` :func:`outcome_json` wrote."""
+    outcome = Outcome(str(value["shown"]))
+    for name in _OUTCOME_FIELDS:
+        if name in value:
+            setattr(outcome, name, value[name])
+    identity = value.get("identity")
+    if isinstance(identity, list) and len(identity) == 2:
+        outcome.identity = (int(identity[0]), int(identity[1]))
+    piece = value.get("piece")
+    if isinstance(piece, list) and len(piece) == 5:
+        outcome.piece = Piece(int(piece[0]), int(piece[1]), int(piece[2]), int(piece[3]), bool(piece[4]))
+    return outcome
+
+
+REPORT_INLINE = 256 << 10  # a job's report lines above this go to the work folder, not through the pipes
+
+
+def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
+    """Do each job of a batch (:func:`run_job`); with ``report_text``, each outcome's records
+    become JSON Lines text here, in the worker, and when they are many (a piece of a large
+    mbox holds millions of links) a file in the run's work folder."""
+    outcomes = []
+    for job in jobs:
+        outcome = run_job(job, settings)
+        if settings.report_text and outcome.records:
+            from rewriter.run.report import json_lines
+
+            outcome.report = json_lines(outcome.records)
+            outcome.records = []
+            if settings.work is not None and len(outcome.report) > REPORT_INLINE:
+                _report_aside(job, outcome, settings.work)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _report_aside(job: Job, outcome: Outcome, work: str) -> None:
+    """Put *outcome*'s report lines in a file of the work folder (atomically), named by the job."""
+    import hashlib
+
+    key = job_key(job).encode("utf-8", "surrogateescape")
+    path = Path(work) / "reports" / f"{hashlib.sha256(key).hexdigest()[:32]}.jsonl"
+    try:
+        write_atomically(path, outcome.report.encode("utf-8", "surrogateescape"), root=Path(work))
+    except OSError:
+        return  # kept in the outcome: slower, never lost
+    outcome.report, outcome.report_file = "", str(path)
+
+
+def job_settings(job: Job, settings: Settings) -> Settings:
+    """*settings* for one job: its own retrieval URL (from the collection's locations, else
+    the run's --url) and, for a file in a folder, its local copies."""
+    if job.source == "-" or job.tree is None:
+        return settings
+    from rewriter.run.collection import LocalCopies
+
+    url, own = settings.url, None
+    if settings.locations is not None:
+        own = settings.locations.url_of(job.source, job.tree)
+    local = LocalCopies(job.source, job.tree, settings.locations) if settings.local_copies else None
+    return replace(settings, url=own or url, local=local, url_from_collection=own is not None)
+
+
+def located_links(result: DocumentResult | MessageResult, *statuses: Status) -> list[tuple[str, Link]]:
+    """(where, link) for every link of *result* (with *statuses*: those that have one of
+    them, whose byte spans alone are worked out): the part path for a message, "" for a document."""
+    if isinstance(result, DocumentResult):
+        return [("", link) for link in (result.links_with(*statuses) if statuses else result.links)]
+    parts = result.parts
+    return [(part.path, link) for part in parts for link in (part.links_with(*statuses) if statuses else part.links)]
+
+
+_RELATIVE: tuple[Status, ...] = ("no-base", "unresolvable")  # links left relative
+
+
+def tally(
+    outcome: Outcome,
+    result: DocumentResult | MessageResult,
+    settings: Settings,
+    extra: dict[str, object],
+    problems: Sequence[str] | None = None,
+    *,
+    fmt: str = "html",
+) -> None:
+    """Count *result*'s links into *outcome*, name each problem (*problems*, else the
+    result's) and each link left relative, and keep every link as a record (and each
+    document's or part's row, for explain) when the settings ask for them. *fmt*: what
+    the document is (html, css, message)."""
+    message = not isinstance(result, DocumentResult)
+    if settings.explain:
+        outcome.rows.extend(_rows(result, fmt, extra))
+    where = "".join(f"{key} {value}: " for key, value in extra.items())
+    for problem in result.problems if problems is None else problems:
+        outcome.warnings.append(f"rewriter: {outcome.shown}: {where}{problem}")
+    counts: Counter[str] = Counter()
+    for counted in (result,) if isinstance(result, DocumentResult) else result.parts:
+        counts.update(counted.status_counts)
+    outcome.rewritten += counts["rewritten"]
+    relative = sum(counts[status] for status in _RELATIVE)
+    outcome.relative += relative
+    outcome.no_base += counts["no-base"]
+    outcome.kept += counts.total() - counts["rewritten"] - relative
+    outcome.local += counts["local"]
+    every = located_links(result) if settings.records else None  # all their spans, once
+    if relative:
+        outcome.ok = False
+        left = (
+            located_links(result, *_RELATIVE)
+            if every is None
+            else [(part, link) for part, link in every if link.status in _RELATIVE]
+        )
+        for part, link in left:
+            label = f"part {part}: " if part else ""
+            outcome.details.append(
+                f"rewriter: {outcome.shown}: {where}{label}<{link.element} {link.attribute}> {link.original!r} at "
+                f"bytes {link.start}-{link.end}: {link.status}: {link.reason}"
+            )
+    if every is not None:
+        for part, link in every:
+            record: dict[str, object] = {"file": outcome.shown, **extra}
+            if message:
+                record["part"] = part
+            record.update(link._asdict())
+            outcome.records.append(record)
+
+
+def _rows(result: DocumentResult | MessageResult, fmt: str, extra: dict[str, object]) -> list[dict[str, object]]:
+    """``explain``'s rows: for each MIME part (or the one document) its type, what was done,
+    its base, the layer that gave it (and the part whose heading did), and its link counts."""
+    entries: list[tuple[str, str, str | None, Layer | None, str | None, tuple[Link, ...], str]]
+    if isinstance(result, DocumentResult):
+        kind = "text/css" if fmt == "css" else "text/html"
+        entries = [("", kind, result.base, result.layer, None, result.links, "document")]
+    else:
+        entries = [(p.path, p.content_type, p.base, p.layer, p.origin, p.links, p.action) for p in result.parts]
+    rows: list[dict[str, object]] = []
+    for path, kind, base, layer, origin, links, action in entries:
+        counts = Counter(link.status for link in links)
+        relative = sum(counts[status] for status in _RELATIVE)
+        rows.append(
+            {
+                **extra,
+                "path": path,
+                "type": kind,
+                "action": action,
+                "base": base,
+                "layer": layer,
+                "origin": origin,
+                "links": len(links),
+                "rewritten": counts["rewritten"] + counts["relinked"],
+                "kept": len(links) - counts["rewritten"] - counts["relinked"] - relative,
+                "relative": relative,
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------
+# Writing (files through rewriter.disk.files: atomic replace, folders walked without links)
+# --------------------------------------------------------------------------
+
+
+def _standard_output() -> BinaryIO:
+    """Standard output's bytes, after what its text layer holds (one input: the main process)."""
+    if sys.stdout is None:
+        raise OSError(errno.EBADF, "standard output is closed")
+    sys.stdout.flush()
+    return sys.stdout.buffer
+
+
+# --------------------------------------------------------------------------
+# Jobs
+# --------------------------------------------------------------------------
+
+
+def run_job(job: Job, settings: Settings) -> Outcome:
+    """Do one job; every failure is in the outcome, never raised."""
+    outcome = Outcome(job.shown, piece=job.piece)
+    try:
+        if job.copy:
+            return _copy(job, outcome)
+        settings = job_settings(job, settings)
+        if job.maildir:
+            return _maildir(job, settings, outcome)
+        if job.piece is not None and job.format in ("warc", "arc"):
+            return _warc(job, settings, outcome, job.format)
+        if job.piece is not None:
+            return _piece(job, settings, outcome)
+        if job.format in ("warc", "arc"):
+            return _warc(job, settings, outcome, job.format)
+        return _file(job, settings, outcome)
+    except Refused as error:  # its message says it all
+        return outcome.fail(str(error))
+    except OSError as error:
+        named = error.filename not in (None, job.source, job.shown)
+        return outcome.fail(f"{error.strerror or error}" + (f": {error.filename}" if named else ""))
+    except Exception as error:  # a bug in an engine: this job fails, the others go on
+        return outcome.fail(f"not rewritten: internal error: {type(error).__name__}: {error}")
+
+
+class _Replayed:
+    """A stream read once: its first bytes (already read, to tell its format) and then
+    the rest, so that pipes and standard input are read a single time."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head, self.rest = head, rest
+
+    def read(self, size: int = -1) -> bytes:
+        if not self.head:
+            return self.rest.read(size)
+        if size < 0:
+            data, self.head = self.head + self.rest.read(), b""
+            return data
+        data, self.head = self.head[:size], self.head[size:]
+        return data
+
+
+@contextlib.contextmanager
+def _opened(job: Job) -> Iterator[tuple[BinaryIO, os.stat_result | None]]:
+    """The job's input, and in place its status when opened (to tell, before the rename,
+    whether another process changed it meanwhile)."""
+    if job.source == "-":
+        if sys.stdin is None:
+            raise OSError(errno.EBADF, "standard input is closed")
+        yield sys.stdin.buffer, None
+        return
+    if not job.in_place:  # a named pipe may be read (<(command)); it is never replaced
+        with open(job.source, "rb") as stream:
+            yield stream, None
+        return
+    # In place: only a regular file, never through a link. O_NONBLOCK: opening a named pipe
+    # does not wait for a writer, so that it can be refused.
+    nonblocking = getattr(os, "O_NONBLOCK", 0)
+    try:
+        handle = os.open(job.source, os.O_RDONLY | nonblocking | O_NOFOLLOW | O_CLOEXEC | getattr(os, "O_BINARY", 0))
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise Refused("a symbolic link is not rewritten in place (name its target)") from None
+        raise
+    try:
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode):
+            raise Refused(f"{kind_of(status.st_mode)}, not a regular file: not rewritten in place")
+        if nonblocking:
+            os.set_blocking(handle, True)
+        stream = os.fdopen(handle, "rb")
+    except BaseException:
+        os.close(handle)
+        raise
+    with stream:
+        yield stream, status
+
+
+def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
+    from rewriter.containers.formats import detect_format
+    from rewriter.document.model import NoBaseError
+
+    source = None if job.source == "-" else Path(job.source)
+    with _opened(job) as (stream, read):
+        if source is not None:
+            status = read or os.fstat(stream.fileno())
+            outcome.identity = (status.st_size, status.st_mtime_ns)
+            if job.format is None and stat.S_ISREG(status.st_mode):
+                from rewriter.containers.formats import sniff_container
+
+                archive = sniff_container(stream)
+                stream.seek(0)
+                if archive is not None:
+                    return _warc(job, settings, outcome, archive)
+        head = stream.read(65536)
+        fmt = job.format or settings.format
+        if fmt == "auto":
+            fmt = detect_format(head, source.name if source else None)
+        if fmt == "mbox":  # streamed, message by message
+            outcome.format = fmt
+            return _mbox(job, _Replayed(head, stream), source, settings, outcome, read)  # type: ignore[arg-type]
+        data = head + stream.read(max(settings.max_size + 1 - len(head), 0))
+        if len(data) > settings.max_size:
+            return _too_large(job, _Replayed(data, stream), source, settings, outcome)  # type: ignore[arg-type]
+    outcome.bytes_in = len(data)
+    try:
+        fmt, result = process(data, job.shown, settings, rewrite=not job.dry, format=fmt)
+    except (Unrecognised, NoBaseError) as error:
+        return outcome.fail(str(error))
+    outcome.format = fmt
+    tally(outcome, result, settings, {}, fmt=fmt)
+    output = result.output
+    outcome.bytes_out = len(output)
+    outcome.state = "rewritten" if output != data else "unchanged"
+    if job.dry:
+        return outcome
+    if job.target is None:
+        outcome.output = output
+    elif job.in_place:
+        if output != data:  # unchanged: not written at all (its time and any backup stay)
+            write_atomically(Path(job.target), output, backup=settings.backup, root=_root(job), expect=read)
+            outcome.identity = _identity_now(job.target, outcome.identity)
+    else:
+        write_atomically(Path(job.target), output, mode=mode_of(source), root=_root(job))
+    return outcome
+
+
+def _copy(job: Job, outcome: Outcome) -> Outcome:
+    """A file that is not rewritten, copied unchanged (atomically, its permissions kept) so
+    that the output folder is a complete mirror of the input folder."""
+    assert job.target is not None
+    source = Path(job.source)
+    with open(source, "rb") as stream, replacing(Path(job.target), mode_of(source), root=_root(job)) as replacement:
+        shutil.copyfileobj(stream, replacement.stream, 1 << 20)
+        outcome.bytes_in = stream.tell()
+    outcome.state = "copied"
+    return outcome
+
+
+def _root(job: Job) -> Path | None:
+    return None if job.root is None else Path(job.root)
+
+
+def _too_large(job: Job, stream: BinaryIO, source: Path | None, settings: Settings, outcome: Outcome) -> Outcome:
+    """A document over the size limit: copied unchanged, chunk by chunk, and reported."""
+    if job.dry:
+        return outcome.fail(f"larger than {settings.max_size:,} bytes: not read (see --max-size)")
+    outcome.fail(f"larger than {settings.max_size:,} bytes: copied unchanged, not rewritten (see --max-size)")
+    if job.in_place:
+        return outcome  # unchanged: nothing to write
+    if job.target is None:
+        sink = _standard_output()
+        shutil.copyfileobj(stream, sink, 1 << 20)
+        sink.flush()
+        return outcome
+    with replacing(Path(job.target), mode_of(source), root=_root(job)) as replacement:
+        shutil.copyfileobj(stream, replacement.stream, 1 << 20)
+    return outcome
+
+
+def _mbox_options(settings: Settings) -> MboxOptions:
+    """How a run rewrites an mbox's messages: its URL and policy, each report with its links
+    (the run names the ones left relative), messages larger than the run's --max-size copied."""
+    from rewriter.containers.mailbox import MAX_MESSAGE
+
+    return {
+        "url": settings.url,
+        "policy": settings.policy,
+        "with_links": True,
+        "max_message": min(settings.max_size, MAX_MESSAGE),
+    }
+
+
+def _mbox(
+    job: Job,
+    stream: BinaryIO,
+    source: Path | None,
+    settings: Settings,
+    outcome: Outcome,
+    read: os.stat_result | None = None,
+) -> Outcome:
+    """Stream an mbox message by message: memory stays flat whatever its size. *read*: in
+    place, the input's status when it was opened."""
+    from rewriter.containers.mailbox import rewrite_mbox
+
+    def each(sink: BinaryIO) -> bool:
+        return _tally_messages(rewrite_mbox(stream, sink, **_mbox_options(settings)), outcome, settings)
+
+    if job.dry:
+        each(_Discarded())  # type: ignore[arg-type]  # the one method rewrite_mbox writes with
+        return outcome
+    if job.target is None:
+        sink = _standard_output()
+        each(sink)
+        sink.flush()
+        return outcome
+    backup = settings.backup if job.in_place else None
+    with replacing(Path(job.target), mode_of(source), backup, root=_root(job), expect=read) as replacement:
+        # In place, an unchanged mbox is not written at all (its time and any backup stay).
+        replacement.keep = each(replacement.stream) or not job.in_place
+    if job.in_place and replacement.keep:
+        outcome.identity = _identity_now(job.target, outcome.identity)
+    return outcome
+
+
+def _tally_messages(reports: Iterable[MboxReport], outcome: Outcome, settings: Settings) -> bool:
+    """Count an mbox's (or a piece's) messages into *outcome*, as they are rewritten; whether
+    any changed."""
+    changed = False
+    for report in reports:
+        changed = changed or report.changed
+        if settings.units:
+            outcome.units.append(_unit(report))
+        outcome.bytes_in += report.size
+        outcome.bytes_out += report.output_size
+        if report.result is None:  # too large, or the engine failed on it: kept as it was
+            outcome.ok = False
+            outcome.messages.extend(
+                f"rewriter: {outcome.shown}: message {report.index + 1}: {problem}" for problem in report.problems
+            )
+            continue
+        # The report's problems: the message's, and the mbox's own (quoted From lines).
+        tally(outcome, report.result, settings, {"message": report.index + 1}, report.problems, fmt="message")
+    outcome.state = "rewritten" if changed else "unchanged"
+    return changed
+
+
+def _unit(report: MboxReport) -> dict[str, object]:
+    """One message's report as a plain dict (the engine's result left out)."""
+    from dataclasses import fields
+
+    return {
+        item.name: list(value) if isinstance(value := getattr(report, item.name), tuple) else value
+        for item in fields(report)
+        if item.name != "result"
+    }
+
+
+def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
+    """One piece of a large container: its messages or records, read from its own bytes,
+    written to the work folder (the caller joins the pieces in order), or only read."""
+    from rewriter.containers.mailbox import rewrite_mbox_piece
+
+    assert job.piece is not None
+    outcome.format = job.format
+    with open(job.source, "rb") as stream:
+        status = os.fstat(stream.fileno())
+        outcome.identity = (status.st_size, status.st_mtime_ns)
+
+        def each(sink: BinaryIO) -> bool:
+            assert job.piece is not None
+            reports = rewrite_mbox_piece(stream, job.piece, sink, **_mbox_options(settings))
+            return _tally_messages(reports, outcome, settings)
+
+        if job.dry or job.target is None:
+            each(_Discarded())  # type: ignore[arg-type]
+            return outcome
+        if settings.work is None:
+            return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
+        from rewriter.run.pipeline import pieces_path
+
+        with replacing(pieces_path(settings.work, job)) as replacement:
+            each(replacement.stream)
+    return outcome
+
+
+def replacing_target(job: Job, backup: str | None = None) -> contextlib.AbstractContextManager[Replacement]:
+    """The atomic replacement of *job*'s target, for a container put together from pieces:
+    its folders opened under the job's root, its mode from the input, in place its backup
+    and the check that the input is still the one planned."""
+    assert job.target is not None
+    source = Path(job.source)
+    return replacing(Path(job.target), mode_of(source), backup, root=_root(job), expect=job.status)
+
+
+def _identity_now(path: str, otherwise: tuple[int, int] | None) -> tuple[int, int] | None:
+    with contextlib.suppress(OSError):
+        status = os.stat(path)
+        return status.st_size, status.st_mtime_ns
+    return otherwise
+
+
+def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
+    from rewriter.containers.mailbox import rewrite_maildir
+
+    folder = Path(job.source)
+    outcome.format = "maildir"
+    if job.in_place and settings.backup:
+        # NAME+SUFFIX in cur/ or new/ would be a second copy of the message to every mail reader.
+        return outcome.fail("not rewritten: --backup cannot keep copies inside a Maildir (use -o DIR for a copy)")
+    target = None if job.in_place or job.dry else Path(job.target)  # type: ignore[arg-type]
+    if target is not None and job.root is not None:
+        # Its folders are made here, one level at a time, none through a symbolic link.
+        for sub in ("cur", "new", "tmp"):
+            Folder.open(target / sub, Path(job.root)).close()
+    count = failed = 0
+    reports = rewrite_maildir(
+        folder, target, url=settings.url, policy=settings.policy, with_links=True, write=not job.dry
+    )
+    for report in reports:
+        count += 1
+        outcome.bytes_in += report.path.stat().st_size if report.path.exists() else 0
+        if report.result is not None:
+            extra: dict[str, object] = {"message": str(report.path.relative_to(folder))}
+            tally(outcome, report.result, settings, extra, fmt="message")
+        for problem in report.problems:
+            outcome.messages.append(f"rewriter: {outcome.shown}: {problem}")
+        # Nothing written is a failure, but for a message left alone in place on purpose.
+        unwritten = not job.dry and report.target is None and not (job.in_place and not report.changed)
+        if report.result is None or unwritten:
+            failed += 1
+            outcome.ok = False
+        if report.changed and not unwritten:
+            outcome.state = "rewritten"
+    if failed and failed == count:
+        outcome.state = "failed"
+    return outcome
+
+
+class _Discarded:
+    """A sink that keeps nothing: a dry run's output."""
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outcome:
+    """A WARC or ARC file, or a piece of one: each page read against its own URL, and
+    written out as a WARC whose every record is the input's, byte for byte, each page
+    followed by a conversion record of it rewritten (:func:`rewriter.containers.warc.rewrite_warc_piece`);
+    or, for ``links`` and ``explain``, only read."""
+    from rewriter.containers.warc import WarcDamage, rewrite_warc_piece
+
+    outcome.format = archive
+    if job.in_place:
+        return outcome.fail(
+            "not rewritten: a web archive records what was fetched, and is never changed in place "
+            "(give -o OUT.warc.gz: its pages come after their records, rewritten)"
+        )
+    status = os.stat(job.source)
+    outcome.identity = (status.st_size, status.st_mtime_ns)
+
+    def each(target: BinaryIO | None, gzip: bool) -> None:
+        changed = False
+        pages = rewrite_warc_piece(
+            job.source, job.piece, target, policy=settings.policy, gzip=gzip, rewrite=not job.dry
+        )
+        for item in pages:
+            if isinstance(item, WarcDamage):
+                outcome.messages.append(f"rewriter: {outcome.shown}: offset {item.offset}: {item.problem}")
+                outcome.ok = False
+                continue
+            outcome.bytes_in += item.size
+            where: dict[str, object] = {"record": item.uri}
+            if item.result is None:
+                outcome.messages.extend(
+                    f"rewriter: {outcome.shown}: record {item.uri}: {problem}" for problem in item.problems
+                )
+                outcome.ok = False
+                continue
+            outcome.warnings.extend(f"rewriter: {outcome.shown}: record {item.uri}: {p}" for p in item.problems)
+            tally(outcome, item.result, settings, where, fmt=item.format)
+            changed = changed or item.converted
+        outcome.state = "rewritten" if changed else "unchanged"
+
+    if job.dry:
+        each(None, False)
+    elif job.piece is not None:
+        if settings.work is None or job.target is None:
+            return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
+        from rewriter.run.pipeline import pieces_path
+
+        with replacing(pieces_path(settings.work, job)) as replacement:
+            each(replacement.stream, job.target.endswith(".gz"))
+    elif job.target is None:
+        with open(job.source, "rb") as head:
+            gzip = head.read(2) == b"\x1f\x8b"  # to standard output: the input's own compression
+        sink = _standard_output()
+        each(sink, gzip)
+        sink.flush()
+    else:
+        with replacing(Path(job.target), mode_of(Path(job.source)), root=_root(job)) as replacement:
+            each(replacement.stream, job.target.endswith(".gz"))
+    return outcome
+
+
+# --------------------------------------------------------------------------
+# A run
+# --------------------------------------------------------------------------
+
+
+def _size(job: Job) -> int:
+    with contextlib.suppress(OSError):
+        return 0 if job.source == "-" else os.stat(job.source).st_size
+    return 0
+
+
+def warm_up() -> None:
+    """Import the page and style sheet engines before forking, so that the workers start
+    with them (bs4's import alone took 0.3 s). The MIME engine is left to the workers
+    that meet mail: a batch of pages never needs it, and it adds 17-22 ms."""
+    from rewriter.document.encoding import sniff
+
+    sniff(b"<meta charset=utf-8>", None)
+
+
+def run(jobs: Iterable[Job], settings: Settings, workers: int = 1) -> Iterator[Outcome]:
+    """Do *jobs* with *workers* processes (:mod:`rewriter.run.pipeline`); the outcomes come in
+    the order of *jobs*."""
+    from rewriter.run.executors import Executor, Processes, Serial
+    from rewriter.run.pipeline import execute
+
+    jobs = list(jobs) if isinstance(jobs, (list, tuple)) else jobs
+    few = isinstance(jobs, list) and len(jobs) <= 1
+    executor: Executor = Serial() if workers <= 1 or few else Processes(workers)
+    if isinstance(executor, Processes):
+        warm_up()
+        # Objects the workers inherit stay out of their collector's sight: its passes would
+        # otherwise write to every inherited object and copy each page of them (gc.freeze docs).
+        gc.freeze()
+    try:
+        for item in execute(jobs, settings, executor):
+            if isinstance(item, Outcome):
+                yield item
+    finally:
+        if isinstance(executor, Processes):
+            gc.unfreeze()
+
+
+def totals(outcomes: Iterable[Outcome]) -> dict[str, int]:
+    """The closing summary's figures."""
+    names = ("files", "rewritten_files", "unchanged_files", "failed_files", "relative_files", "rewritten", "kept")
+    figures = dict.fromkeys((*names, "local", "relative", "no_base", "bytes", "copied_files"), 0)
+    for outcome in outcomes:
+        if outcome.state == "copied":  # not an input: a file of its folder, copied beside the outputs
+            figures["copied_files"] += 1
+            continue
+        figures["files"] += 1
+        figures[f"{outcome.state}_files"] += 1
+        figures["relative_files"] += outcome.relative > 0
+        figures["rewritten"] += outcome.rewritten
+        figures["kept"] += outcome.kept
+        figures["local"] += outcome.local
+        figures["relative"] += outcome.relative
+        figures["no_base"] += outcome.no_base
+        figures["bytes"] += outcome.bytes_in
+    return figures

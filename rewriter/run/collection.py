@@ -1,0 +1,312 @@
+"""Collections as users have them: each file's retrieval URL, and the local copies it links to.
+
+A folder of pages is rarely one document's worth of context. A wget or HTTrack mirror lays
+each page out under the path it was served at; a browser's "Save Page As, complete" writes
+``page.html`` beside ``page_files/``; a folder of exports may carry no URL at all. This
+module holds what the command line knows about such a collection:
+
+- :class:`Locations`: each file's retrieval URL (the RFC 1808 §3.3 layer, still below any
+  ``<base>``, MIME heading or saved-from mark), from ``--url-root`` (the folder stands for a
+  URL, and each file for that URL joined with its path under the folder) and ``--url-map``
+  (a list of path and URL pairs);
+- :class:`LocalCopies`: a :attr:`Policy.keep <rewriter.policy.Policy.keep>` that keeps as
+  written a relative reference naming a file of the collection on disk, unless that file's
+  own URL is where the reference resolves (then the absolute URL is the right one).
+
+>>> root = Locations(root="http://example.org/site/")
+>>> root.url_of("mirror/docs/guide/index.html", "mirror")
+'http://example.org/site/docs/guide/index.html'
+>>> root.url_of("mirror/a b/caf\\u00e9 #1.html", "mirror")
+'http://example.org/site/a%20b/caf%C3%A9%20%231.html'
+>>> Locations(root="auto").url_of("mirror/example.org:8080/docs/index.html", "mirror")
+'http://example.org:8080/docs/index.html'
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
+
+from rewriter.policy import Kept
+from rewriter.url.base import usable_as_base
+from rewriter.url.resolve import scheme_of
+
+__all__ = ["AUTO_ROOTS", "CollectionError", "LocalCopies", "Locations", "is_host_folder", "load_url_map", "path_url"]
+
+# --url-root values that read the host from the folder names a mirror was written with.
+AUTO_ROOTS = {"auto": "http", "auto:http": "http", "auto:https": "https"}
+
+# What a file path's characters become in a URL path, as browsers write a file: URL: the URL
+# Standard's path percent-encode set (C0 controls, space, " # < > ? ^ ` { }), with "%" itself
+# (a literal "%" in a file name is not an escape) and every byte of a non-ASCII name (UTF-8,
+# or the name's own bytes where it is not UTF-8).
+_PATH_SAFE = "/!$&'()*+,-.:;=@[]_|~"  # "^" is in the set since 2024, as ada-url writes it
+
+# A folder named as wget -m and HTTrack name a host's: a DNS name of two labels or more, an
+# IPv4 address, or localhost, with an optional :port (wget writes "host:port").
+_HOST_FOLDER = re.compile(
+    r"(?:(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?"
+    r"|(?:\d{1,3}\.){3}\d{1,3}|localhost)(?::\d{1,5})?",
+    re.IGNORECASE,
+)
+
+
+class CollectionError(ValueError):
+    """An --url-root or --url-map that cannot be used; the message names the value or line."""
+
+
+def path_url(root: str, relative: str) -> str:
+    """*root* (a folder URL) joined with the file path *relative* (``/``-separated), its
+    characters percent-encoded as a browser writes them in a path; ``index.html`` is kept.
+
+    >>> path_url("http://h/", "docs/a b/%41.html")
+    'http://h/docs/a%20b/%2541.html'
+    """
+    encoded = quote(os.fsencode(relative), safe=_PATH_SAFE)
+    return root + encoded.lstrip("/")
+
+
+def is_host_folder(name: str) -> bool:
+    """Whether a folder name is a host as a mirror tool writes it (``example.org``,
+    ``127.0.0.1:8000``, ``localhost``), and not an ordinary folder (``docs``, ``page_files``).
+
+    >>> [is_host_folder(name) for name in ("example.org", "127.0.0.1:8000", "docs", "page_files", "a.html")]
+    [True, True, False, False, True]
+    """
+    return _HOST_FOLDER.fullmatch(name) is not None
+
+
+def _absolute(path: str | os.PathLike[str]) -> str:
+    """*path* absolute and normalised, links not followed: how a file is looked up."""
+    return os.path.normpath(os.path.abspath(path))
+
+
+@dataclass(frozen=True, slots=True)
+class Locations:
+    """Where the files of a collection were retrieved from.
+
+    *root*: the URL the input folder stands for (a folder URL, ending in ``/``), or one of
+    :data:`AUTO_ROOTS`: the host is the name of the input folder or of its first folder,
+    as wget and HTTrack write them. *mapped*: absolute file path to URL (``--url-map``),
+    asked first.
+    """
+
+    root: str | None = None
+    mapped: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.root is not None and self.root not in AUTO_ROOTS and not self.root.endswith("/"):
+            object.__setattr__(self, "root", self.root + "/")  # a folder URL
+
+    def url_of(self, path: str | os.PathLike[str], tree: str | os.PathLike[str] | None) -> str | None:
+        """The retrieval URL of the file *path* of the input folder *tree*, or None."""
+        absolute = _absolute(path)
+        mapped = self.mapped.get(absolute)
+        if mapped is not None or self.root is None or tree is None:
+            return mapped
+        top = _absolute(tree)
+        try:
+            relative = Path(os.path.relpath(absolute, top)).as_posix()
+        except ValueError:  # another drive
+            return None
+        if relative == ".." or relative.startswith("../"):
+            return None
+        if relative == ".":
+            relative = ""
+        scheme = AUTO_ROOTS.get(self.root)
+        if scheme is None:
+            return path_url(self.root, relative)
+        real = os.path.realpath(top)
+        if is_host_folder(os.path.basename(real)):  # the input is the host's folder itself
+            return path_url(f"{scheme}://{os.path.basename(real).lower()}/", relative)
+        host, _, rest = relative.partition("/")
+        if rest and is_host_folder(host):  # the input holds one folder per host
+            return path_url(f"{scheme}://{host.lower()}/", rest)
+        # The input lies inside a host's folder (a file named alone deep in a mirror): the nearest
+        # folder above it named as a host. A file beside the host folders is in none.
+        below: list[str] = []
+        here = real
+        while (parent := os.path.dirname(here)) != here:
+            below.append(os.path.basename(here))
+            here = parent
+            if is_host_folder(os.path.basename(here)):
+                inner = "/".join(reversed(below))
+                return path_url(f"{scheme}://{os.path.basename(here).lower()}/", f"{inner}/{relative}".rstrip("/"))
+        return None
+
+
+def check_root(value: str) -> str | None:
+    """Why *value* cannot be an --url-root (None when it can)."""
+    if value in AUTO_ROOTS:
+        return None
+    if not usable_as_base(value):
+        return (
+            f"--url-root {value!r} is not an absolute URL that can be a base "
+            "(http://example.org/site/, or auto for a mirror's host folders)"
+        )
+    parts = urlsplit(value)
+    if parts.query or parts.fragment or "?" in value or "#" in value:
+        return f"--url-root {value!r} has a query or a fragment; a folder URL has neither"
+    return None
+
+
+def load_url_map(path: Path, trees: list[str]) -> tuple[dict[str, str], list[tuple[int, str]]]:
+    """The pairs of an --url-map file: CSV lines ``path,url`` (a first line ``path,url`` is
+    a heading), or JSON Lines ``{"path": ..., "url": ...}`` (told by the name ending in
+    ``.jsonl`` or ``.ndjson``, or the first character being ``{``). A path is looked up
+    under each input folder of *trees*, else as given (relative to the working folder).
+
+    Returns (absolute path: URL, and the (line, path) of each pair that named no file).
+    Raises :class:`CollectionError` naming the line for one that cannot be read.
+    """
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as error:
+        raise CollectionError(f"--url-map {path}: cannot be read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise CollectionError(f"--url-map {path}: not UTF-8 (byte {error.start})") from None
+    json_lines = path.suffix.lower() in (".jsonl", ".ndjson") or text.lstrip()[:1] == "{"
+    pairs = _json_pairs(path, text) if json_lines else _csv_pairs(path, text)
+    mapped: dict[str, str] = {}
+    unmatched: list[tuple[int, str]] = []
+    for line, name, url in pairs:
+        if not usable_as_base(url):
+            raise CollectionError(f"--url-map {path}, line {line}: {url!r} is not an absolute URL that can be a base")
+        candidates = [os.path.join(tree, name) for tree in trees] + [name]
+        found = next(
+            (path for path in candidates if os.path.isfile(path) and any(_within(path, tree) for tree in trees)),
+            None,
+        )
+        if found is None:
+            unmatched.append((line, name))
+            continue
+        mapped[_absolute(found)] = url
+    return mapped, unmatched
+
+
+def _within(path: str, tree: str) -> bool:
+    """Whether *path* is *tree* or lies under it (lexically: links are not followed)."""
+    top, here = _absolute(tree), _absolute(path)
+    return os.path.commonpath([top, here]) == top
+
+
+def _json_pairs(path: Path, text: str) -> list[tuple[int, str, str]]:
+    pairs = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError as error:
+            raise CollectionError(f"--url-map {path}, line {number}: not JSON: {error}") from None
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(key), str) for key in ("path", "url")):
+            raise CollectionError(f'--url-map {path}, line {number}: needs {{"path": "...", "url": "..."}}')
+        pairs.append((number, entry["path"], entry["url"].strip()))
+    return pairs
+
+
+def _csv_pairs(path: Path, text: str) -> list[tuple[int, str, str]]:
+    pairs = []
+    reader = csv.reader(io.StringIO(text, newline=""))
+    for row in reader:
+        number = reader.line_num
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) != 2:
+            raise CollectionError(f"--url-map {path}, line {number}: needs two fields, path,url (found {len(row)})")
+        name, url = row[0], row[1].strip()
+        if number == 1 and (name.strip().lower(), url.lower()) == ("path", "url"):
+            continue  # a heading
+        pairs.append((number, name, url))
+    return pairs
+
+
+def _same_resource(first: str, second: str) -> bool:
+    """Whether two absolute URLs name the same resource: scheme and host without regard to
+    case, the path with its escapes decoded, query and fragment left out (a local copy of
+    ``style.css`` is what ``style.css?v=3`` loads from disk)."""
+    one, other = urlsplit(first), urlsplit(second)
+    return (
+        one.scheme.lower() == other.scheme.lower()
+        and one.netloc.lower() == other.netloc.lower()
+        and unquote(one.path or "/") == unquote(other.path or "/")
+    )
+
+
+# The pages a browser saves "complete", beside their NAME_files/ folder.
+_PAGE_SUFFIXES = (".html", ".htm", ".xhtml", ".shtml")
+
+
+def _saved_copy(path: str, tree: str, document: str) -> bool:
+    """Whether *path* lies in a ``NAME_files/`` folder (of *tree*) beside a page ``NAME.html``
+    (or beside *document*, the page being read, named so): a browser's renamed copy, which no URL
+    is the source of, whoever links to it (the page, or a style sheet saved with it)."""
+    own = os.path.splitext(_absolute(document))[0] + "_files"
+    folder = os.path.dirname(path)
+    while _within(folder, tree) and folder != _absolute(tree):
+        name = os.path.basename(folder)
+        if folder == own:
+            return True
+        if name.endswith("_files"):
+            page = os.path.join(os.path.dirname(folder), name.removesuffix("_files"))
+            if any(os.path.isfile(page + suffix) for suffix in _PAGE_SUFFIXES):
+                return True
+        folder = os.path.dirname(folder)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class LocalCopies:
+    """A :attr:`Policy.keep <rewriter.policy.Policy.keep>` for one document of a collection.
+
+    A relative-path reference (not ``//host``, not ``/path``, not ``?query``) that, read
+    against the document's own place on disk, names a regular file inside *tree* is a local
+    copy: kept as written, status ``local``. Unless *locations* gives that file a URL and the
+    reference resolves to it: the file is the copy of that very URL (a mirror), and the
+    absolute URL is right. A file in a ``NAME_files/`` folder beside a page ``NAME.html`` is a
+    browser's renamed copy whatever the URLs say.
+
+    >>> import tempfile; folder = Path(tempfile.mkdtemp())
+    >>> (folder / "page_files").mkdir(); _ = (folder / "page_files" / "x.png").write_bytes(b"png")
+    >>> keep = LocalCopies(str(folder / "page.html"), str(folder))
+    >>> keep("page_files/x.png", "https://site/page_files/x.png")[0], keep("missing.png", None)
+    ('local', None)
+    """
+
+    document: str
+    tree: str
+    locations: Locations | None = None
+
+    def __call__(self, reference: str, resolved: str | None) -> Kept | None:
+        if reference.startswith(("/", "\\")) or scheme_of(reference) is not None:
+            return None
+        path = reference.split("#", 1)[0].split("?", 1)[0]
+        if not path or path.endswith("/"):
+            return None
+        name = os.fsdecode(unquote_to_bytes(path))
+        if "\x00" in name:
+            return None
+        folder = os.path.dirname(_absolute(self.document))
+        candidate = os.path.normpath(os.path.join(folder, name))
+        tree = _absolute(self.tree)
+        if not _within(candidate, tree) or not os.path.isfile(candidate):
+            return None
+        if not _within(os.path.realpath(candidate), os.path.realpath(tree)):
+            return None  # a link out of the collection
+        relative = Path(os.path.relpath(candidate, tree)).as_posix()
+        if not _saved_copy(candidate, tree, self.document) and self.locations is not None and resolved is not None:
+            own = self.locations.url_of(candidate, self.tree)
+            if own is not None and _same_resource(own, resolved):
+                return None
+        return (
+            "local",
+            f"names the local file {relative} of the input folder: kept as written "
+            "(--absolutize-local makes it absolute)",
+        )

@@ -1,0 +1,257 @@
+"""Where jobs run: in this process, in worker processes, or on Dask; one ``map`` for all three.
+
+An executor's :meth:`~Executor.map` takes a function, a stream of items and values every
+call shares, and yields ``(index, result)`` for each item as it finishes, *index* being the
+item's place in the stream. The stream is read only as the executor has room for more
+(a few items per worker ahead), so that planning a million files or a 50 GB mbox costs the
+caller no memory; the caller puts results back in order where it needs to (the pipeline
+does, in :mod:`rewriter.run.batch`). A job whose worker died gives a
+:class:`~rewriter.run.workers.Failed` with ``died=True``, which the pipeline tries once more.
+
+- :class:`Serial`: in this process, in order (one worker, and every test's reference).
+- :class:`Processes`: :mod:`rewriter.run.workers`' processes, which die with the command.
+- :class:`DaskExecutor`: a ``dask.distributed`` cluster (an address, a ``Client``, a
+  cluster object) or a ``LocalCluster`` on 127.0.0.1 started for the run; or one of Dask's
+  local schedulers. Workers read and write the paths they are given, so a cluster of
+  several machines needs one shared file system.
+
+Any object with the same ``map`` serves (the PySpark recipe in ``docs/spark.md`` is one).
+
+>>> sorted(Serial().map(divmod, [7, 9], 2))
+[(0, (3, 1)), (1, (4, 1))]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+__all__ = ["EXTRA_HINT", "DaskExecutor", "DaskMissing", "Executor", "Failed", "Processes", "Serial"]
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+EXTRA_HINT = "pip install 'rewriter[dask]'"
+AHEAD = 2  # items in flight per worker on Dask: the one it does and the next
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A job without a result: its function raised, its result would not pickle, or its
+    worker died (*died*: then the job may be tried again)."""
+
+    reason: str
+    died: bool = False
+
+
+class DaskMissing(ImportError):
+    """Dask (or dask.distributed) is not installed."""
+
+
+class Executor(Protocol):
+    """What runs a pipeline's jobs."""
+
+    workers: int
+    batch: int  # jobs sent as one task at most (a task's cost is small or large)
+
+    def map(
+        self, function: Callable[..., Result], items: Iterable[Any], *shared: Any
+    ) -> Iterator[tuple[int, Result | Failed]]:
+        """``(index, function(item, *shared))`` for each item, as each finishes."""
+        ...
+
+
+class Serial:
+    """Every job in this process, one after another, in order."""
+
+    workers = 1
+    batch = 1
+
+    def map(
+        self, function: Callable[..., Result], items: Iterable[Any], *shared: Any
+    ) -> Iterator[tuple[int, Result | Failed]]:
+        for index, item in enumerate(items):
+            try:
+                yield index, function(item, *shared)
+            except Exception as error:  # one job fails; the next goes on
+                yield index, Failed(f"{type(error).__name__}: {error}")
+
+
+class Processes:
+    """*workers* processes of :mod:`rewriter.run.workers` (fork where the system has it)."""
+
+    batch = 1  # a job costs one message each way; a dead worker then costs its one job
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, workers)
+
+    def map(
+        self, function: Callable[..., Result], items: Iterable[Any], *shared: Any
+    ) -> Iterator[tuple[int, Result | Failed]]:
+        from rewriter.run.workers import map_unordered
+
+        return map_unordered(function, items, self.workers, shared=shared)
+
+
+Scheduler = Literal["distributed", "processes", "threads", "synchronous"]
+
+
+class DaskExecutor:
+    """Jobs as Dask tasks.
+
+    *client*: a ``distributed.Client``, a cluster object, or a scheduler address
+    (``tcp://10.0.0.5:8786``); with none, ``scheduler="distributed"`` starts a
+    ``LocalCluster`` of *workers* processes (one thread each) on 127.0.0.1 for as long as
+    the executor is open, and ``"processes"``, ``"threads"`` or ``"synchronous"`` use
+    Dask's local schedulers (results then come a window of tasks at a time). On a cluster
+    this executor starts, a task whose worker dies fails at once (Dask's
+    ``allowed-failures`` is 0) so that the pipeline retries it and names it; a cluster of
+    the caller's retries by its own settings, unseen.
+    """
+
+    def __init__(
+        self,
+        client: Client | str | object | None = None,
+        *,
+        workers: int | None = None,
+        scheduler: Scheduler = "distributed",
+    ) -> None:
+        try:
+            import dask  # noqa: F401
+        except ImportError as error:
+            raise DaskMissing(f"running on Dask needs the dask extra: {EXTRA_HINT}") from error
+        if client is not None or scheduler == "distributed":
+            try:
+                import distributed  # noqa: F401
+            except ImportError as error:
+                raise DaskMissing(f"a Dask cluster needs dask.distributed: {EXTRA_HINT}") from error
+        self.batch = 32  # a task costs the scheduler about a millisecond: small jobs go together
+        self.given = client
+        self.scheduler = scheduler
+        self.requested = workers
+        self.client: Client | None = None
+        self.stack = contextlib.ExitStack()
+        self.workers = max(1, workers or os.cpu_count() or 1)
+
+    def __enter__(self) -> DaskExecutor:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Connect to the cluster, or start the local one (idempotent)."""
+        if self.client is not None or (self.given is None and self.scheduler != "distributed"):
+            return
+        from distributed import Client, LocalCluster
+
+        if type(self.given).__name__ == "Client":
+            self.client = self.given  # type: ignore[assignment]
+        elif self.given is not None:  # an address or a cluster object: ours to close
+            self.client = self.stack.enter_context(Client(self.given))
+        else:
+            import dask
+
+            # The scheduler's HTTP server warns when its usual port is taken, and then takes
+            # another: nothing for the user to do, so nothing said.
+            with dask.config.set({"distributed.scheduler.allowed-failures": 0}), warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                cluster = self.stack.enter_context(
+                    LocalCluster(
+                        n_workers=self.workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        host="127.0.0.1",
+                        dashboard_address=None,
+                        silence_logs=40,
+                    )
+                )
+                self.client = self.stack.enter_context(Client(cluster))
+        assert self.client is not None
+        self.workers = max(1, sum(self.client.nthreads().values()))
+
+    def close(self) -> None:
+        self.stack.close()
+        self.client = None
+
+    def map(
+        self, function: Callable[..., Result], items: Iterable[Any], *shared: Any
+    ) -> Iterator[tuple[int, Result | Failed]]:
+        self.open()
+        if self.client is None:
+            return self._local(function, items, shared)
+        return self._distributed(self.client, function, items, shared)
+
+    def _distributed(
+        self, client: Client, function: Callable[..., Result], items: Iterable[Any], shared: tuple[Any, ...]
+    ) -> Iterator[tuple[int, Result | Failed]]:
+        from distributed import as_completed
+
+        # Each shared value goes to every worker once, not with every task.
+        sent = [client.scatter(value, broadcast=True, hash=False) for value in shared]
+        stream = enumerate(items)
+        running: dict[Any, int] = {}
+        finished = as_completed()
+
+        def submit() -> bool:
+            taken = next(stream, None)
+            if taken is None:
+                return False
+            index, item = taken
+            future = client.submit(function, item, *sent, pure=False)
+            running[future] = index
+            finished.add(future)
+            return True
+
+        room = self.workers * AHEAD
+        while len(running) < room and submit():
+            pass
+        try:
+            for future in finished:
+                index = running.pop(future)
+                result: Result | Failed
+                try:
+                    result = future.result()
+                except Exception as error:  # the task's worker died, or the task could not be sent
+                    died = type(error).__name__ in ("KilledWorker", "CommClosedError", "FutureCancelledError")
+                    result = Failed(f"the Dask worker stopped: {type(error).__name__}: {error}", died=died)
+                future.release()
+                yield index, result
+                submit()
+        finally:
+            for future in running:
+                future.cancel()
+            for future in sent:
+                future.release()
+
+    def _local(
+        self, function: Callable[..., Result], items: Iterable[Any], shared: tuple[Any, ...]
+    ) -> Iterator[tuple[int, Result | Failed]]:
+        import dask
+
+        window: list[tuple[int, Any]] = []
+        options = {} if self.scheduler == "synchronous" else {"num_workers": self.workers}
+
+        def flush() -> Iterator[tuple[int, Result | Failed]]:
+            calls = [dask.delayed(function, pure=False)(item, *shared) for _, item in window]
+            try:
+                done = list(dask.compute(*calls, scheduler=self.scheduler, **options))
+            except Exception as error:  # the local pool broke: every task of the window fails alike
+                done = [Failed(f"the Dask scheduler stopped: {type(error).__name__}: {error}", died=True)] * len(calls)
+            yield from zip((index for index, _ in window), done, strict=True)
+            window.clear()
+
+        for taken in enumerate(items):
+            window.append(taken)
+            if len(window) >= self.workers * 4:
+                yield from flush()
+        if window:
+            yield from flush()

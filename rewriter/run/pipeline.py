@@ -1,0 +1,359 @@
+"""The pipeline: plan -> jobs -> engine -> results, the same for every verb and executor.
+
+:func:`execute` takes the plan of a run (:func:`rewriter.run.batch.iter_plan`: jobs, and the
+inputs that cannot be jobs, in a fixed order), groups small jobs into batches, has an
+:mod:`executor <rewriter.run.executors>` do them (:func:`rewriter.run.batch.run_batch`, the engines
+picked by :mod:`rewriter.document.engines`), and yields each job's :class:`~rewriter.run.batch.Outcome`
+in the order of the plan, whatever the order they finish in: outputs, reports and messages
+are byte for byte the same for the serial executor, the worker processes and Dask.
+
+Streamed and bounded: the plan is read only as the executor has room; an outcome that
+finishes early waits in memory while it is small, else in the journal on disk; a container
+split into pieces is put together piece by piece. So the caller's memory stays flat
+whatever the number of inputs, links or messages.
+
+Resumable: with a :class:`~rewriter.run.journal.Journal`, every finished job is recorded as it
+finishes, and a job that an earlier, killed run recorded is not done again.
+
+A job whose worker died is tried once more, alone; its outcome says so (``retried``), and a
+second death fails it. A piece that fails leaves its container's output as it was.
+
+>>> import pathlib, tempfile
+>>> from rewriter.run.batch import Settings, iter_plan
+>>> from rewriter.run.executors import Serial
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / "a.html").write_bytes(b"<a href=x>x</a>")
+>>> _ = (folder / "b.html").write_bytes(b"<a href=y>y</a>")
+>>> plan = iter_plan([str(folder)], str(folder / "out"))
+>>> [(o.shown.rsplit("/", 1)[-1], o.rewritten) for o in execute(plan, Settings(url="http://h/"), Serial())]
+[('a.html', 1), ('b.html', 1)]
+>>> (folder / "out" / "b.html").read_bytes()
+b'<a href=http://h/y>y</a>'
+>>> import shutil; shutil.rmtree(folder)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rewriter.run.batch import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json, run_batch
+from rewriter.run.executors import Failed
+
+if TYPE_CHECKING:
+    from rewriter.disk.files import Replacement
+    from rewriter.run.executors import Executor
+    from rewriter.run.journal import Journal
+
+__all__ = ["BATCH_BYTES", "BATCH_JOBS", "execute"]
+
+BATCH_JOBS = 32  # jobs sent to a worker at once: fewer round trips (Dask's cost a task)
+BATCH_BYTES = 8 << 20  # input bytes in one batch at most: the workers stay balanced
+HELD_BYTES = 8 << 20  # outcomes finished early held in memory; past this, read back from the journal
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One place of the plan: a problem, a job waiting for its outcome, or its outcome."""
+
+    job: Job | None = None
+    problem: str | None = None
+    outcome: Outcome | None = None
+    offset: int | None = None  # where the journal holds the outcome
+    retried: str | None = None  # why the job was tried again
+
+
+@dataclass(slots=True)
+class _State:
+    slots: dict[int, _Slot] = field(default_factory=dict)
+    batches: dict[int, list[int]] = field(default_factory=dict)  # batch index -> plan places
+    planned: int = 0  # places the plan has given so far
+    sent: int = 0  # batches given to the executor so far
+    held: int = 0  # bytes of outcomes held in memory
+    retry: list[int] = field(default_factory=list)  # places whose worker died, to be done again
+
+
+def _size(job: Job) -> int:
+    if job.piece is not None:
+        return job.piece.size
+    with contextlib.suppress(OSError):
+        return 0 if job.source == "-" else os.stat(job.source).st_size
+    return 0
+
+
+def _batches(
+    plan: Iterable[Job | str], state: _State, journal: Journal | None, most: int = BATCH_JOBS
+) -> Iterator[list[Job]]:
+    """The plan's jobs in batches of consecutive small jobs (a piece or a large file alone);
+    problems and jobs an earlier run finished take their places without being sent."""
+    batch: list[Job] = []
+    places: list[int] = []
+    size = 0
+    leftovers = _Leftovers()
+    for item in plan:
+        place = state.planned
+        state.planned += 1
+        if isinstance(item, str):
+            state.slots[place] = _Slot(problem=item)
+            continue
+        slot = _Slot(job=item)
+        state.slots[place] = slot
+        if journal is not None:
+            slot.offset = _resumed(item, journal)
+            if slot.offset is not None:
+                continue
+            if journal.earlier:
+                leftovers.remove(item, journal)
+        job_size = _size(item)
+        if batch and (len(batch) >= most or size + job_size > BATCH_BYTES or item.piece is not None):
+            state.batches[state.sent] = places
+            state.sent += 1
+            yield batch
+            batch, places, size = [], [], 0
+        batch.append(item)
+        places.append(place)
+        size += job_size
+        if item.piece is not None:
+            state.batches[state.sent] = places
+            state.sent += 1
+            yield batch
+            batch, places, size = [], [], 0
+    if batch:
+        state.batches[state.sent] = places
+        state.sent += 1
+        yield batch
+
+
+class _Leftovers:
+    """The temporary files the killed run left, removed for each job done again (each folder
+    read once)."""
+
+    def __init__(self) -> None:
+        self.folders: dict[Path, dict[str, list[str]]] = {}
+
+    def remove(self, job: Job, journal: Journal) -> None:
+        from rewriter.disk.files import temporaries_in
+
+        if job.dry or job.target is None:
+            return
+        path = journal.piece_path(job_key(job, whole=True), job.piece.number) if job.piece else Path(job.target)
+        if path.parent not in self.folders:
+            if len(self.folders) > 256:
+                self.folders.clear()  # a long run over many folders: memory stays bounded
+            self.folders[path.parent] = temporaries_in(path.parent)
+        for name in self.folders[path.parent].pop(path.name, ()):
+            with contextlib.suppress(OSError):
+                os.unlink(path.parent / name)
+
+
+def _resumed(job: Job, journal: Journal) -> int | None:
+    """Where the journal holds the outcome of *job* done by the run being resumed, when its
+    input is unchanged and its output is there; else None (it is done again)."""
+    from rewriter.run.journal import identity_of
+
+    identity = identity_of(job.source) if job.source != "-" else None
+    offset = journal.done(job_key(job), identity)
+    if offset is None:
+        return None
+    if job.piece is not None:
+        return offset if job.dry or journal.piece_path(job_key(job, whole=True), job.piece.number).exists() else None
+    if job.target is not None and not job.dry and not os.path.lexists(job.target):
+        return None
+    aside = journal.read(offset)["outcome"].get("report_file")
+    if aside is not None and not os.path.exists(aside):
+        return None  # its report lines are gone with the work folder: done again
+    return offset
+
+
+def execute(
+    plan: Iterable[Job | str],
+    settings: Settings,
+    executor: Executor,
+    *,
+    journal: Journal | None = None,
+) -> Iterator[Outcome | str]:
+    """Do every job of *plan* with *executor*; yield, in the order of the plan, each job's
+    outcome (a piece of a container included) and each problem the plan gave (a str)."""
+    state = _State()
+    work = None if journal is None else str(journal.folder)
+    assembly = _Assembly(settings.backup)
+    turn = 0
+
+    def release() -> Iterator[Outcome | str]:
+        nonlocal turn
+        while True:
+            slot = state.slots.get(turn)
+            if slot is None:
+                return
+            if slot.problem is not None:
+                item: Outcome | str = slot.problem
+            elif slot.outcome is not None or slot.offset is not None:
+                item = _taken(slot, state, journal)
+            else:
+                return  # not finished yet
+            del state.slots[turn]
+            turn += 1
+            if isinstance(item, Outcome) and slot.job is not None and slot.job.piece is not None:
+                assembly.add(slot.job, item, journal)
+            yield item
+
+    def finish(places: list[int], result: list[Outcome] | Failed, again: bool) -> None:
+        if isinstance(result, Failed):
+            for place in places:
+                slot = state.slots[place]
+                assert slot.job is not None
+                if result.died and not again:
+                    slot.retried = result.reason
+                    state.retry.append(place)
+                    _forget_temporaries(slot.job, work)
+                    continue
+                why = f"{result.reason}, and again when it was tried once more" if again else result.reason
+                _done(slot, Outcome(slot.job.shown).fail(f"not rewritten: {why}"), state, journal)
+            return
+        for place, outcome in zip(places, result, strict=True):
+            _done(state.slots[place], outcome, state, journal)
+
+    jobs = _batches(plan, state, journal, getattr(executor, "batch", BATCH_JOBS))
+    for index, result in executor.map(run_batch, jobs, _with_work(settings, work)):
+        finish(state.batches.pop(index), result, again=False)
+        yield from release()
+    while state.retry:  # each job of a batch whose worker died, alone, once more
+        retry, state.retry = state.retry, []
+        singles = [[state.slots[place].job] for place in retry]
+        for index, result in executor.map(run_batch, singles, _with_work(settings, work)):
+            finish([retry[index]], result, again=True)
+            yield from release()
+    yield from release()
+    assembly.close()
+
+
+def _forget_temporaries(job: Job, work: str | None) -> None:
+    """What the dead worker was writing for *job* (a temporary beside its output, or its
+    piece's), removed before the job is done again."""
+    from rewriter.disk.files import remove_temporaries_of
+
+    if job.piece is not None and work is not None:
+        remove_temporaries_of(pieces_path(work, job))
+    elif job.target is not None and not job.dry:
+        remove_temporaries_of(Path(job.target))
+
+
+def _with_work(settings: Settings, work: str | None) -> Settings:
+    from dataclasses import replace
+
+    return settings if settings.work == work else replace(settings, work=work)
+
+
+def _done(slot: _Slot, outcome: Outcome, state: _State, journal: Journal | None) -> None:
+    """A job's outcome: recorded in the journal, and held until its turn (in memory while
+    the outcomes held are small, else read back from the journal then)."""
+    assert slot.job is not None
+    if slot.retried is not None:
+        outcome.retried = slot.retried
+    if journal is not None:
+        slot.offset = journal.record(job_key(slot.job), outcome.identity, outcome_json(outcome))
+        size = outcome.weight()
+        if state.held + size > HELD_BYTES:
+            return  # read back in its turn
+        state.held += size
+    slot.outcome = outcome
+
+
+def _taken(slot: _Slot, state: _State, journal: Journal | None) -> Outcome:
+    if slot.outcome is not None:
+        if journal is not None:
+            state.held -= slot.outcome.weight()
+        return slot.outcome
+    assert journal is not None and slot.offset is not None
+    outcome = outcome_from_json(journal.read(slot.offset)["outcome"])
+    if slot.job is not None and slot.retried is None and outcome.retried is None:
+        outcome.resumed = True
+    return outcome
+
+
+class _Assembly:
+    """The output of a container done in pieces: each piece's output, in order, appended to
+    a temporary file beside the target, which replaces the target after the last piece.
+    A piece that failed leaves the target as it was."""
+
+    def __init__(self, backup: str | None) -> None:
+        self.backup = backup  # in place: the old file kept as NAME + this
+        self.context: contextlib.AbstractContextManager[Replacement] | None = None
+        self.replacement: Replacement | None = None
+        self.failed = False
+        self.changed = False
+
+    def add(self, job: Job, outcome: Outcome, journal: Journal | None) -> None:
+        assert job.piece is not None
+        if job.dry or job.target is None or journal is None:
+            return
+        if job.piece.number == 0:
+            self.close()
+            self.failed = False
+            self.changed = False
+            from rewriter.run.batch import replacing_target
+
+            self.context = replacing_target(job, self.backup if job.in_place else None)
+            self.replacement = self.context.__enter__()
+        if self.replacement is None:
+            return
+        piece = journal.piece_path(job_key(job, whole=True), job.piece.number)
+        if outcome.state == "failed" or not piece.exists():
+            self.failed = True
+        elif not self.failed:
+            with open(piece, "rb") as stream:
+                _copy_all(stream, self.replacement.stream)
+            self.changed = self.changed or outcome.state == "rewritten"
+        if job.piece.last:
+            self._end(job, outcome)
+
+    def _end(self, job: Job, outcome: Outcome) -> None:
+        assert self.context is not None and self.replacement is not None
+        if self.failed:
+            self.replacement.keep = False
+            outcome.fail("not written: a piece of it failed; the output is left as it was")
+        elif job.in_place and not self.changed:
+            self.replacement.keep = False  # unchanged in place: not written at all
+        try:
+            self.context.__exit__(None, None, None)
+        except OSError as error:
+            outcome.fail(f"not written: {error.strerror or error}")
+        self.context = self.replacement = None
+
+    def close(self) -> None:
+        """Drop an assembly left unfinished (an interrupted run): its target is untouched."""
+        if self.context is not None and self.replacement is not None:
+            self.replacement.keep = False
+            with contextlib.suppress(OSError):
+                self.context.__exit__(None, None, None)
+        self.context = self.replacement = None
+
+
+def _copy_all(source: object, target: object) -> None:
+    """Copy a file into another, in the kernel where the system can."""
+    import shutil
+
+    source_fd = source.fileno()  # type: ignore[attr-defined]
+    target_fd = target.fileno()  # type: ignore[attr-defined]
+    target.flush()  # type: ignore[attr-defined]
+    copy_range = getattr(os, "copy_file_range", None)
+    if copy_range is not None:
+        try:
+            while copy_range(source_fd, target_fd, 1 << 30):
+                pass
+            return
+        except OSError:
+            pass  # not on this file system: the slow way
+    shutil.copyfileobj(source, target, 1 << 20)  # type: ignore[arg-type]
+
+
+def pieces_path(work: str, job: Job) -> Path:
+    """Where the worker writes a piece's output (the journal's own place for it)."""
+    from rewriter.run.journal import piece_path
+
+    assert job.piece is not None
+    return piece_path(Path(work), job_key(job, whole=True), job.piece.number)
