@@ -253,7 +253,10 @@ def decode_text(data: bytes, charset: str, errors: str = "replace") -> str:
     Traceback (most recent call last):
     LookupError: not decoded as punycode: its decoder takes time quadratic in its input
     """
-    if len(charset) > _LONGEST_NAME or not charset.isascii() or not _known(charset):
+    # Python's codec search reads the name as encodings.normalize_encoding writes it (runs of
+    # punctuation and characters that are not ASCII letters or digits dropped or made "_"):
+    # "utf-8\ufffd" is UTF-8 to the email package, and so it is here.
+    if len(charset) > _LONGEST_NAME or not _known(encodings.normalize_encoding(charset)):
         raise LookupError(f"unknown encoding: {charset[:_LONGEST_NAME]!r}")
     name = codecs.lookup(charset).name
     if name in _NOT_LINEAR:
