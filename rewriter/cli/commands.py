@@ -27,7 +27,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -72,15 +72,51 @@ class _Escaping:
         return bool(getattr(self.stream, "isatty", lambda: False)())
 
 
+@dataclass(frozen=True, slots=True)
+class _Option:
+    """What a configuration file may set: an option's destination, how argparse stores it
+    (``store``, ``store_true``, ``append``, ...), its type and its choices."""
+
+    dest: str
+    action: str
+    type: object
+    choices: tuple[object, ...] | None
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse that says which verb a usage error belongs to, and exits 2."""
+    """argparse that says which verb a usage error belongs to, and exits 2, and that keeps
+    a record of each option it is given (``options``) and of its verbs (``verbs``), so that
+    configuration files are checked against the options themselves, through no private name
+    of argparse."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.options: dict[str, _Option] = {}  # before argparse adds its own -h
+        self.verbs: dict[str, _Parser] = {}
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        return self.record(super().add_argument(*args, **kwargs), kwargs.get("action", "store"))
+
+    def record(self, added: argparse.Action, action: object = "store") -> argparse.Action:
+        """Keep *added* (an option of this parser, or of a group of it) in ``options``."""
+        choices = tuple(added.choices) if isinstance(added.choices, (list, tuple, set, frozenset)) else None
+        # The first option of a destination is the one a configuration file sets (a switch's
+        # --no- opposite, with the same destination, only turns it off again).
+        self.options.setdefault(added.dest, _Option(added.dest, str(action), added.type, choices))
+        return added
+
+    def add_verb(self, verbs: Any, name: str, **kwargs: Any) -> _Parser:
+        """``verbs.add_parser(name, ...)``, recorded as one of this parser's verbs."""
+        parser: _Parser = verbs.add_parser(name, **kwargs)
+        self.verbs[name] = parser
+        return parser
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     parser = _Parser(
         prog="rewriter",
         description="Make every relative link in HTML documents and MIME messages absolute.",
@@ -89,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rewriter {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
 
-    resolve = verbs.add_parser(
+    resolve = parser.add_verb(
+        verbs,
         "resolve",
         help="resolve references against a base URL",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -120,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     _switch(resolve, "--non-strict", "rfc2396/rfc3986: read a scheme equal to the base's as relative (http:g)")
     resolve.set_defaults(run=_run_resolve)
 
-    rewrite = verbs.add_parser(
+    rewrite = parser.add_verb(
+        verbs,
         "rewrite",
         help="make every relative link of pages, style sheets and mail absolute",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -147,8 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rewrite.add_argument("files", metavar="INPUT", nargs="+", help="a file, a folder, a Maildir, or '-' for stdin")
     where = rewrite.add_mutually_exclusive_group()
-    where.add_argument("-o", "--output", metavar="OUT", help="output file ('-' for stdout), or folder")
-    where.add_argument("-i", "--in-place", action="store_true", help="replace each input with its output")
+    rewrite.record(where.add_argument("-o", "--output", metavar="OUT", help="output file ('-' for stdout), or folder"))
+    in_place = where.add_argument("-i", "--in-place", action="store_true", help="replace each input with its output")
+    rewrite.record(in_place, "store_true")
     rewrite.add_argument("--backup", metavar="SUFFIX", help="with --in-place: keep each old file as NAME+SUFFIX")
     rewrite.add_argument(
         "--include",
@@ -211,7 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     _collection_options(rewrite)
     rewrite.set_defaults(run=_run_rewrite)
 
-    links = verbs.add_parser(
+    links = parser.add_verb(
+        verbs,
         "links",
         help="list every link of a document, message, mbox, Maildir or WARC",
         description=(
@@ -235,7 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     _collection_options(links)
     links.set_defaults(run=_run_links)
 
-    unpack = verbs.add_parser(
+    unpack = parser.add_verb(
+        verbs,
         "unpack",
         help="unpack an MHTML archive, a message or a WARC into a folder a browser opens offline",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -260,7 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     _document_options(unpack)
     unpack.set_defaults(run=_run_unpack)
 
-    pack = verbs.add_parser(
+    pack = parser.add_verb(
+        verbs,
         "pack",
         help="pack a saved page and its local files into one MHTML (or one HTML with data: URLs)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -281,12 +323,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pack.add_argument("files", metavar="PAGE", nargs=1, help="a saved HTML page")
     output = pack.add_mutually_exclusive_group(required=True)
-    output.add_argument("-o", "--output", metavar="OUT", help="the MHTML file to write")
-    output.add_argument("--single-file", metavar="OUT", help="write one HTML file with data: URLs instead")
+    pack.record(output.add_argument("-o", "--output", metavar="OUT", help="the MHTML file to write"))
+    pack.record(output.add_argument("--single-file", metavar="OUT", help="write one HTML file with data: URLs instead"))
     _document_options(pack)
     pack.set_defaults(run=_run_pack)
 
-    explain = verbs.add_parser(
+    explain = parser.add_verb(
+        verbs,
         "explain",
         help="show the MIME tree with each part's base and where it came from",
         description=(
@@ -1154,7 +1197,7 @@ def _lists_from_config(args: argparse.Namespace) -> None:
             delattr(args, name)
 
 
-def _apply_config(parser: argparse.ArgumentParser, folder: Path) -> None:
+def _apply_config(parser: _Parser, folder: Path) -> None:
     """Defaults from rewriter.toml or pyproject's [tool.rewriter] (see rewriter.cli.config):
     each key must be an option of some verb, with a value of its type."""
     from rewriter.cli.config import ConfigError, load
@@ -1162,51 +1205,51 @@ def _apply_config(parser: argparse.ArgumentParser, folder: Path) -> None:
     path, settings = load(folder)
     if not settings:
         return
-    verbs = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
-    known: dict[str, argparse.Action] = {}
-    for sub in verbs.choices.values():
-        for action in sub._actions:
-            known.setdefault(action.dest, action)
+    known: dict[str, _Option] = {}
+    for verb in parser.verbs.values():
+        for option in verb.options.values():
+            known.setdefault(option.dest, option)
     for name, value in settings.items():
-        action = known.get(name)
-        if action is None or name in ("help", "run", "verb"):
+        found = known.get(name)
+        if found is None or name in ("help", "run", "verb"):
             raise ConfigError(f"{path}: {name.replace('_', '-')!r} is not an option of rewriter")
-        settings[name] = _config_value(path, name, action, value)
-    for sub in verbs.choices.values():
-        dests = {action.dest: action for action in sub._actions}
+        settings[name] = _config_value(path, found, value)
+    for verb in parser.verbs.values():
         for name, value in settings.items():
-            if name not in dests:
+            mine = verb.options.get(name)
+            if mine is None:
                 continue
-            if isinstance(dests[name], argparse._AppendAction):
-                sub.set_defaults(**{_CONFIG_LIST + name: value})
+            if mine.action == "append":
+                verb.set_defaults(**{_CONFIG_LIST + name: value})
             else:
-                sub.set_defaults(**{name: value})
+                verb.set_defaults(**{name: value})
 
 
-def _config_value(path: Path | None, name: str, action: argparse.Action, value: object) -> object:
-    option = name.replace("_", "-")
-    if isinstance(action, argparse._StoreTrueAction):
+def _config_value(path: Path | None, option: _Option, value: object) -> object:
+    """*value* of a configuration file checked against the *option* it sets."""
+    shown = option.dest.replace("_", "-")
+    if option.action == "store_true":
         if not isinstance(value, bool):
-            raise ValueError(f"{path}: {option!r} must be true or false")
+            raise ValueError(f"{path}: {shown!r} must be true or false")
         return value
-    if isinstance(action, argparse._AppendAction):
+    if option.action == "append":
         values = [value] if isinstance(value, str) else value
         if not isinstance(values, list) or not all(isinstance(item, str) for item in values):
-            raise ValueError(f"{path}: {option!r} must be a string or a list of strings")
+            raise ValueError(f"{path}: {shown!r} must be a string or a list of strings")
         return values
-    if action.type is _size:
+    if option.type is _size:
         try:
             return _size(str(value))
         except argparse.ArgumentTypeError as error:
-            raise ValueError(f"{path}: {option!r}: {error}") from None
-    if action.type is int:
+            raise ValueError(f"{path}: {shown!r}: {error}") from None
+    if option.type is int:
         if not isinstance(value, int) or isinstance(value, bool):
-            raise ValueError(f"{path}: {option!r} must be an integer")
+            raise ValueError(f"{path}: {shown!r} must be an integer")
         return value
     if not isinstance(value, str):
-        raise ValueError(f"{path}: {option!r} must be a string")
-    if action.choices is not None and value not in action.choices:
-        raise ValueError(f"{path}: {option!r} must be one of {', '.join(map(str, action.choices))}")
+        raise ValueError(f"{path}: {shown!r} must be a string")
+    if option.choices is not None and value not in option.choices:
+        raise ValueError(f"{path}: {shown!r} must be one of {', '.join(map(str, option.choices))}")
     return value
 
 
