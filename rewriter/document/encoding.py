@@ -12,9 +12,12 @@ Sniffed(codec='cp932', label='shift_jis', bom=b'', source='meta')
 from __future__ import annotations
 
 import codecs
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import webencodings
+
+from rewriter.document.speedups import twin
 
 __all__ = [
     "ESCAPE",
@@ -27,6 +30,7 @@ __all__ = [
     "errors_for",
     "sniff",
     "split",
+    "utf8_offsets",
 ]
 
 ESCAPE = "rewriter-escape"
@@ -208,7 +212,7 @@ class ByteMap:
     [0, 3, 6]
     """
 
-    __slots__ = ("_codec", "_data", "_errors", "_exact", "_identity", "_text")
+    __slots__ = ("_codec", "_data", "_errors", "_exact", "_identity", "_text", "_utf8")
 
     def __init__(self, text: str, data: bytes, codec: str, errors: str | None = None) -> None:
         self._text = text
@@ -225,6 +229,7 @@ class ByteMap:
             roundtrip = False
         self._identity = roundtrip and len(text) == len(data)
         self._exact = roundtrip and (self._identity or codecs.lookup(codec).name in _STATELESS_MULTIBYTE)
+        self._utf8 = codecs.lookup(codec).name == "utf-8" and self._errors in (ESCAPE, "surrogatepass")
 
     def byte_offsets(self, offsets: list[int]) -> list[int]:
         """The byte offset of each text offset (*offsets* in ascending order)."""
@@ -232,15 +237,9 @@ class ByteMap:
             return self._by_decoding(offsets)
         if self._identity:
             return list(offsets)
-        text, codec = self._text, self._codec
-        result: list[int] = []
-        previous_text = 0
-        previous_byte = 0
-        for offset in offsets:
-            previous_byte += len(text[previous_text:offset].encode(codec, self._errors))
-            previous_text = offset
-            result.append(previous_byte)
-        return result
+        if self._utf8:
+            return utf8_offsets(self._text, offsets, self._errors == ESCAPE)
+        return _encoded_offsets(self._text, offsets, self._codec, self._errors)
 
     def _by_decoding(self, offsets: list[int]) -> list[int]:
         """Slow and always exact: decode byte by byte, noting where each character starts."""
@@ -257,6 +256,34 @@ class ByteMap:
         starts.extend([pending] * len(decoder.decode(b"", final=True)))
         starts.append(len(data))
         return [starts[min(offset, len(starts) - 1)] for offset in offsets]
+
+
+def _encoded_offsets(text: str, offsets: Sequence[int], codec: str, errors: str) -> list[int]:
+    """The length of ``text[:offset].encode(codec, errors)`` for each of *offsets*, encoding
+    each piece once; ValueError for offsets that descend or pass the end of the text."""
+    result: list[int] = []
+    previous_text = previous_byte = 0
+    for offset in offsets:
+        if offset < previous_text or offset > len(text):
+            raise ValueError("offsets must be ascending and within the text")
+        previous_byte += len(text[previous_text:offset].encode(codec, errors))
+        previous_text = offset
+        result.append(previous_byte)
+    return result
+
+
+@twin
+def utf8_offsets(text: str, offsets: Sequence[int], escaped: bool) -> list[int]:
+    """The UTF-8 byte offset of each of *offsets* (ascending character offsets of *text*):
+    ``len(text[:offset].encode("utf-8", errors))``, errors being :data:`ESCAPE` when *escaped*
+    (a lone surrogate U+DC00-U+DCFF is one byte; any other raises UnicodeEncodeError) and
+    ``surrogatepass`` otherwise (three bytes). ValueError for offsets that descend or pass
+    the end of the text.
+
+    >>> utf8_offsets("aé€😀", [0, 1, 2, 3, 4], False)
+    [0, 1, 3, 6, 10]
+    """
+    return _encoded_offsets(text, offsets, "utf-8", ESCAPE if escaped else "surrogatepass")
 
 
 def encode_url_text(text: str, codec: str, errors: str | None = None) -> bytes:

@@ -52,6 +52,15 @@ from rewriter.html.microsyntax import (
     strip_whitespace,
 )
 from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, attributes_of, selector
+from rewriter.html.tags import (
+    TAG_NAME,
+    VALUELESS,
+    Span,
+    ascii_lower,
+    end_tag,
+    tag_attributes,
+    tag_end,
+)
 from rewriter.policy import Policy
 from rewriter.url.base import Layer, usable_as_base
 from rewriter.url.resolve import parse
@@ -137,18 +146,6 @@ def _escape_attribute(text: str, quote: str) -> str:
     return text
 
 
-# One attribute of a start tag, as the tokenizer reads it (HTML §13.2.5.32-39): the
-# name runs to whitespace, "/", ">" or "=" (a leading "=" belongs to it); the value is
-# double-quoted, single-quoted, or runs to whitespace or ">".
-ATTRIBUTE = re.compile(
-    r"[\t\n\f\r /]*(?:([^\t\n\f\r />][^\t\n\f\r /=>]*)"
-    r"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"([^\"]*)\"?|'([^']*)'?|([^\t\n\f\r >]*)))?)?"
-)
-TAG_NAME = re.compile(r"<[^\t\n\f\r />]*")
-# Every part of ATTRIBUTE is optional: it matches everywhere (typed so, at no cost).
-_match_attribute = cast(Callable[[str, int], "re.Match[str]"], ATTRIBUTE.match)
-
-
 def _tag_name(text: str, offset: int) -> re.Match[str]:
     """The "<" and name of the tag that starts at *offset* (where a start tag's "<" is)."""
     match = TAG_NAME.match(text, offset)
@@ -192,10 +189,6 @@ def attribute_value_pattern(name: str) -> Callable[[str, int], re.Match[str] | N
     return matcher
 
 
-QUOTE_OF_GROUP = {2: '"', 3: "'", 4: ""}
-# The "quote" of an attribute written without a value (HTML §13.2.5.33): its value is the
-# empty string, at an empty span just after the name; a new value comes with its "=".
-_VALUELESS = "="
 QUOTE_OF_VALUE_GROUP = {1: '"', 2: "'", 3: ""}
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _LONE_CR = re.compile(r"\r(?!\n)")
@@ -231,13 +224,6 @@ def starts_of_lines(text: str) -> list[int]:
 def _newlines_normalised(text: str) -> str:
     """HTML §13.2.3.5: CR LF and a lone CR read as LF."""
     return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def ascii_lower(name: str) -> str:
-    """HTML §13.2.5.33: the tokenizer lowercases ASCII upper alphas only."""
-    if name.isascii():
-        return name.lower()
-    return "".join(char.lower() if char.isascii() else char for char in name)
 
 
 # A DOCTYPE whose public or system identifier (a quoted string, which ">" ends) holds a
@@ -308,7 +294,7 @@ class ParsedDocument:
     def attribute_value(self, element: turbohtml.Element, name: str) -> str | None:
         """The value of *element*'s attribute *name* (lowercase), as :meth:`value` gives
         it; None when the start tag has no such attribute."""
-        spans = self.attributes(element, {name})
+        spans = self.attributes(element)
         return self.value(spans[name]) if name in spans else None
 
     def value(self, span: tuple[int, int, str]) -> str:
@@ -354,41 +340,14 @@ class ParsedDocument:
                 seen.add(position)
                 yield element
 
-    def attributes(self, element: turbohtml.Element, needed: set[str]) -> dict[str, tuple[int, int, str]]:
-        """The attributes of *element*'s start tag: the text span of each value and its quote.
-
-        The first of duplicate names wins, as in the tokenizer. An attribute without a
-        value has the empty span just after its name, and the quote :data:`_VALUELESS`.
-        The scan stops once every name in *needed* has been seen.
-        """
-        wanted = len(needed)
-        text = self.text
-        position = _tag_name(text, self.offset(element)).end()
-        spans: dict[str, tuple[int, int, str]] = {}
-        match_attribute = _match_attribute
-        while True:
-            match = match_attribute(text, position)
-            last = match.lastindex
-            if last is None:
-                return spans
-            name = match.group(1)
-            position = match.end()
-            name = name.lower() if name.isascii() else ascii_lower(name)
-            if name in spans:
-                continue
-            if name in needed:
-                wanted -= 1
-            # Group 2, 3 or 4 is the value, double-quoted, single-quoted or unquoted.
-            if last == 1:
-                spans[name] = (match.end(1), match.end(1), _VALUELESS)
-            else:
-                spans[name] = (*match.span(last), QUOTE_OF_GROUP[last])
-            if wanted <= 0:
-                return spans
+    def attributes(self, element: turbohtml.Element) -> dict[str, Span]:
+        """The attributes of *element*'s start tag: the text span of each value and its quote
+        (:func:`rewriter.html.tags.tag_attributes`)."""
+        return tag_attributes(self.text, self.offset(element))[0]
 
     def start_tag_end(self, element: turbohtml.Element) -> int:
         """The offset just past *element*'s start tag."""
-        return _tag_end(self.text, self.offset(element))
+        return tag_end(self.text, self.offset(element))
 
 
 def _is_inert(element: turbohtml.Element) -> bool:
@@ -733,7 +692,7 @@ def _elements_links(
             last = match.lastindex
             if last is None:  # no value: the empty string (HTML §13.2.5.33), rare
                 _attribute_links(
-                    document, tag, name, "url", (match.end(), match.end(), _VALUELESS), context, policy, result
+                    document, tag, name, "url", (match.end(), match.end(), VALUELESS), context, policy, result
                 )
                 continue
             start, end = match.span(last)
@@ -778,10 +737,7 @@ def _element_links(
         return
     if tag in _CONDITIONAL_TAGS:
         kinds = {name: kind for name, kind in kinds.items() if applies(element.attrs, tag, name)}
-    needed = set(kinds)
-    if tag in ("object", "applet") and "codebase" in element.attrs:
-        needed.add("codebase")
-    spans = document.attributes(element, needed)
+    spans = document.attributes(element)
     codebase_context = None
     for name, kind in kinds.items():
         if name not in spans:
@@ -929,16 +885,16 @@ def _splice_attribute(
     replacements: list[tuple[int, int, str, str | None]],
     result: TextResult,
 ) -> None:
-    if not quote or quote == _VALUELESS:
+    if not quote or quote == VALUELESS:
         written = "".join(new if prefix is None else prefix for _, _, new, prefix in replacements)
-        if quote == _VALUELESS or any(char in _NEEDS_QUOTES for char in written):
+        if quote == VALUELESS or any(char in _NEEDS_QUOTES for char in written):
             pieces: list[str] = []
             last = 0
             for start, end, new, _ in sorted(replacements):
                 pieces += (value[last:start], new)
                 last = end
             pieces.append(value[last:])
-            equals = "=" if quote == _VALUELESS else ""
+            equals = "=" if quote == VALUELESS else ""
             escaped = _escape_attribute("".join(pieces), '"')
             result.edits.append((raw_start, raw_end, f'{equals}"{escaped}"'))
             return
@@ -948,20 +904,6 @@ def _splice_attribute(
             result.edits.append((raw_at, raw_at, _escape_attribute(prefix, quote)))
         else:
             result.edits.append((raw_at, raw_start + _raw(offsets, end), _escape_attribute(new, quote)))
-
-
-def end_tag(text: str, name: str, start: int) -> int:
-    """Where the raw text that starts at *start* ends: the first ``</name`` followed by
-    whitespace, "/" or ">" (HTML §13.2.5.12 "appropriate end tag"), or the end."""
-    length = len(name) + 2
-    position = text.find("</", start)
-    while position >= 0:
-        if text[position + 2 : position + length].lower() == name and text[
-            position + length : position + length + 1
-        ] in ("\t", "\n", "\f", "\r", " ", "/", ">"):
-            return position
-        position = text.find("</", position + 2)
-    return len(text)
 
 
 def _style_element(
@@ -1108,7 +1050,7 @@ def _comment_offsets(document: ParsedDocument) -> list[tuple[int, str]]:
                         break
                     opened = element_at.get(offset)
                     if name not in raw_text or opened is None or opened.namespace is not _HTML or opened.tag != name:
-                        restart = _tag_end(document.text, offset)
+                        restart = tag_end(document.text, offset)
                         break
             elif kind is _COMMENT_TOKEN:
                 data = token.data or ""
@@ -1168,15 +1110,6 @@ def _offset_of(document: ParsedDocument, origin: int, token: turbohtml.Token) ->
     return document.line_starts[token.line - 1] + token.col
 
 
-def _tag_end(text: str, offset: int) -> int:
-    """The offset just past the tag that starts at *offset* (HTML §13.2.5.6-40)."""
-    position = _tag_name(text, offset).end()
-    while (match := ATTRIBUTE.match(text, position)) is not None and match.group(1) is not None:
-        position = match.end()
-    close = text.find(">", position)
-    return len(text) if close < 0 else close + 1
-
-
 # --------------------------------------------------------------------------
 # Bytes in, bytes out
 # --------------------------------------------------------------------------
@@ -1218,9 +1151,8 @@ class ByteView:
 
     def elements(self) -> Iterator[ViewElement]:
         document = self._document
-        everything = {"\0"}  # a name no attribute has: scan them all
         for element in document.start_tags(document.tree.iter_elements()):
-            spans = document.attributes(element, everything)
+            spans = document.attributes(element)
             values = {name: decode_attribute(document.text[start:end])[0] for name, (start, end, _) in spans.items()}
             namespace = _NAMESPACE_NAMES.get(element.namespace)
             style = None
@@ -1238,7 +1170,7 @@ class ByteView:
         if site.attribute == "#style":
             start = document.start_tag_end(element)
             return start + site.start, start + site.end
-        raw_start, raw_end, _ = document.attributes(element, {site.attribute})[site.attribute]
+        raw_start, raw_end, _ = document.attributes(element)[site.attribute]
         _, offsets = decode_attribute(document.text[raw_start:raw_end])
         return raw_start + _raw(offsets, site.start), raw_start + _raw(offsets, site.end)
 
@@ -1266,7 +1198,6 @@ def start_tags(document: bytes | str, *, charset: str | None = None) -> list[tup
 
 
 def _start_tags(parsed: ParsedDocument) -> list[tuple[str, dict[str, str]]]:
-    everything = {"\0"}  # a name no attribute has: scan them all
     text = parsed.text
     starts, ends = parsed.noscript_ranges()
     tags: list[tuple[str, dict[str, str]]] = []
@@ -1275,7 +1206,7 @@ def _start_tags(parsed: ParsedDocument) -> list[tuple[str, dict[str, str]]]:
         name = ascii_lower(_tag_name(text, start).group()[1:]).replace("\0", "\ufffd")
         values: dict[str, str] = {}
         # Spans, not element.attrs: the parser saw a space for each line break (see ParsedDocument).
-        for attribute, span in parsed.attributes(element, everything).items():
+        for attribute, span in parsed.attributes(element).items():
             values[attribute.replace("\0", "\ufffd")] = parsed.value(span)
         tags.append((name, values))
         if element.tag == "noscript" and element.namespace is _HTML:
