@@ -45,6 +45,8 @@ from rewriter.document.process import (
     shifted,
     spliced,
 )
+from rewriter.document.speedups import COMPILED
+from rewriter.html import tags
 from rewriter.html.links import Namespace, Site, ViewElement, applies, for_context, looks_like_url, url_spans
 from rewriter.html.microsyntax import (
     ASCII_WHITESPACE,
@@ -600,6 +602,8 @@ class _Plain(NamedTuple):
     style: bool
     special: bool
     watched: frozenset[str]
+    # The same as a link table of tags.link_attributes (None: the general path always).
+    codes: dict[str, int] | None
 
 
 # Per set of lazy attributes, keyed by tag for HTML elements and by (namespace, tag) for
@@ -611,11 +615,20 @@ _PLAIN_FOREIGN: dict[frozenset[str], dict[tuple[object, str], _Plain]] = {}
 def _plain_of(namespace: turbohtml.Namespace, tag: str, lazy: frozenset[str]) -> _Plain:
     table = attributes_of(_NAMESPACE_NAMES.get(namespace, "html"), tag, lazy)
     if tag in _SPECIAL_TAGS:
-        return _Plain(frozenset(), frozenset(), frozenset(table), False, True, frozenset(table))
+        return _Plain(frozenset(), frozenset(), frozenset(table), False, True, frozenset(table), None)
     fast = frozenset(name for name, kind in table.items() if kind == "url" and (tag, name) not in CONDITIONAL)
     style = table.get("style") == "css"
     other = frozenset(table) - fast - ({"style"} if style else set())
-    return _Plain(fast, fast & lazy, other, style, False, frozenset(table))
+    codes = {name: tags.OTHER for name in other} | {name: tags.LAZY_URL if name in lazy else tags.URL for name in fast}
+    if style:
+        codes["style"] = tags.STYLE
+    # A repeated <html> or <body> tag's attributes are the tree's, not the text's: the general path reads them.
+    merged = namespace is _HTML and tag in _MERGED_TAGS
+    return _Plain(fast, fast & lazy, other, style, False, frozenset(table), None if merged else codes)
+
+
+# HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to the first one.
+_MERGED_TAGS = frozenset({"html", "body"})
 
 
 def _elements_links(
@@ -632,6 +645,9 @@ def _elements_links(
     ``<img src>`` with a plain value, so those are done here in one loop; any other
     element goes through :func:`_element_links`.
     """
+    if COMPILED:
+        _elements_links_compiled(document, elements, base_element, context, policy, result)
+        return
     text, line_starts, flat = document.text, document.line_starts, document.flat
     lazy = policy.lazy_attributes
     classify_new, classified, found, edits = context._classify, context.classified, result.found, result.edits
@@ -715,6 +731,82 @@ def _elements_links(
                 else:
                     replacement: list[tuple[int, int, str, str | None]] = [(0, len(raw), resolved, prefix)]
                     _splice_attribute(raw, start, end, quote, raw, None, replacement, result)
+
+
+def _elements_links_compiled(
+    document: ParsedDocument,
+    elements: Iterable[turbohtml.Element],
+    base_element: turbohtml.Element | None,
+    context: Context,
+    policy: Policy,
+    result: TextResult,
+) -> None:
+    """:func:`_elements_links` with the start tags read by :func:`rewriter.html.tags.link_attributes`
+    (in C): the same links, edits and problems, in the same order. The attributes are the
+    text's, not the tree's: they differ only for a repeated <html> or <body> tag (those
+    take the general path, as :attr:`_Plain.codes` says) and for names with NUL or a lone
+    surrogate (link_attributes sends those to the general path)."""
+    text, line_starts, flat = document.text, document.line_starts, document.flat
+    lazy = policy.lazy_attributes
+    plain_html = _PLAIN.setdefault(lazy, {})
+    plain_foreign = _PLAIN_FOREIGN.setdefault(lazy, {})
+    seen: set[tuple[int, int]] = set()
+    chosen: list[turbohtml.Element] = []
+    names: list[str] = []
+    offsets: list[int] = []
+    tables: list[dict[str, int] | None] = []
+    for element in elements:
+        # An element the parser made up has no position; a reopened formatting
+        # element (HTML §13.2.4.3) is a clone of a start tag already seen.
+        position = element.position
+        if position is None or position in seen:
+            continue
+        seen.add(position)
+        if element is base_element:
+            continue
+        tag = element.tag
+        namespace = element.namespace
+        if namespace is _HTML:
+            split = plain_html.get(tag)
+            if split is None:
+                split = _kept(plain_html, tag, tag, _plain_of(namespace, tag, lazy))
+        else:
+            split = plain_foreign.get((namespace, tag))
+            if split is None:
+                split = _kept(plain_foreign, (namespace, tag), tag, _plain_of(namespace, tag, lazy))
+        chosen.append(element)
+        names.append(tag)
+        offsets.append(position[1] if flat else line_starts[position[0] - 1] + position[1])
+        tables.append(split.codes)
+    classify_new, classified, found, edits = context._classify, context.classified, result.found, result.edits
+    base, layer = context.base, context.layer
+    new = new_link
+    for index, name, start, end, quote, code in tags.link_attributes(text, offsets, tables):
+        if name is None:
+            _element_links(document, chosen[index], context, policy, result)
+            continue
+        tag = names[index]
+        if quote == VALUELESS:  # no value: the empty string (HTML §13.2.5.33), rare
+            _attribute_links(document, tag, name, "url", (start, end, VALUELESS), context, policy, result)
+            continue
+        raw = text[start:end]
+        if code == tags.LAZY_URL and not looks_like_url(_decoded(raw), "url"):
+            continue
+        if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
+            _attribute_links(document, tag, name, "url", (start, end, quote), context, policy, result)
+            continue
+        known = classified.get(raw)
+        if known is None:
+            known = classified[raw] = classify_new(raw)
+        status, resolved, reason = known
+        found.append(new(Link, (tag, name, "url", raw, resolved, status, reason, base, layer, start, end)))
+        if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != raw:
+            prefix = _prefix(resolved, raw)
+            if prefix is not None and (quote or _NEEDS_QUOTES.isdisjoint(prefix)):
+                edits.append((start, start, _escape_attribute(prefix, quote)))
+            else:
+                replacement: list[tuple[int, int, str, str | None]] = [(0, len(raw), resolved, prefix)]
+                _splice_attribute(raw, start, end, quote, raw, None, replacement, result)
 
 
 def _element_links(
