@@ -5,7 +5,8 @@ the engine decodes them:
 
 - tag_attributes and tag_end: the start tag of every element of every page (where
   turbohtml's tree says it starts), one call each;
-- link_attributes: the same tags in one call per page, each with the link table of ``<a>``;
+- plain_links: the elements the engine selects in each page's tree, one call per page,
+  every tag with the link table of ``<a>`` and every reference taken as relative;
 - end_tag: the end of the raw text after each ``<style`` and ``<noscript``;
 - scan_css: the text of every ``<style>`` element and every quoted ``style`` value;
 - utf8_offsets: 400 sorted offsets per page with a character outside ASCII.
@@ -29,6 +30,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -38,9 +40,14 @@ import turbohtml
 from rewriter.css import syntax  # noqa: F401 (the modules of the twins: imported, they are named)
 from rewriter.document import speedups
 from rewriter.document.encoding import decode_checked, sniff
-from rewriter.html import tags
-from rewriter.html.table import attributes_of
+from rewriter.document.model import Link
+from rewriter.html import (
+    plain,
+    tags,  # noqa: F401
+)
+from rewriter.html.table import attributes_of, selector
 
+HTML = turbohtml.Namespace.HTML
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "html"
 QUICK_PAGE = (
     '<!DOCTYPE html><html><head><style>a{background:url("x.png")} @import "y.css";</style></head>'
@@ -67,11 +74,15 @@ def load(corpus: Path | None) -> list[str]:
     return texts
 
 
-def element_offsets(text: str) -> list[int]:
-    """Where the start tag of each element of *text* begins, as the engine finds them: the
-    text is parsed as one line (line breaks read as spaces), so a column is an offset."""
+def parsed(text: str) -> turbohtml.Document:
+    """*text*'s tree as the engine builds it: parsed as one line (line breaks read as
+    spaces), so a column is an offset."""
     flat = re.sub("[\ud800-\udfff]", "\ufffd", text).replace("\n", " ").replace("\r", " ")
-    tree = turbohtml.parse(flat, scripting=True, allow_declarative_shadow_roots=False)
+    return turbohtml.parse(flat, scripting=True, allow_declarative_shadow_roots=False)
+
+
+def element_offsets(tree: turbohtml.Document) -> list[int]:
+    """Where the start tag of each element of *tree* begins."""
     positions = {element.position for element in tree.iter_elements() if element.position is not None}
     return sorted(column for _, column in positions)
 
@@ -79,10 +90,16 @@ def element_offsets(text: str) -> list[int]:
 Work = Callable[[Any], object]
 
 
+def relative(reference: str) -> tuple[str, str, None]:
+    return "rewritten", "http://h/" + reference, None
+
+
 def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[Any]]]:
     """Per function: how to run one implementation over all its inputs, and the inputs."""
-    table = {name: tags.URL for name in attributes_of("html", "a")} | {"style": tags.STYLE}
-    starts = [(text, element_offsets(text)) for text in texts]
+    table = {name: plain.URL for name in attributes_of("html", "a")} | {"style": plain.STYLE}
+    trees = [parsed(text) for text in texts]
+    starts = [(text, element_offsets(tree)) for text, tree in zip(texts, trees, strict=True)]
+    selected = [(text, tree.select(selector())) for text, tree in zip(texts, trees, strict=True)]
     ends = [(text, m.group(1).lower(), m.end() - 1) for text in texts for m in _RAW_TEXT.finditer(text)]
     sheets = [m.group(1) for text in texts for m in _STYLE_TEXT.finditer(text)]
     sheets += [m.group(2) if m.group(1) is None else m.group(1) for text in texts for m in _STYLE_VALUE.finditer(text)]
@@ -99,8 +116,25 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
     def each_tag_end(impl: Any) -> Work:
         return lambda inputs: [impl.tag_end(text, at) for text, ats in inputs for at in ats]
 
+    def table_of(tables: dict[str, Any], namespace: object, tag: str) -> Any:
+        return tables.setdefault(tag, table)
+
     def per_page(impl: Any) -> Work:
-        return lambda inputs: [impl.link_attributes(text, ats, [table] * len(ats)) for text, ats in inputs]
+        def run(inputs: list[tuple[str, list[Any]]]) -> object:
+            out = []
+            for text, elements in inputs:
+                found: list[Link] = []
+                edits: list[tuple[int, int, str]] = []
+                tables: dict[str, Any] = {}
+                record = (Link, "http://h/", "retrieval-url")
+                left = impl.plain_links(
+                    text, elements, None, None, HTML, tables, {}, partial(table_of, tables), {}, relative, record,
+                    found, edits,
+                )  # fmt: skip
+                out.append((left, found, edits))
+            return out
+
+        return run
 
     def end_tags(impl: Any) -> Work:
         return lambda inputs: [impl.end_tag(text, name, start) for text, name, start in inputs]
@@ -114,7 +148,7 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
     return {
         "tag_attributes": (each_tag, starts),
         "tag_end": (each_tag_end, starts),
-        "link_attributes": (per_page, starts),
+        "plain_links": (per_page, selected),
         "end_tag": (end_tags, ends),
         "scan_css": (css, sheets),
         "utf8_offsets": (utf8, offsets),

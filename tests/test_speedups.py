@@ -16,20 +16,25 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import turbohtml
 from conftest import shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rewriter.css.syntax
 import rewriter.document.encoding
+import rewriter.html.plain
 import rewriter.html.tags
 from rewriter.document import speedups
 from rewriter.document.encoding import decode_checked, sniff
-from rewriter.html.table import attributes_of
-from rewriter.html.tags import LAZY_URL, OTHER, STYLE, URL
+from rewriter.document.model import Link
+from rewriter.html.engine import ParsedDocument
+from rewriter.html.plain import LAZY_URL, OTHER, STYLE, URL
+from rewriter.html.table import attributes_of, selector
 
 ROOT = Path(__file__).resolve().parents[1]
 compiled = speedups.compiled
@@ -39,7 +44,7 @@ HOMES = {
     "tag_attributes": rewriter.html.tags,
     "tag_end": rewriter.html.tags,
     "end_tag": rewriter.html.tags,
-    "link_attributes": rewriter.html.tags,
+    "plain_links": rewriter.html.plain,
     "scan_css": rewriter.css.syntax,
     "utf8_offsets": rewriter.document.encoding,
 }
@@ -53,6 +58,12 @@ def _needs_extension() -> None:
         pytest.skip(reason)
 
 
+def _kind(error: Exception) -> type[Exception]:
+    """What the two must agree on when they fail: ValueError or TypeError (a subclass may
+    differ: UnicodeEncodeError is a ValueError), or else the exception's own type."""
+    return next((kind for kind in (ValueError, TypeError) if isinstance(error, kind)), type(error))
+
+
 def _same(name: str, *args: Any) -> Any:
     """Call *name* in C and in Python; the same result, or the same exception type."""
     _needs_extension()
@@ -60,8 +71,8 @@ def _same(name: str, *args: Any) -> Any:
     for function in (getattr(compiled, name), reference[name]):
         try:
             outcomes.append(("value", function(*args)))
-        except (ValueError, TypeError) as error:
-            outcomes.append(("error", ValueError if isinstance(error, ValueError) else TypeError))
+        except Exception as error:
+            outcomes.append(("error", _kind(error)))
     assert outcomes[0] == outcomes[1], (name, args)
     return outcomes[1][1]
 
@@ -92,7 +103,7 @@ _tables = st.one_of(
 )
 
 
-# --- tag_attributes and link_attributes --------------------------------------------------------------------------
+# --- tag_attributes, tag_end and plain_links --------------------------------------------------------------------------
 
 
 @given(_tags_text, st.integers(-3, 80))
@@ -105,23 +116,162 @@ def test_tag_attributes_at_every_offset(text: str, offset: int) -> None:
         _same("tag_end", text, match.start())
 
 
-@given(_tags_text, st.data())
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_link_attributes(text: str, data: st.DataObject) -> None:
-    offsets = [match.start() for match in re.finditer("<", text)]
-    tables = [data.draw(_tables) for _ in offsets]
-    _same("link_attributes", text, offsets, tables)
-    if offsets:  # an offset that is no tag fails the whole call
-        _same("link_attributes", text, [*offsets, data.draw(st.integers(-2, len(text) + 2))], [*tables, {}])
+class _Element:
+    """An element as plain_links reads one: its position, tag and namespace."""
+
+    def __init__(self, position: tuple[int, int] | None, tag: str, namespace: str) -> None:
+        self.position, self.tag, self.namespace = position, tag, namespace
+
+    def __repr__(self) -> str:
+        return f"<{self.namespace}:{self.tag} at {self.position}>"
 
 
-def test_link_attributes_refuses_what_its_contract_excludes() -> None:
-    _same("link_attributes", "<a href=x>", [0], [{"href": 9}])  # no such code
-    _same("link_attributes", "<a href=x>", [0], [{"href": "1"}])
-    _same("link_attributes", "<a href=x>", [0, 0], [{}])  # lengths differ
-    _same("link_attributes", "<a href=x>", [0], [{"src": 9}])  # an absent name's code is never read
-    _same("tag_attributes", "<a", 5)
-    _same("tag_attributes", "a<", 0)
+_REFERENCES = ["", "x", "a b", "#f", "&", "q\"'&", "http://h/", "é"]
+
+
+def _classify(reference: str) -> tuple[str, str | None, str | None]:
+    """A classification that depends on the reference only, with every shape plain_links meets."""
+    choice = sum(map(ord, reference)) % 7
+    if choice == 0:
+        return "absolute", None, None
+    if choice == 1:
+        return "no-base", None, "no base"
+    if choice == 2:
+        return "relinked", f"local/{reference}", None
+    if choice == 3:
+        return "rewritten", reference, None  # the same: no edit
+    if choice == 4:
+        return "rewritten", "http://other/", None  # not a prefix: handed back
+    prefix = _REFERENCES[len(reference) % len(_REFERENCES)]
+    return "rewritten", prefix + "http://h/" + reference, None
+
+
+def _plain_links(implementation: Any, text: str, elements: list[Any], tables: tuple[Any, ...], **options: Any) -> Any:
+    """One run of *implementation*'s plain_links on fresh tables, cache and lists: what it
+    returns or raises, and every container after it."""
+    html_tables, foreign_tables, missing = (dict(table) for table in tables)
+    classified: dict[str, Any] = {}
+    found: list[Any] = []
+    edits: list[Any] = []
+
+    def table_of(namespace: object, tag: str) -> Any:
+        codes = missing.get(tag)
+        (html_tables if namespace == "html" else foreign_tables)[tag if namespace == "html" else (namespace, tag)] = (
+            codes
+        )
+        return codes
+
+    arguments = (
+        text, elements, options.get("line_starts"), options.get("skip"), "html", html_tables, foreign_tables,
+        table_of, classified, options.get("classify", _classify), (Link, "http://b/", "base-element"), found, edits,
+    )  # fmt: skip
+    try:
+        outcome: Any = ("value", implementation.plain_links(*arguments))
+    except Exception as error:
+        outcome = ("error", _kind(error))
+    return outcome, html_tables, foreign_tables, classified, found, edits
+
+
+def _same_plain_links(text: str, elements: list[Any], tables: tuple[Any, ...], **options: Any) -> None:
+    _needs_extension()
+    python = SimpleNamespace(plain_links=reference["plain_links"])
+    assert _plain_links(compiled, text, elements, tables, **options) == _plain_links(
+        python, text, elements, tables, **options
+    ), (text, elements, tables)
+
+
+_tag_names = st.sampled_from(["a", "img", "svg", "div", "x"])
+_VALUES = st.lists(
+    st.sampled_from(["x", " ", "\t", "\n", "&amp;", "&", "&lt;", "amp;", "<", ">", "\0", '"', "'", "é", "\ud800", "#"]),
+    max_size=6,
+).map("".join)
+_ATTRIBUTE_NAMES = st.sampled_from(["href", "src", "data-src", "style", "HREF", "title", "x\0", "srcset", "=", "/"])
+
+
+@st.composite
+def _start_tag(draw: st.DrawFn) -> str:
+    """A start tag of attributes of every shape, then some text or nothing."""
+    tag = "<" + draw(st.sampled_from(["a", "A", "img", "svg", "x", ""]))
+    for name in draw(st.lists(_ATTRIBUTE_NAMES, max_size=5)):
+        quote = draw(st.sampled_from(['"', "'", "", "=", "-"]))
+        value = draw(_VALUES)
+        if quote == "=":
+            tag += f" {name}"
+        elif quote == "-":
+            tag += f"/{name}  =  '{value}'"
+        elif quote:
+            tag += f" {name}={quote}{value.replace(quote, '')}{quote}"
+        else:
+            tag += f" {name}={value.replace(' ', '').replace('>', '') or 'v'}"
+    return tag + draw(st.sampled_from([">", "/>", "", ">text", "\n"]))
+
+
+_pages = st.lists(_start_tag(), max_size=8).map("".join)
+
+
+@given(_pages, st.data())
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_plain_links(text: str, data: st.DataObject) -> None:
+    starts = [match.start() for match in re.finditer("<", text)]
+    elements = [
+        _Element(
+            data.draw(st.sampled_from([None, (1, start), (1, start), (1, start)])),
+            data.draw(st.sampled_from(["a", "a", "a", "img", "svg", "x"])),
+            data.draw(st.sampled_from(["html", "html", "svg"])),
+        )
+        for start in starts
+    ]
+    elements += data.draw(st.lists(st.sampled_from(elements), max_size=3)) if elements else []  # seen again
+    html_tables, foreign_tables, missing = (data.draw(st.dictionaries(_tag_names, _tables, max_size=4)) for _ in "abc")
+    html_tables.setdefault("a", {"href": URL, "src": LAZY_URL, "data-src": LAZY_URL, "style": STYLE})
+    tables = (html_tables, {("svg", tag): codes for tag, codes in foreign_tables.items()}, missing)
+    skip = data.draw(st.sampled_from(elements)) if elements else None
+    _same_plain_links(text, elements, tables, skip=skip)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["href", "src", "data-src", "style", "HREF"]), _VALUES, st.sampled_from(['"', "'", "", "="])
+        ),
+        max_size=5,
+    ),
+    st.booleans(),
+)
+@settings(max_examples=3000, deadline=None)
+def test_plain_links_on_values(attributes: list[tuple[str, str, str]], lines: bool) -> None:
+    """Values of every shape (references, whitespace, quotes, NUL, angles) in one or two tags."""
+    tag = "<a"
+    for name, value, quote in attributes:
+        if quote == "=":
+            tag += f" {name}"
+        elif quote:
+            tag += f" {name}={quote}{value.replace(quote, '')}{quote}"
+        else:
+            tag += f" {name}={value.replace(' ', '').replace('>', '') or 'v'}"
+    text = tag + ">\n" + tag + ">"
+    second = len(tag) + 2
+    table = {"href": URL, "src": URL, "data-src": LAZY_URL, "style": STYLE}
+    if lines:
+        elements = [_Element((1, 0), "a", "html"), _Element((2, 0), "a", "html")]
+        _same_plain_links(text, elements, ({"a": table}, {}, {}), line_starts=[0, second])
+    else:
+        elements = [_Element((1, 0), "a", "html"), _Element((1, second), "a", "html")]
+        _same_plain_links(text, elements, ({"a": table}, {}, {}))
+
+
+def test_plain_links_refuses_what_its_contract_excludes() -> None:
+    one = [_Element((1, 0), "a", "html")]
+    _same_plain_links("<a href=x>", one, ({"a": {"href": 9}}, {}, {}))  # no such code
+    _same_plain_links("<a href=x>", one, ({"a": {"href": "1"}}, {}, {}))
+    _same_plain_links("<a href=x>", one, ({"a": {"src": 9}}, {}, {}))  # an absent name's code is never read
+    _same_plain_links("<a href=x>", [_Element((1, 3), "a", "html")], ({"a": {}}, {}, {}))  # no "<" there
+    _same_plain_links("<a href=x>", [_Element((1, 30), "a", "html")], ({"a": {}}, {}, {}))  # past the end
+    _same_plain_links("<a href=x>", [_Element((3, 0), "a", "html")], ({"a": {}}, {}, {}), line_starts=[0, 5])
+    _same_plain_links("<a href=x>", [_Element((0, 0), "a", "html")], ({"a": {}}, {}, {}), line_starts=[0, 5])
+    _same_plain_links("<a href=x>", one, ({"a": {"href": URL}}, {}, {}), classify=lambda reference: None)
+    _same_plain_links("<a href=x>", one, ({"a": {"href": URL}}, {}, {}), classify=lambda reference: 1 / 0 and None)
+    _same_plain_links("<a href=x>", one, ({"a": []}, {}, {}))  # a table that is no dict
 
 
 @pytest.mark.parametrize("size", [1, 100_000])
@@ -137,7 +287,7 @@ def test_huge_and_unterminated_tags(size: int) -> None:
     ):
         _same("tag_attributes", text, 0)
         _same("tag_end", text, 0)
-        _same("link_attributes", text, [0], [table])
+        _same_plain_links(text, [_Element((1, 0), "a", "html")], ({"a": table}, {}, {}))
 
 
 # --- end_tag ---------------------------------------------------------------------------------------------------------
@@ -209,15 +359,43 @@ _STYLE_TEXT = re.compile(r"<style[^>]*>(.*?)</style", re.S | re.I)
 _STYLE_VALUE = re.compile(r"""style\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 
 
+def _same_on_the_tree(text: str, table: dict[str, int], rng: random.Random) -> None:
+    """plain_links over the elements the engine selects in *text*'s tree, in C and in Python."""
+    document = ParsedDocument(text)
+    elements = document.tree.select(selector(frozenset({"data-src"})))
+    html = turbohtml.Namespace.HTML
+    codes = {tag: None if rng.random() < 0.05 else table for tag in {element.tag for element in elements}}
+    outcomes = []
+    for function in (compiled.plain_links, reference["plain_links"]):
+        html_tables: dict[Any, Any] = {}
+        foreign_tables: dict[Any, Any] = {}
+
+        def table_of(namespace: object, tag: str, html_tables: Any = html_tables, foreign: Any = foreign_tables) -> Any:
+            (html_tables if namespace is html else foreign)[tag if namespace is html else (namespace, tag)] = codes[tag]
+            return codes[tag]
+
+        found: list[Any] = []
+        edits: list[Any] = []
+        classified: dict[str, Any] = {}
+        line_starts = None if document.flat else document.line_starts
+        skip = elements[len(elements) // 2] if elements else None
+        record = (Link, "http://b/", "retrieval-url")
+        left = function(
+            text, elements, line_starts, skip, html, html_tables, foreign_tables, table_of, classified, _classify,
+            record, found, edits,
+        )  # fmt: skip
+        outcomes.append((left, found, edits, classified, html_tables, foreign_tables))
+    assert outcomes[0] == outcomes[1]
+
+
 @pytest.mark.corpus
 def test_the_corpus() -> None:
     _needs_extension()
-    table = {name: URL for name in attributes_of("html", "a")} | {"style": STYLE, "srcset": OTHER}
+    table = {name: URL for name in attributes_of("html", "a")} | {"style": STYLE, "srcset": OTHER, "data-src": LAZY_URL}
     rng = random.Random(23)
     for text in _corpus_texts():
         offsets = [match.start() for match in re.finditer("<[A-Za-z]", text)]
-        tables: list[dict[str, int] | None] = [table if rng.random() > 0.05 else None for _ in offsets]
-        assert compiled.link_attributes(text, offsets, tables) == reference["link_attributes"](text, offsets, tables)
+        _same_on_the_tree(text, table, rng)
         for offset in offsets[:: max(1, len(offsets) // 200)]:
             assert compiled.tag_attributes(text, offset) == reference["tag_attributes"](text, offset)
             assert compiled.tag_end(text, offset) == reference["tag_end"](text, offset)

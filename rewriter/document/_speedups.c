@@ -376,43 +376,21 @@ tag_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromSsize_t(close < 0 ? t.n : close + 1);
 }
 
-/* link_attributes: the codes of a link table */
+/* ------------------------------------------------------------------------ */
+/* plain_links: the engine's loop over plain link values                    */
+/* (rewriter/html/plain.py is its twin and its contract)                     */
+/* ------------------------------------------------------------------------ */
+
 enum { CODE_URL = 1, CODE_LAZY_URL = 2, CODE_OTHER = 3, CODE_STYLE = 4 };
 
 typedef struct {
-    PyObject *name;
+    PyObject *name; /* a new reference */
     Attribute a;
     long code;
 } Taken;
 
-static int
-append_record(PyObject *out, Py_ssize_t index, PyObject *name, Py_ssize_t start, Py_ssize_t end, PyObject *quote,
-              long code)
-{
-    PyObject *record = PyTuple_New(6);
-    if (record == NULL)
-        return -1;
-    PyObject *items[6];
-    items[0] = PyLong_FromSsize_t(index);
-    items[1] = Py_NewRef(name);
-    items[2] = PyLong_FromSsize_t(start);
-    items[3] = PyLong_FromSsize_t(end);
-    items[4] = Py_NewRef(quote);
-    items[5] = PyLong_FromLong(code);
-    for (int i = 0; i < 6; i++) {
-        if (items[i] == NULL) {
-            for (int j = 0; j < 6; j++)
-                Py_XDECREF(items[j]);
-            Py_DECREF(record);
-            return -1;
-        }
-    }
-    for (int i = 0; i < 6; i++)
-        PyTuple_SET_ITEM(record, i, items[i]);
-    int done = PyList_Append(out, record);
-    Py_DECREF(record);
-    return done;
-}
+static PyObject *s_position, *s_tag, *s_namespace, *s_rewritten, *s_relinked, *s_amp, *s_ampersand;
+static PyObject *s_quot, *s_apos, *s_escaped_quot, *s_escaped_apos, *s_escaped_amp;
 
 static int
 style_may_hold_urls(const Text *t, const Attribute *a)
@@ -425,53 +403,339 @@ style_may_hold_urls(const Text *t, const Attribute *a)
     return 0;
 }
 
-PyDoc_STRVAR(link_attributes_doc,
-             "link_attributes(text, offsets, tables) -> list\n\n"
-             "The fast path's records for the start tags at offsets with their link tables.");
+static inline int
+needs_quotes(Py_UCS4 c)
+{
+    return c == '\t' || c == '\n' || c == '\f' || c == '\r' || c == ' ' || c == '"' || c == '\'' || c == '<' ||
+           c == '>' || c == '`';
+}
+
+/* Appends (element, tag, name, start, end, quote, code) to left; name NULL: the general path. */
+static int
+hand_back(PyObject *left, PyObject *element, PyObject *tag, PyObject *name, const Attribute *a, long code)
+{
+    PyObject *record;
+    if (name == NULL)
+        record = Py_BuildValue("(OOOnnOl)", element, tag, Py_None, (Py_ssize_t)0, (Py_ssize_t)0, s_empty, 0L);
+    else
+        record = Py_BuildValue("(OOOnnOl)", element, tag, name, a->value_start, a->value_end,
+                               quote_object(a->quote), code);
+    if (record == NULL)
+        return -1;
+    int done = PyList_Append(left, record);
+    Py_DECREF(record);
+    return done;
+}
+
+/* 1 when s is "rewritten" or "relinked", 0 when not, -1 on error. */
+static int
+is_rewritten(PyObject *status)
+{
+    if (status == s_rewritten || status == s_relinked)
+        return 1;
+    int equal = PyObject_RichCompareBool(status, s_rewritten, Py_EQ);
+    if (equal != 0)
+        return equal;
+    return PyObject_RichCompareBool(status, s_relinked, Py_EQ);
+}
+
+/* text escaped for an attribute value between quote characters (escape_attribute). */
+static PyObject *
+escape_attribute(PyObject *text, int quote)
+{
+    PyObject *quote_char = quote == QUOTE_DOUBLE ? s_quot : quote == QUOTE_SINGLE ? s_apos : NULL;
+    int has_amp = PyUnicode_FindChar(text, '&', 0, PyUnicode_GET_LENGTH(text), 1) >= 0;
+    int has_quote = quote_char != NULL && PyUnicode_FindChar(text, PyUnicode_READ_CHAR(quote_char, 0), 0,
+                                                               PyUnicode_GET_LENGTH(text), 1) >= 0;
+    if (!has_amp && !has_quote)
+        return Py_NewRef(text);
+    PyObject *escaped = PyUnicode_Replace(text, s_ampersand, s_escaped_amp, -1);
+    if (escaped == NULL || quote_char == NULL)
+        return escaped;
+    PyObject *done = PyUnicode_Replace(escaped, quote_char, quote == QUOTE_DOUBLE ? s_escaped_quot : s_escaped_apos, -1);
+    Py_DECREF(escaped);
+    return done;
+}
+
+/* Where the start tag of element is: -2 when it has none (position None), -1 on error. */
+static Py_ssize_t
+element_offset(PyObject *element, PyObject *line_starts, Py_ssize_t n)
+{
+    PyObject *position = PyObject_GetAttr(element, s_position);
+    if (position == NULL)
+        return -1;
+    if (position == Py_None) {
+        Py_DECREF(position);
+        return -2;
+    }
+    if (!PyTuple_Check(position) || PyTuple_GET_SIZE(position) != 2) {
+        PyErr_SetString(PyExc_TypeError, "an element's position is None or (line, column)");
+        Py_DECREF(position);
+        return -1;
+    }
+    Py_ssize_t line = PyLong_AsSsize_t(PyTuple_GET_ITEM(position, 0));
+    Py_ssize_t column = line == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(PyTuple_GET_ITEM(position, 1));
+    Py_DECREF(position);
+    if (PyErr_Occurred())
+        return -1;
+    Py_ssize_t offset = column;
+    if (line_starts != Py_None) {
+        PyObject *start = PySequence_GetItem(line_starts, line - 1); /* as Python indexes: -1 is the last */
+        if (start == NULL)
+            return -1;
+        Py_ssize_t at = PyLong_AsSsize_t(start);
+        Py_DECREF(start);
+        if (at == -1 && PyErr_Occurred())
+            return -1;
+        offset = at + column;
+    }
+    if (offset < 0 || offset >= n) {
+        PyErr_Format(PyExc_ValueError, "no start tag at %zd: a tag starts with '<'", offset);
+        return -1;
+    }
+    return offset;
+}
+
+/* One URL or LAZY_URL value of a tag: recorded in found (and its edit in edits), skipped, or
+ * handed back. 0 on success, -1 on error. */
+static int
+plain_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObject *const *args, PyObject *left)
+{
+    PyObject *classified = args[8], *classify = args[9], *record = args[10], *found = args[11], *edits = args[12];
+    const Attribute *a = &one->a;
+    if (a->quote == QUOTE_VALUELESS)
+        return hand_back(left, element, tag, one->name, a, one->code);
+    Py_ssize_t vs = a->value_start, ve = a->value_end, length = ve - vs;
+    int ampersands = 0, angles = 0;
+    for (Py_ssize_t i = vs; i < ve; i++) {
+        Py_UCS4 c = CH(t, i);
+        if (c == 0)
+            return hand_back(left, element, tag, one->name, a, one->code);
+        if (c == '&') {
+            if (!(i + 4 < ve && CH(t, i + 1) == 'a' && CH(t, i + 2) == 'm' && CH(t, i + 3) == 'p' &&
+                  CH(t, i + 4) == ';'))
+                return hand_back(left, element, tag, one->name, a, one->code);
+            ampersands = 1;
+        }
+        else if (c == '<' || c == '>')
+            angles = 1;
+    }
+    /* The reference's ends: an "&amp;" is no whitespace, so the value's ends are the text's. */
+    Py_ssize_t first = 0, last = length;
+    while (first < length && is_html_space(CH(t, vs + first)))
+        first++;
+    while (last > first && is_html_space(CH(t, vs + last - 1)))
+        last--;
+    if (one->code == CODE_LAZY_URL) {
+        if (angles)
+            return 0;
+        for (Py_ssize_t i = vs + first; i < vs + last; i++)
+            if (is_html_space(CH(t, i)))
+                return 0;
+    }
+    PyObject *reference = PyUnicode_Substring(t->object, vs + first, vs + last);
+    if (reference == NULL)
+        return -1;
+    if (ampersands) {
+        PyObject *decoded = PyUnicode_Replace(reference, s_amp, s_ampersand, -1);
+        Py_SETREF(reference, decoded);
+        if (reference == NULL)
+            return -1;
+    }
+    PyObject *prefix = NULL, *link = NULL, *at = NULL, *until = NULL;
+    PyObject *known = PyDict_GetItemWithError(classified, reference);
+    if (known != NULL)
+        Py_INCREF(known);
+    else if (PyErr_Occurred())
+        goto error;
+    else {
+        known = PyObject_CallOneArg(classify, reference);
+        if (known == NULL || PyDict_SetItem(classified, reference, known) < 0)
+            goto error;
+    }
+    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 3) {
+        PyErr_SetString(PyExc_TypeError, "a classification is (status, resolved, reason)");
+        goto error;
+    }
+    PyObject *status = PyTuple_GET_ITEM(known, 0), *resolved = PyTuple_GET_ITEM(known, 1);
+    int rewritten = is_rewritten(status);
+    if (rewritten < 0)
+        goto error;
+    if (rewritten && resolved != Py_None) {
+        int same = PyObject_RichCompareBool(resolved, reference, Py_EQ);
+        if (same < 0)
+            goto error;
+        if (!same) {
+            if (!PyUnicode_Check(resolved)) {
+                PyErr_SetString(PyExc_TypeError, "a resolved URL is a str");
+                goto error;
+            }
+            Py_ssize_t ends = PyUnicode_GET_LENGTH(reference) == 0
+                                  ? 0
+                                  : PyUnicode_Tailmatch(resolved, reference, 0, PY_SSIZE_T_MAX, 1);
+            if (ends < 0)
+                goto error;
+            if (!ends) {
+                Py_DECREF(known);
+                Py_DECREF(reference);
+                return hand_back(left, element, tag, one->name, a, one->code);
+            }
+            Py_ssize_t size = PyUnicode_GET_LENGTH(resolved) - PyUnicode_GET_LENGTH(reference);
+            prefix = PyUnicode_Substring(resolved, 0, size);
+            if (prefix == NULL)
+                goto error;
+            if (a->quote == QUOTE_NONE) {
+                int kind = PyUnicode_KIND(prefix);
+                const void *data = PyUnicode_DATA(prefix);
+                for (Py_ssize_t i = 0; i < size; i++) {
+                    if (needs_quotes(PyUnicode_READ(kind, data, i))) {
+                        Py_DECREF(prefix);
+                        Py_DECREF(known);
+                        Py_DECREF(reference);
+                        return hand_back(left, element, tag, one->name, a, one->code);
+                    }
+                }
+            }
+        }
+    }
+    /* The span: with "&amp;" decoded, the reference's ends are still at the raw text's first
+     * and last (an "&amp;" that ends it ends where its ";" does). */
+    at = PyLong_FromSsize_t(vs + first);
+    until = PyLong_FromSsize_t(vs + last);
+    PyObject *link_type = PyTuple_GET_ITEM(record, 0);
+    if (at == NULL || until == NULL)
+        goto error;
+    link = ((PyTypeObject *)link_type)->tp_alloc((PyTypeObject *)link_type, 11);
+    if (link == NULL)
+        goto error;
+    PyObject *fields[11] = {tag,
+                            one->name,
+                            s_url,
+                            reference,
+                            resolved,
+                            status,
+                            PyTuple_GET_ITEM(known, 2),
+                            PyTuple_GET_ITEM(record, 1),
+                            PyTuple_GET_ITEM(record, 2),
+                            at,
+                            until};
+    for (int i = 0; i < 11; i++)
+        PyTuple_SET_ITEM(link, i, Py_NewRef(fields[i]));
+    if (PyList_Append(found, link) < 0)
+        goto error;
+    if (prefix != NULL) {
+        PyObject *escaped = escape_attribute(prefix, a->quote);
+        if (escaped == NULL)
+            goto error;
+        PyObject *edit = PyTuple_Pack(3, at, at, escaped);
+        Py_DECREF(escaped);
+        if (edit == NULL)
+            goto error;
+        int done = PyList_Append(edits, edit);
+        Py_DECREF(edit);
+        if (done < 0)
+            goto error;
+    }
+    Py_DECREF(link);
+    Py_DECREF(at);
+    Py_DECREF(until);
+    Py_XDECREF(prefix);
+    Py_DECREF(known);
+    Py_DECREF(reference);
+    return 0;
+error:
+    Py_XDECREF(link);
+    Py_XDECREF(at);
+    Py_XDECREF(until);
+    Py_XDECREF(prefix);
+    Py_XDECREF(known);
+    Py_DECREF(reference);
+    return -1;
+}
+
+PyDoc_STRVAR(plain_links_doc,
+             "plain_links(text, elements, line_starts, skip, html, html_tables, foreign_tables, table_of,\n"
+             "            classified, classify, record, found, edits) -> list\n\n"
+             "The engine's loop over plain link values (see rewriter.html.plain.plain_links).");
 
 static PyObject *
-link_attributes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+plain_links(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     Text t;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "link_attributes takes text, offsets and tables");
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "plain_links takes 13 arguments");
         return NULL;
     }
     if (text_init(&t, args[0]) < 0)
         return NULL;
-    PyObject *offsets = PySequence_Fast(args[1], "offsets must be a sequence");
-    if (offsets == NULL)
-        return NULL;
-    PyObject *tables = PySequence_Fast(args[2], "tables must be a sequence");
-    if (tables == NULL) {
-        Py_DECREF(offsets);
+    PyObject *line_starts = args[2], *skip = args[3], *html = args[4], *html_tables = args[5];
+    PyObject *foreign_tables = args[6], *table_of = args[7], *record = args[10];
+    if (!PyDict_Check(html_tables) || !PyDict_Check(foreign_tables) || !PyDict_Check(args[8]) ||
+        !PyList_Check(args[11]) || !PyList_Check(args[12])) {
+        PyErr_SetString(PyExc_TypeError, "plain_links: the tables and the cache are dicts, found and edits lists");
         return NULL;
     }
-    PyObject *out = NULL;
+    if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 3 || !PyType_Check(PyTuple_GET_ITEM(record, 0)) ||
+        !PyType_IsSubtype((PyTypeObject *)PyTuple_GET_ITEM(record, 0), &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "plain_links: record is (a tuple type, base, layer)");
+        return NULL;
+    }
+    PyObject *elements = PySequence_Fast(args[1], "elements must be iterable");
+    if (elements == NULL)
+        return NULL;
+    PyObject *left = PyList_New(0);
+    unsigned char *seen = PyMem_Calloc((size_t)(t.n >> 3) + 1, 1);
     Taken *taken = NULL;
     Py_ssize_t taken_count = 0, taken_size = 0;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(offsets);
-    if (count != PySequence_Fast_GET_SIZE(tables)) {
-        PyErr_SetString(PyExc_ValueError, "offsets and tables differ in length");
+    PyObject *tag = NULL, *namespace = NULL, *codes = NULL;
+    if (left == NULL || seen == NULL) {
+        if (seen == NULL)
+            PyErr_NoMemory();
         goto error;
     }
-    out = PyList_New(0);
-    if (out == NULL)
-        goto error;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(elements);
     for (Py_ssize_t index = 0; index < count; index++) {
-        PyObject *table = PySequence_Fast_GET_ITEM(tables, index);
-        if (table == Py_None) {
-            if (append_record(out, index, Py_None, 0, 0, s_empty, 0) < 0)
-                goto error;
+        PyObject *element = PySequence_Fast_GET_ITEM(elements, index);
+        Py_ssize_t offset = element_offset(element, line_starts, t.n);
+        if (offset == -2)
             continue;
+        if (offset < 0)
+            goto error;
+        if (seen[offset >> 3] & (1 << (offset & 7)))
+            continue;
+        seen[offset >> 3] |= (unsigned char)(1 << (offset & 7));
+        if (element == skip)
+            continue;
+        tag = PyObject_GetAttr(element, s_tag);
+        if (tag == NULL)
+            goto error;
+        namespace = PyObject_GetAttr(element, s_namespace);
+        if (namespace == NULL)
+            goto error;
+        if (namespace == html)
+            codes = PyDict_GetItemWithError(html_tables, tag);
+        else {
+            PyObject *key = PyTuple_Pack(2, namespace, tag);
+            if (key == NULL)
+                goto error;
+            codes = PyDict_GetItemWithError(foreign_tables, key);
+            Py_DECREF(key);
         }
-        if (!PyDict_Check(table)) {
-            PyErr_Format(PyExc_TypeError, "a link table is a dict or None, not %.100s", Py_TYPE(table)->tp_name);
+        if (codes != NULL)
+            Py_INCREF(codes);
+        else if (PyErr_Occurred())
+            goto error;
+        else if ((codes = PyObject_CallFunctionObjArgs(table_of, namespace, tag, NULL)) == NULL)
+            goto error;
+        if (codes == Py_None) {
+            if (hand_back(left, element, tag, NULL, NULL, 0) < 0)
+                goto error;
+            goto next;
+        }
+        if (!PyDict_Check(codes)) {
+            PyErr_Format(PyExc_TypeError, "a link table is a dict or None, not %.100s", Py_TYPE(codes)->tp_name);
             goto error;
         }
-        Py_ssize_t offset = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(offsets, index));
-        if (offset == -1 && PyErr_Occurred())
-            goto error;
         Py_ssize_t position = tag_name_end(&t, offset);
         if (position < 0) {
             no_start_tag(offset);
@@ -483,11 +747,21 @@ link_attributes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             PyObject *name = attribute_name(&t, &a, &general);
             if (name == NULL)
                 goto error;
-            PyObject *value = PyDict_GetItemWithError(table, name);
+            PyObject *value = PyDict_GetItemWithError(codes, name);
             if (value == NULL) {
                 Py_DECREF(name);
                 if (PyErr_Occurred())
                     goto error;
+                continue;
+            }
+            int repeated = 0;
+            for (Py_ssize_t k = 0; k < taken_count && !repeated; k++) {
+                PyObject *other = taken[k].name;
+                repeated = other == name || (PyUnicode_GET_LENGTH(other) == PyUnicode_GET_LENGTH(name) &&
+                                             PyUnicode_Compare(other, name) == 0);
+            }
+            if (repeated) { /* the first of duplicate names wins */
+                Py_DECREF(name);
                 continue;
             }
             long code = PyLong_Check(value) ? PyLong_AsLong(value) : -1;
@@ -497,16 +771,6 @@ link_attributes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 Py_DECREF(name);
                 PyErr_Format(PyExc_ValueError, "%R is no code of a link table", value);
                 goto error;
-            }
-            int seen = 0;
-            for (Py_ssize_t k = 0; k < taken_count && !seen; k++) {
-                PyObject *other = taken[k].name;
-                seen = other == name || (PyUnicode_GET_LENGTH(other) == PyUnicode_GET_LENGTH(name) &&
-                                         PyUnicode_Compare(other, name) == 0);
-            }
-            if (seen) {
-                Py_DECREF(name);
-                continue;
             }
             if (taken_count == taken_size) {
                 Py_ssize_t size = taken_size ? 2 * taken_size : 8;
@@ -519,7 +783,7 @@ link_attributes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 taken = grown;
                 taken_size = size;
             }
-            taken[taken_count].name = name; /* the reference is the list's now */
+            taken[taken_count].name = name; /* the reference is the array's now */
             taken[taken_count].a = a;
             taken[taken_count].code = code;
             taken_count++;
@@ -527,34 +791,39 @@ link_attributes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 general = 1;
         }
         if (general) {
-            if (append_record(out, index, Py_None, 0, 0, s_empty, 0) < 0)
+            if (hand_back(left, element, tag, NULL, NULL, 0) < 0)
                 goto error;
         }
         else {
             for (Py_ssize_t k = 0; k < taken_count; k++) {
-                Taken *one = &taken[k];
-                if (one->code == CODE_STYLE)
+                if (taken[k].code == CODE_STYLE)
                     continue;
-                if (append_record(out, index, one->name, one->a.value_start, one->a.value_end,
-                                  quote_object(one->a.quote), one->code) < 0)
+                if (plain_value(&t, element, tag, &taken[k], args, left) < 0)
                     goto error;
             }
         }
+    next:
         for (Py_ssize_t k = 0; k < taken_count; k++)
             Py_DECREF(taken[k].name);
         taken_count = 0;
+        Py_CLEAR(tag);
+        Py_CLEAR(namespace);
+        Py_CLEAR(codes);
     }
-    Py_DECREF(offsets);
-    Py_DECREF(tables);
     PyMem_Free(taken);
-    return out;
+    PyMem_Free(seen);
+    Py_DECREF(elements);
+    return left;
 error:
     for (Py_ssize_t k = 0; k < taken_count; k++)
         Py_DECREF(taken[k].name);
     PyMem_Free(taken);
-    Py_DECREF(offsets);
-    Py_DECREF(tables);
-    Py_XDECREF(out);
+    PyMem_Free(seen);
+    Py_XDECREF(tag);
+    Py_XDECREF(namespace);
+    Py_XDECREF(codes);
+    Py_DECREF(elements);
+    Py_XDECREF(left);
     return NULL;
 }
 
@@ -1363,7 +1632,7 @@ error:
 static PyMethodDef methods[] = {
     {"tag_attributes", (PyCFunction)(void (*)(void))tag_attributes, METH_FASTCALL, tag_attributes_doc},
     {"tag_end", (PyCFunction)(void (*)(void))tag_end, METH_FASTCALL, tag_end_doc},
-    {"link_attributes", (PyCFunction)(void (*)(void))link_attributes, METH_FASTCALL, link_attributes_doc},
+    {"plain_links", (PyCFunction)(void (*)(void))plain_links, METH_FASTCALL, plain_links_doc},
     {"end_tag", (PyCFunction)(void (*)(void))end_tag, METH_FASTCALL, end_tag_doc},
     {"utf8_offsets", (PyCFunction)(void (*)(void))utf8_offsets, METH_FASTCALL, utf8_offsets_doc},
     {"scan_css", (PyCFunction)scan_css, METH_O, scan_css_doc},
@@ -1392,8 +1661,22 @@ PyInit__speedups(void)
     s_import = interned("import");
     s_image_set = interned("image-set");
     s_lower = interned("lower");
+    s_position = interned("position");
+    s_tag = interned("tag");
+    s_namespace = interned("namespace");
+    s_rewritten = interned("rewritten");
+    s_relinked = interned("relinked");
+    s_amp = interned("&amp;");
+    s_ampersand = interned("&");
+    s_quot = interned("\"");
+    s_apos = interned("'");
+    s_escaped_quot = interned("&quot;");
+    s_escaped_apos = interned("&#39;");
+    s_escaped_amp = interned("&amp;");
     css_stops_init();
-    if (!s_double || !s_single || !s_empty || !s_equals || !s_url || !s_import || !s_image_set || !s_lower)
+    if (!s_double || !s_single || !s_empty || !s_equals || !s_url || !s_import || !s_image_set || !s_lower ||
+        !s_position || !s_tag || !s_namespace || !s_rewritten || !s_relinked || !s_amp || !s_ampersand || !s_quot ||
+        !s_apos || !s_escaped_quot || !s_escaped_apos || !s_escaped_amp)
         return NULL;
     return PyModule_Create(&module_definition);
 }

@@ -46,13 +46,13 @@ from rewriter.document.process import (
     spliced,
 )
 from rewriter.document.speedups import COMPILED
-from rewriter.html import tags
 from rewriter.html.links import Namespace, Site, ViewElement, applies, for_context, looks_like_url, url_spans
 from rewriter.html.microsyntax import (
     ASCII_WHITESPACE,
     decode_attribute,
     strip_whitespace,
 )
+from rewriter.html.plain import LAZY_URL, NEEDS_QUOTES, OTHER, STYLE, URL, Codes, escape_attribute, plain_links
 from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, attributes_of, selector
 from rewriter.html.tags import (
     TAG_NAME,
@@ -125,27 +125,12 @@ def conditional_spans(text: str) -> Iterator[tuple[int, int, int, int]]:
         position = text.find("<!--[", end.end())
 
 
-# Characters that end or break an unquoted attribute value (HTML §13.2.5.40); "="
-# is only a parse error there and is common in URLs, so it stays unquoted.
-_NEEDS_QUOTES = frozenset("\t\n\f\r \"'<>`")
 _HTML = turbohtml.Namespace.HTML
 _NAMESPACE_NAMES: dict[turbohtml.Namespace, Namespace] = {
     turbohtml.Namespace.HTML: "html",
     turbohtml.Namespace.SVG: "svg",
     turbohtml.Namespace.MATHML: "math",
 }
-
-
-def _escape_attribute(text: str, quote: str) -> str:
-    """*text* for an attribute value between *quote* characters (``""`` for none)."""
-    if "&" not in text and (not quote or quote not in text):
-        return text  # most URLs: nothing to escape
-    text = text.replace("&", "&amp;")
-    if quote == '"':
-        return text.replace('"', "&quot;")
-    if quote == "'":
-        return text.replace("'", "&#39;")
-    return text
 
 
 def _tag_name(text: str, offset: int) -> re.Match[str]:
@@ -602,8 +587,6 @@ class _Plain(NamedTuple):
     style: bool
     special: bool
     watched: frozenset[str]
-    # The same as a link table of tags.link_attributes (None: the general path always).
-    codes: dict[str, int] | None
 
 
 # Per set of lazy attributes, keyed by tag for HTML elements and by (namespace, tag) for
@@ -615,20 +598,11 @@ _PLAIN_FOREIGN: dict[frozenset[str], dict[tuple[object, str], _Plain]] = {}
 def _plain_of(namespace: turbohtml.Namespace, tag: str, lazy: frozenset[str]) -> _Plain:
     table = attributes_of(_NAMESPACE_NAMES.get(namespace, "html"), tag, lazy)
     if tag in _SPECIAL_TAGS:
-        return _Plain(frozenset(), frozenset(), frozenset(table), False, True, frozenset(table), None)
+        return _Plain(frozenset(), frozenset(), frozenset(table), False, True, frozenset(table))
     fast = frozenset(name for name, kind in table.items() if kind == "url" and (tag, name) not in CONDITIONAL)
     style = table.get("style") == "css"
     other = frozenset(table) - fast - ({"style"} if style else set())
-    codes = {name: tags.OTHER for name in other} | {name: tags.LAZY_URL if name in lazy else tags.URL for name in fast}
-    if style:
-        codes["style"] = tags.STYLE
-    # A repeated <html> or <body> tag's attributes are the tree's, not the text's: the general path reads them.
-    merged = namespace is _HTML and tag in _MERGED_TAGS
-    return _Plain(fast, fast & lazy, other, style, False, frozenset(table), None if merged else codes)
-
-
-# HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to the first one.
-_MERGED_TAGS = frozenset({"html", "body"})
+    return _Plain(fast, fast & lazy, other, style, False, frozenset(table))
 
 
 def _elements_links(
@@ -726,8 +700,8 @@ def _elements_links(
             found.append(new(Link, (tag, name, "url", raw, resolved, status, reason, base, layer, start, end)))
             if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != raw:
                 prefix = _prefix(resolved, raw)
-                if prefix is not None and (quote or _NEEDS_QUOTES.isdisjoint(prefix)):
-                    edits.append((start, start, _escape_attribute(prefix, quote)))
+                if prefix is not None and (quote or NEEDS_QUOTES.isdisjoint(prefix)):
+                    edits.append((start, start, escape_attribute(prefix, quote)))
                 else:
                     replacement: list[tuple[int, int, str, str | None]] = [(0, len(raw), resolved, prefix)]
                     _splice_attribute(raw, start, end, quote, raw, None, replacement, result)
@@ -741,72 +715,66 @@ def _elements_links_compiled(
     policy: Policy,
     result: TextResult,
 ) -> None:
-    """:func:`_elements_links` with the start tags read by :func:`rewriter.html.tags.link_attributes`
-    (in C): the same links, edits and problems, in the same order. The attributes are the
-    text's, not the tree's: they differ only for a repeated <html> or <body> tag (those
-    take the general path, as :attr:`_Plain.codes` says) and for names with NUL or a lone
-    surrogate (link_attributes sends those to the general path)."""
-    text, line_starts, flat = document.text, document.line_starts, document.flat
+    """:func:`_elements_links` through :func:`rewriter.html.plain.plain_links` (in C): the
+    same links, edits and problems. The attributes are the text's, not the tree's: they
+    differ only for a repeated <html> or <body> tag (those take the general path, as
+    :func:`_codes_of` says) and for names with NUL or a lone surrogate (plain_links hands
+    those back)."""
     lazy = policy.lazy_attributes
-    plain_html = _PLAIN.setdefault(lazy, {})
-    plain_foreign = _PLAIN_FOREIGN.setdefault(lazy, {})
-    seen: set[tuple[int, int]] = set()
-    chosen: list[turbohtml.Element] = []
-    names: list[str] = []
-    offsets: list[int] = []
-    tables: list[dict[str, int] | None] = []
-    for element in elements:
-        # An element the parser made up has no position; a reopened formatting
-        # element (HTML §13.2.4.3) is a clone of a start tag already seen.
-        position = element.position
-        if position is None or position in seen:
-            continue
-        seen.add(position)
-        if element is base_element:
-            continue
-        tag = element.tag
-        namespace = element.namespace
+    html_tables = _CODES_HTML.setdefault(lazy, {})
+    foreign_tables = _CODES_FOREIGN.setdefault(lazy, {})
+
+    def table_of(namespace: object, tag: str) -> Codes:
+        codes = _codes_of(cast(turbohtml.Namespace, namespace), tag, lazy)
         if namespace is _HTML:
-            split = plain_html.get(tag)
-            if split is None:
-                split = _kept(plain_html, tag, tag, _plain_of(namespace, tag, lazy))
-        else:
-            split = plain_foreign.get((namespace, tag))
-            if split is None:
-                split = _kept(plain_foreign, (namespace, tag), tag, _plain_of(namespace, tag, lazy))
-        chosen.append(element)
-        names.append(tag)
-        offsets.append(position[1] if flat else line_starts[position[0] - 1] + position[1])
-        tables.append(split.codes)
-    classify_new, classified, found, edits = context._classify, context.classified, result.found, result.edits
-    base, layer = context.base, context.layer
-    new = new_link
-    for index, name, start, end, quote, code in tags.link_attributes(text, offsets, tables):
+            return _kept(html_tables, tag, tag, codes)
+        return _kept(foreign_tables, (namespace, tag), tag, codes)
+
+    left = plain_links(
+        document.text,
+        elements,
+        None if document.flat else document.line_starts,
+        base_element,
+        _HTML,
+        html_tables,
+        foreign_tables,
+        table_of,
+        context.classified,
+        context._classify,
+        (Link, context.base, context.layer),
+        result.found,
+        result.edits,
+    )
+    text = document.text
+    for element, tag, name, start, end, quote, code in left:
         if name is None:
-            _element_links(document, chosen[index], context, policy, result)
-            continue
-        tag = names[index]
-        if quote == VALUELESS:  # no value: the empty string (HTML §13.2.5.33), rare
-            _attribute_links(document, tag, name, "url", (start, end, VALUELESS), context, policy, result)
-            continue
-        raw = text[start:end]
-        if code == tags.LAZY_URL and not looks_like_url(_decoded(raw), "url"):
-            continue
-        if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
+            _element_links(document, element, context, policy, result)
+        elif code != LAZY_URL or looks_like_url(_decoded(text[start:end]), "url"):
             _attribute_links(document, tag, name, "url", (start, end, quote), context, policy, result)
-            continue
-        known = classified.get(raw)
-        if known is None:
-            known = classified[raw] = classify_new(raw)
-        status, resolved, reason = known
-        found.append(new(Link, (tag, name, "url", raw, resolved, status, reason, base, layer, start, end)))
-        if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != raw:
-            prefix = _prefix(resolved, raw)
-            if prefix is not None and (quote or _NEEDS_QUOTES.isdisjoint(prefix)):
-                edits.append((start, start, _escape_attribute(prefix, quote)))
-            else:
-                replacement: list[tuple[int, int, str, str | None]] = [(0, len(raw), resolved, prefix)]
-                _splice_attribute(raw, start, end, quote, raw, None, replacement, result)
+
+
+# The link tables of plain_links, per set of lazy attributes, keyed as _PLAIN's are.
+_CODES_HTML: dict[frozenset[str], dict[str, Codes]] = {}
+_CODES_FOREIGN: dict[frozenset[str], dict[tuple[object, str], Codes]] = {}
+
+
+def _codes_of(namespace: turbohtml.Namespace, tag: str, lazy: frozenset[str]) -> Codes:
+    """The link table of plain_links for *tag* in *namespace* (None: the general path always)."""
+    if tag in _SPECIAL_TAGS or (namespace is _HTML and tag in _MERGED_TAGS):
+        # A repeated <html> or <body> tag's attributes are the tree's, not the text's.
+        return None
+    table = attributes_of(_NAMESPACE_NAMES.get(namespace, "html"), tag, lazy)
+    codes = {}
+    for name, kind in table.items():
+        if kind == "url" and (tag, name) not in CONDITIONAL:
+            codes[name] = LAZY_URL if name in lazy else URL
+        else:
+            codes[name] = STYLE if name == "style" and kind == "css" else OTHER
+    return codes
+
+
+# HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to the first one.
+_MERGED_TAGS = frozenset({"html", "body"})
 
 
 def _element_links(
@@ -979,7 +947,7 @@ def _splice_attribute(
 ) -> None:
     if not quote or quote == VALUELESS:
         written = "".join(new if prefix is None else prefix for _, _, new, prefix in replacements)
-        if quote == VALUELESS or any(char in _NEEDS_QUOTES for char in written):
+        if quote == VALUELESS or any(char in NEEDS_QUOTES for char in written):
             pieces: list[str] = []
             last = 0
             for start, end, new, _ in sorted(replacements):
@@ -987,15 +955,15 @@ def _splice_attribute(
                 last = end
             pieces.append(value[last:])
             equals = "=" if quote == VALUELESS else ""
-            escaped = _escape_attribute("".join(pieces), '"')
+            escaped = escape_attribute("".join(pieces), '"')
             result.edits.append((raw_start, raw_end, f'{equals}"{escaped}"'))
             return
     for start, end, new, prefix in replacements:
         raw_at = raw_start + _raw(offsets, start)
         if prefix is not None:
-            result.edits.append((raw_at, raw_at, _escape_attribute(prefix, quote)))
+            result.edits.append((raw_at, raw_at, escape_attribute(prefix, quote)))
         else:
-            result.edits.append((raw_at, raw_start + _raw(offsets, end), _escape_attribute(new, quote)))
+            result.edits.append((raw_at, raw_start + _raw(offsets, end), escape_attribute(new, quote)))
 
 
 def _style_element(

@@ -16,24 +16,19 @@ was built: the same results for every input.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import cast
 
 from rewriter.document.speedups import twin
 
 __all__ = [
     "ATTRIBUTE",
-    "LAZY_URL",
-    "OTHER",
     "QUOTE_OF_GROUP",
-    "STYLE",
     "TAG_NAME",
-    "URL",
     "VALUELESS",
     "Span",
     "ascii_lower",
     "end_tag",
-    "link_attributes",
     "tag_attributes",
     "tag_end",
 ]
@@ -128,65 +123,3 @@ def end_tag(text: str, name: str, start: int) -> int:
             return position
         position = text.find("</", position + 2)
     return len(text)
-
-
-# The codes of a link table for link_attributes: what an attribute name of a tag is.
-URL = 1  # holds one URL, and needs nothing but its value
-LAZY_URL = 2  # the same, for a lazy-loading attribute (taken only when it looks like a URL)
-OTHER = 3  # a link attribute that needs more (a microsyntax, a condition, a codebase)
-STYLE = 4  # a style attribute: CSS, which may hold URLs
-_CODES = frozenset({URL, LAZY_URL, OTHER, STYLE})
-# Characters of a style value after which it may hold a URL once decoded: url(), src(),
-# image-set() and @import need "(" or "@", an escape can spell them, and a character
-# reference can stand for any of these.
-_STYLE_MAY_HOLD_URLS = re.compile(r"[(@\\&]").search
-_IRREGULAR_NAME = re.compile("[\x00\ud800-\udfff]").search
-_GENERAL = (None, 0, 0, "", 0)
-
-
-@twin
-def link_attributes(
-    text: str, offsets: Sequence[int], tables: Sequence[Mapping[str, int] | None]
-) -> list[tuple[int, str | None, int, int, str, int]]:
-    """The records of the engine's fast path for each start tag ``offsets[i]`` of *text*
-    and its link table ``tables[i]`` (a dict from attribute name to :data:`URL`,
-    :data:`LAZY_URL`, :data:`OTHER` or :data:`STYLE`; or None), in order of *i*:
-
-    - ``(i, None, 0, 0, "", 0)``: tag *i* needs the general path: its table is None; or
-      it has an attribute its table calls OTHER; or a STYLE attribute whose value holds
-      "(", "@", "\\" or "&"; or an attribute name with NUL or a lone surrogate (the tree
-      reads those as U+FFFD, so the tree's names and the text's may differ);
-    - else ``(i, name, start, end, quote, code)`` for each attribute (as
-      :func:`tag_attributes` reads them) that its table calls URL or LAZY_URL, in
-      source order.
-
-    ValueError for lists of different lengths, a code outside the four, or an offset
-    :func:`tag_attributes` refuses.
-
-    >>> link_attributes("<a href=x style=color:red><p style='url(a)'>", [0, 26], [{"href": URL, "style": STYLE}] * 2)
-    [(0, 'href', 8, 9, '', 1), (1, None, 0, 0, '', 0)]
-    """
-    if len(offsets) != len(tables):
-        raise ValueError("offsets and tables differ in length")
-    out: list[tuple[int, str | None, int, int, str, int]] = []
-    for index, (offset, table) in enumerate(zip(offsets, tables, strict=True)):
-        if table is None:
-            out.append((index, *_GENERAL))
-            continue
-        spans, _ = tag_attributes(text, offset)
-        general = False
-        taken: list[tuple[int, str | None, int, int, str, int]] = []
-        for name, (start, end, quote) in spans.items():
-            if _IRREGULAR_NAME(name) is not None:
-                general = True
-            code = table.get(name)
-            if code is None:
-                continue
-            if code not in _CODES:
-                raise ValueError(f"{code!r} is no code of a link table")
-            if code == OTHER or (code == STYLE and _STYLE_MAY_HOLD_URLS(text, start, end) is not None):
-                general = True
-            elif code != STYLE:
-                taken.append((index, name, start, end, quote, code))
-        out.extend([(index, *_GENERAL)] if general else taken)
-    return out
