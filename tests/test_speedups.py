@@ -121,6 +121,7 @@ class _Element:
 
     def __init__(self, position: tuple[int, int] | None, tag: str, namespace: str) -> None:
         self.position, self.tag, self.namespace = position, tag, namespace
+        self.source_col = None if position is None else position[1]
 
     def __repr__(self) -> str:
         return f"<{self.namespace}:{self.tag} at {self.position}>"
@@ -191,7 +192,9 @@ _ATTRIBUTE_NAMES = st.sampled_from(["href", "src", "data-src", "style", "HREF", 
 @st.composite
 def _start_tag(draw: st.DrawFn) -> str:
     """A start tag of attributes of every shape, then some text or nothing."""
-    tag = "<" + draw(st.sampled_from(["a", "A", "img", "svg", "x", ""]))
+    tag = "<" + draw(
+        st.sampled_from(["a", "A", "img", "svg", "x", "", "IMAGE", "imagE", "images", "a\0", "é", "\ud800"])
+    )
     for name in draw(st.lists(_ATTRIBUTE_NAMES, max_size=5)):
         quote = draw(st.sampled_from(['"', "'", "", "=", "-"]))
         value = draw(_VALUES)

@@ -389,7 +389,7 @@ typedef struct {
     long code;
 } Taken;
 
-static PyObject *s_position, *s_tag, *s_namespace, *s_rewritten, *s_relinked, *s_amp, *s_ampersand;
+static PyObject *s_source_col, *s_img, *s_position, *s_tag, *s_namespace, *s_rewritten, *s_relinked, *s_amp, *s_ampersand;
 static PyObject *s_quot, *s_apos, *s_escaped_quot, *s_escaped_apos, *s_escaped_amp;
 
 static int
@@ -457,29 +457,43 @@ escape_attribute(PyObject *text, int quote)
     return done;
 }
 
-/* Where the start tag of element is: -2 when it has none (position None), -1 on error. */
+/* Where the start tag of element is: -2 when it has none, -1 on error. On one line (no
+ * line_starts) the column is the offset, and source_col (an int) is read: no position tuple. */
 static Py_ssize_t
 element_offset(PyObject *element, PyObject *line_starts, Py_ssize_t n)
 {
-    PyObject *position = PyObject_GetAttr(element, s_position);
-    if (position == NULL)
-        return -1;
-    if (position == Py_None) {
-        Py_DECREF(position);
-        return -2;
+    Py_ssize_t offset;
+    if (line_starts == Py_None) {
+        PyObject *column = PyObject_GetAttr(element, s_source_col);
+        if (column == NULL)
+            return -1;
+        if (column == Py_None) {
+            Py_DECREF(column);
+            return -2;
+        }
+        offset = PyLong_AsSsize_t(column);
+        Py_DECREF(column);
+        if (offset == -1 && PyErr_Occurred())
+            return -1;
     }
-    if (!PyTuple_Check(position) || PyTuple_GET_SIZE(position) != 2) {
-        PyErr_SetString(PyExc_TypeError, "an element's position is None or (line, column)");
+    else {
+        PyObject *position = PyObject_GetAttr(element, s_position);
+        if (position == NULL)
+            return -1;
+        if (position == Py_None) {
+            Py_DECREF(position);
+            return -2;
+        }
+        if (!PyTuple_Check(position) || PyTuple_GET_SIZE(position) != 2) {
+            PyErr_SetString(PyExc_TypeError, "an element's position is None or (line, column)");
+            Py_DECREF(position);
+            return -1;
+        }
+        Py_ssize_t line = PyLong_AsSsize_t(PyTuple_GET_ITEM(position, 0));
+        Py_ssize_t column = line == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(PyTuple_GET_ITEM(position, 1));
         Py_DECREF(position);
-        return -1;
-    }
-    Py_ssize_t line = PyLong_AsSsize_t(PyTuple_GET_ITEM(position, 0));
-    Py_ssize_t column = line == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(PyTuple_GET_ITEM(position, 1));
-    Py_DECREF(position);
-    if (PyErr_Occurred())
-        return -1;
-    Py_ssize_t offset = column;
-    if (line_starts != Py_None) {
+        if (PyErr_Occurred())
+            return -1;
         PyObject *start = PySequence_GetItem(line_starts, line - 1); /* as Python indexes: -1 is the last */
         if (start == NULL)
             return -1;
@@ -494,6 +508,36 @@ element_offset(PyObject *element, PyObject *line_starts, Py_ssize_t n)
         return -1;
     }
     return offset;
+}
+
+/* The tag of an HTML element, read from its start tag at offset: its name ASCII-lowercased,
+ * "image" read as "img" (HTML §13.2.6.4.7), as the tree holds it. A name that is not all
+ * ASCII, or holds NUL, is the element's own tag (the tree reads NUL and lone surrogates
+ * otherwise). A new reference; NULL on error. */
+static PyObject *
+html_tag(const Text *t, PyObject *element, Py_ssize_t offset)
+{
+    Py_ssize_t end = tag_name_end(t, offset);
+    if (end < 0)
+        return no_start_tag(offset);
+    Attribute a = {offset + 1, end, 0, 0, 0};
+    for (Py_ssize_t i = a.name_start; i < a.name_end; i++) {
+        Py_UCS4 c = CH(t, i);
+        if (c == 0 || c >= 0x80)
+            return PyObject_GetAttr(element, s_tag);
+    }
+    if (end - offset == 6) {
+        static const char image[] = "image";
+        int same = 1;
+        for (int i = 0; i < 5 && same; i++) {
+            Py_UCS4 c = CH(t, offset + 1 + i);
+            same = (c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c) == (Py_UCS4)image[i];
+        }
+        if (same)
+            return Py_NewRef(s_img);
+    }
+    int irregular = 0;
+    return attribute_name(t, &a, &irregular);
 }
 
 /* One URL or LAZY_URL value of a tag: recorded in found (and its edit in edits), skipped, or
@@ -706,11 +750,11 @@ plain_links(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         seen[offset >> 3] |= (unsigned char)(1 << (offset & 7));
         if (element == skip)
             continue;
-        tag = PyObject_GetAttr(element, s_tag);
-        if (tag == NULL)
-            goto error;
         namespace = PyObject_GetAttr(element, s_namespace);
         if (namespace == NULL)
+            goto error;
+        tag = namespace == html ? html_tag(&t, element, offset) : PyObject_GetAttr(element, s_tag);
+        if (tag == NULL)
             goto error;
         if (namespace == html)
             codes = PyDict_GetItemWithError(html_tables, tag);
@@ -1662,6 +1706,8 @@ PyInit__speedups(void)
     s_image_set = interned("image-set");
     s_lower = interned("lower");
     s_position = interned("position");
+    s_source_col = interned("source_col");
+    s_img = interned("img");
     s_tag = interned("tag");
     s_namespace = interned("namespace");
     s_rewritten = interned("rewritten");
@@ -1675,7 +1721,7 @@ PyInit__speedups(void)
     s_escaped_amp = interned("&amp;");
     css_stops_init();
     if (!s_double || !s_single || !s_empty || !s_equals || !s_url || !s_import || !s_image_set || !s_lower ||
-        !s_position || !s_tag || !s_namespace || !s_rewritten || !s_relinked || !s_amp || !s_ampersand || !s_quot ||
+        !s_position || !s_source_col || !s_img || !s_tag || !s_namespace || !s_rewritten || !s_relinked || !s_amp || !s_ampersand || !s_quot ||
         !s_apos || !s_escaped_quot || !s_escaped_apos || !s_escaped_amp)
         return NULL;
     return PyModule_Create(&module_definition);

@@ -25,7 +25,7 @@ from typing import Any
 from rewriter.document.model import Status
 from rewriter.document.speedups import twin
 from rewriter.html.microsyntax import ASCII_WHITESPACE, decode_attribute, strip_whitespace
-from rewriter.html.tags import VALUELESS, tag_attributes
+from rewriter.html.tags import TAG_NAME, VALUELESS, tag_attributes
 
 __all__ = ["CODES", "LAZY_URL", "OTHER", "STYLE", "URL", "Codes", "Left", "escape_attribute", "plain_links"]
 
@@ -65,6 +65,21 @@ def escape_attribute(text: str, quote: str) -> str:
     return text
 
 
+def _html_tag(text: str, offset: int, element: Any) -> str:
+    """The tag of the HTML element whose start tag is at *offset*, as the tree holds it: its
+    name ASCII-lowercased, "image" read as "img" (HTML §13.2.6.4.7). A name with NUL or a
+    character outside ASCII is the element's own ``tag`` (the tree reads NUL and lone
+    surrogates otherwise)."""
+    match = TAG_NAME.match(text, offset)
+    if match is None:
+        raise ValueError(f"no start tag at {offset}: a tag starts with '<'")
+    name = match.group()[1:]
+    if not name.isascii() or "\0" in name:
+        return str(element.tag)
+    name = name.lower()
+    return "img" if name == "image" else name
+
+
 @twin
 def plain_links(
     text: str,
@@ -84,11 +99,13 @@ def plain_links(
     """The plain links of *elements* (each start tag once, *skip* left out) of *text*.
 
     Each element has ``position`` (``(line, column)`` or None: no start tag in the text),
-    ``tag`` and ``namespace``. Its start tag is at the column when *line_starts* is None
-    (the parser read one line), else at ``line_starts[line - 1] + column``; a start tag seen
-    before (a reopened formatting element) is not read again. Its link table is
-    ``html_tables[tag]`` in the namespace *html*, ``foreign_tables[(namespace, tag)]`` in
-    others, or what ``table_of(namespace, tag)`` gives when that has none (it may add it).
+    ``source_col`` (its column, or None), ``namespace`` and ``tag``. Its start tag is at
+    ``source_col`` when *line_starts* is None (the parser read one line), else at
+    ``line_starts[line - 1] + column``; a start tag seen before (a reopened formatting
+    element) is not read again. In the namespace *html* its tag is read from the text, as
+    the tree reads it (:func:`_html_tag`); its link table is ``html_tables[tag]`` there,
+    ``foreign_tables[(namespace, tag)]`` in others, or what ``table_of(namespace, tag)``
+    gives when that has none (it may add it).
 
     An element takes the general path when its table is None; or its start tag (read as
     :func:`~rewriter.html.tags.tag_attributes` reads it) has an attribute its table calls
@@ -116,20 +133,29 @@ def plain_links(
     seen: set[int] = set()
     left: list[Left] = []
     for element in elements:
-        position = element.position
-        if position is None:
-            continue
-        line, column = position
-        offset = column if line_starts is None else line_starts[line - 1] + column
+        if line_starts is None:  # one line: the column is the offset
+            offset = element.source_col
+            if offset is None:
+                continue
+        else:
+            position = element.position
+            if position is None:
+                continue
+            line, column = position
+            offset = line_starts[line - 1] + column
+        if not 0 <= offset < len(text):
+            raise ValueError(f"no start tag at {offset}: a tag starts with '<'")
         if offset in seen:
             continue
         seen.add(offset)
         if element is skip:
             continue
-        tag, namespace = element.tag, element.namespace
+        namespace = element.namespace
         if namespace is html:
+            tag = _html_tag(text, offset, element)
             codes = html_tables[tag] if tag in html_tables else table_of(namespace, tag)
         else:
+            tag = element.tag
             key = (namespace, tag)
             codes = foreign_tables[key] if key in foreign_tables else table_of(namespace, tag)
         if codes is None:
