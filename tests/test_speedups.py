@@ -15,6 +15,7 @@ import random
 import re
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -30,7 +31,7 @@ import rewriter.document.encoding
 import rewriter.html.plain
 import rewriter.html.tags
 from rewriter.document import speedups
-from rewriter.document.encoding import decode_checked, sniff
+from rewriter.document.encoding import ESCAPE, decode_checked, encode_url_text, sniff
 from rewriter.document.model import Link
 from rewriter.html.engine import ParsedDocument
 from rewriter.html.plain import LAZY_URL, OTHER, STYLE, URL
@@ -47,6 +48,7 @@ HOMES = {
     "plain_links": rewriter.html.plain,
     "scan_css": rewriter.css.syntax,
     "utf8_offsets": rewriter.document.encoding,
+    "utf8_splice": rewriter.document.encoding,
 }
 
 
@@ -343,6 +345,36 @@ def test_utf8_offsets(text: str, data: st.DataObject) -> None:
         _same("utf8_offsets", text, offsets, escaped)
     _same("utf8_offsets", text, [*offsets, -1], False)  # descending: refused
     _same("utf8_offsets", text, [len(text) + 1], False)  # past the end: refused
+
+
+@given(
+    st.tuples(_any_text, st.sampled_from(["", "\udc80", "é", "😀", "€"])).map("".join),
+    st.data(),
+    st.booleans(),
+)
+@settings(max_examples=3000, deadline=None)
+def test_utf8_splice(text: str, data: st.DataObject, escaped: bool) -> None:
+    errors = ESCAPE if escaped else "surrogatepass"
+    try:
+        body = text.encode("utf-8", errors)
+    except UnicodeEncodeError:
+        body = b""  # a text the errors cannot write: the offsets fail alike
+    offsets = st.integers(-1, len(text) + 1) if data.draw(st.booleans()) else st.integers(0, len(text))
+    news = st.sampled_from(["", "http://h/", "é", "&amp;", "\udc80", "😀"])
+    edits = data.draw(st.lists(st.tuples(offsets, offsets, news), max_size=6))
+    edits = [(min(start, end), max(start, end), new) if data.draw(st.booleans()) else (start, end, new)
+             for start, end, new in edits]  # fmt: skip
+    _same("utf8_splice", text, body, edits, escaped, partial(encode_url_text, codec="utf-8", errors=errors))
+
+
+def test_utf8_splice_refuses_what_its_contract_excludes() -> None:
+    encode = str.encode
+    _same("utf8_splice", "abc", b"abc", [(0, 1)], False, encode)
+    _same("utf8_splice", "abc", b"abc", [(0, 1, b"x")], False, encode)
+    _same("utf8_splice", "abc", b"abc", [[0, 1, "x"]], False, encode)
+    _same("utf8_splice", "abc", b"abc", [(0, "1", "x")], False, encode)
+    _same("utf8_splice", "abc", b"abc", [(0, 1, "é")], False, lambda new: new)  # encode must give bytes
+    _same("utf8_splice", "abc", "abc", [(0, 1, "x")], False, encode)
 
 
 # --- the corpus ------------------------------------------------------------------------------------------------------

@@ -1057,6 +1057,175 @@ error:
     return NULL;
 }
 
+/* utf8_splice: a UTF-8 document's bytes with text edits made (rewriter/document/encoding.py) */
+
+typedef struct {
+    Py_ssize_t start, end, index;
+    PyObject *new; /* borrowed from the edits */
+    Py_ssize_t byte_start, byte_end;
+} Edit;
+
+static int
+edit_order(const void *a, const void *b)
+{
+    const Edit *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int
+offset_order(const void *a, const void *b)
+{
+    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The byte offset of text offset at, from the sorted positions and their byte offsets. */
+static Py_ssize_t
+byte_of(const Py_ssize_t *positions, const Py_ssize_t *bytes, Py_ssize_t count, Py_ssize_t at)
+{
+    Py_ssize_t low = 0, high = count - 1;
+    while (low < high) {
+        Py_ssize_t middle = (low + high) / 2;
+        if (positions[middle] < at)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return bytes[low];
+}
+
+PyDoc_STRVAR(utf8_splice_doc, "utf8_splice(text, body, edits, escaped, encode) -> bytes\n\n"
+                              "body with the text edits made (see rewriter.document.encoding.utf8_splice).");
+
+static PyObject *
+utf8_splice(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Text t;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "utf8_splice takes text, body, edits, escaped and encode");
+        return NULL;
+    }
+    if (text_init(&t, args[0]) < 0)
+        return NULL;
+    PyObject *body = args[1], *encode = args[4];
+    if (!PyBytes_Check(body)) {
+        PyErr_SetString(PyExc_TypeError, "utf8_splice: body is bytes");
+        return NULL;
+    }
+    int escaped = PyObject_IsTrue(args[3]);
+    if (escaped < 0)
+        return NULL;
+    PyObject *edits = PySequence_Fast(args[2], "edits must be a sequence");
+    if (edits == NULL)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(edits);
+    Edit *all = PyMem_New(Edit, count > 0 ? count : 1);
+    Py_ssize_t *positions = PyMem_New(Py_ssize_t, 2 * count + 1);
+    Py_ssize_t *bytes = PyMem_New(Py_ssize_t, 2 * count + 1);
+    PyObject **encoded = PyMem_New(PyObject *, count > 0 ? count : 1);
+    PyObject *out = NULL;
+    if (all == NULL || positions == NULL || bytes == NULL || encoded == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++)
+        encoded[i] = NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *edit = PySequence_Fast_GET_ITEM(edits, i);
+        if (!PyTuple_Check(edit) || PyTuple_GET_SIZE(edit) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(edit, 2))) {
+            PyErr_SetString(PyExc_TypeError, "an edit is (start, end, new text)");
+            goto done;
+        }
+        all[i].start = PyLong_AsSsize_t(PyTuple_GET_ITEM(edit, 0));
+        all[i].end = PyLong_AsSsize_t(PyTuple_GET_ITEM(edit, 1));
+        if (PyErr_Occurred())
+            goto done;
+        all[i].index = i;
+        all[i].new = PyTuple_GET_ITEM(edit, 2);
+        positions[2 * i] = all[i].start;
+        positions[2 * i + 1] = all[i].end;
+    }
+    qsort(all, (size_t)count, sizeof(Edit), edit_order);
+    qsort(positions, (size_t)(2 * count), sizeof(Py_ssize_t), offset_order);
+    Py_ssize_t previous_text = 0, previous_byte = 0;
+    for (Py_ssize_t i = 0; i < 2 * count; i++) {
+        if (positions[i] < 0 || positions[i] > t.n) {
+            PyErr_SetString(PyExc_ValueError, "offsets must be ascending and within the text");
+            goto done;
+        }
+        if (utf8_length(&t, previous_text, positions[i], escaped, &previous_byte) < 0)
+            goto done;
+        previous_text = positions[i];
+        bytes[i] = previous_byte;
+    }
+    /* The pieces: what is kept of body between the edits that stand, and their new bytes. */
+    Py_ssize_t size = 0, last = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Edit *e = &all[i];
+        e->byte_start = byte_of(positions, bytes, 2 * count, e->start);
+        e->byte_end = byte_of(positions, bytes, 2 * count, e->end);
+        if (e->byte_start < last)
+            continue; /* edits never overlap; should one, the first stands */
+        if (PyUnicode_IS_ASCII(e->new))
+            encoded[i] = Py_NewRef(e->new);
+        else {
+            encoded[i] = PyObject_CallOneArg(encode, e->new);
+            if (encoded[i] == NULL)
+                goto done;
+            if (!PyBytes_Check(encoded[i])) {
+                PyErr_SetString(PyExc_TypeError, "utf8_splice: encode gives bytes");
+                goto done;
+            }
+        }
+        size += (e->byte_start > last ? e->byte_start - last : 0) +
+                (PyBytes_Check(encoded[i]) ? PyBytes_GET_SIZE(encoded[i]) : PyUnicode_GET_LENGTH(encoded[i]));
+        last = e->byte_end;
+    }
+    Py_ssize_t length = PyBytes_GET_SIZE(body);
+    size += length > last ? length - last : 0;
+    out = PyBytes_FromStringAndSize(NULL, size);
+    if (out == NULL)
+        goto done;
+    char *to = PyBytes_AS_STRING(out);
+    const char *from = PyBytes_AS_STRING(body);
+    last = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Edit *e = &all[i];
+        if (encoded[i] == NULL)
+            continue;
+        Py_ssize_t until = e->byte_start < length ? e->byte_start : length;
+        if (until > last) {
+            memcpy(to, from + last, (size_t)(until - last));
+            to += until - last;
+        }
+        if (PyBytes_Check(encoded[i])) {
+            memcpy(to, PyBytes_AS_STRING(encoded[i]), (size_t)PyBytes_GET_SIZE(encoded[i]));
+            to += PyBytes_GET_SIZE(encoded[i]);
+        }
+        else {
+            memcpy(to, PyUnicode_DATA(encoded[i]), (size_t)PyUnicode_GET_LENGTH(encoded[i]));
+            to += PyUnicode_GET_LENGTH(encoded[i]);
+        }
+        last = e->byte_end;
+    }
+    if (length > last)
+        memcpy(to, from + last, (size_t)(length - last));
+done:
+    if (encoded != NULL && all != NULL && positions != NULL && bytes != NULL)
+        for (Py_ssize_t i = 0; i < count; i++)
+            Py_XDECREF(encoded[i]);
+    PyMem_Free(all);
+    PyMem_Free(positions);
+    PyMem_Free(bytes);
+    PyMem_Free(encoded);
+    Py_DECREF(edits);
+    return out;
+}
+
 /* ------------------------------------------------------------------------ */
 /* CSS URLs (CSS Syntax Level 3 §4.3; see rewriter/css.py, the reference)   */
 /* ------------------------------------------------------------------------ */
@@ -1679,6 +1848,7 @@ static PyMethodDef methods[] = {
     {"plain_links", (PyCFunction)(void (*)(void))plain_links, METH_FASTCALL, plain_links_doc},
     {"end_tag", (PyCFunction)(void (*)(void))end_tag, METH_FASTCALL, end_tag_doc},
     {"utf8_offsets", (PyCFunction)(void (*)(void))utf8_offsets, METH_FASTCALL, utf8_offsets_doc},
+    {"utf8_splice", (PyCFunction)(void (*)(void))utf8_splice, METH_FASTCALL, utf8_splice_doc},
     {"scan_css", (PyCFunction)scan_css, METH_O, scan_css_doc},
     {NULL, NULL, 0, NULL},
 };

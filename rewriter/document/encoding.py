@@ -12,7 +12,7 @@ Sniffed(codec='cp932', label='shift_jis', bom=b'', source='meta')
 from __future__ import annotations
 
 import codecs
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import webencodings
@@ -31,6 +31,7 @@ __all__ = [
     "sniff",
     "split",
     "utf8_offsets",
+    "utf8_splice",
 ]
 
 ESCAPE = "rewriter-escape"
@@ -231,6 +232,12 @@ class ByteMap:
         self._exact = roundtrip and (self._identity or codecs.lookup(codec).name in _STATELESS_MULTIBYTE)
         self._utf8 = codecs.lookup(codec).name == "utf-8" and self._errors in (ESCAPE, "surrogatepass")
 
+    @property
+    def utf8(self) -> bool:
+        """Whether the bytes are UTF-8 read with :data:`ESCAPE` or ``surrogatepass``:
+        :func:`utf8_offsets` and :func:`utf8_splice` can map them."""
+        return self._utf8
+
     def byte_offsets(self, offsets: list[int]) -> list[int]:
         """The byte offset of each text offset (*offsets* in ascending order)."""
         if not self._exact:
@@ -284,6 +291,37 @@ def utf8_offsets(text: str, offsets: Sequence[int], escaped: bool) -> list[int]:
     [0, 1, 3, 6, 10]
     """
     return _encoded_offsets(text, offsets, "utf-8", ESCAPE if escaped else "surrogatepass")
+
+
+@twin
+def utf8_splice(
+    text: str, body: bytes, edits: Sequence[tuple[int, int, str]], escaped: bool, encode: Callable[[str], bytes]
+) -> bytes:
+    """*body*, the UTF-8 bytes *text* was decoded from (with :data:`ESCAPE` when *escaped*, else
+    ``surrogatepass``), with *edits* made: each ``(start, end, new text)`` a span of *text*,
+    taken in order of (start, end), as given among equals; an edit that starts before the
+    last one kept ends is left out. Each new text is written as ``encode`` gives it, an ASCII
+    one as itself. ValueError for an offset outside the text (or a surrogate the errors
+    cannot write: UnicodeEncodeError); TypeError for an edit that is not (int, int, str).
+
+    >>> utf8_splice("é<a href=x>", "é<a href=x>".encode(), [(10, 10, "http://h/")], False, str.encode)
+    b'\xc3\xa9<a href=http://h/x>'
+    """
+    if not all(isinstance(edit, tuple) and len(edit) == 3 and isinstance(edit[2], str) for edit in edits):
+        raise TypeError("an edit is (start, end, new text)")
+    ordered = sorted(edits, key=lambda edit: (edit[0], edit[1]))
+    positions = sorted({position for edit in ordered for position in edit[:2]})
+    mapped = dict(zip(positions, utf8_offsets(text, positions, escaped), strict=True))
+    pieces: list[bytes] = []
+    last = 0
+    for start, end, new in ordered:
+        byte_start, byte_end = mapped[start], mapped[end]
+        if byte_start < last:
+            continue  # edits never overlap; should one, the first stands
+        pieces += (body[last:byte_start], new.encode("ascii") if new.isascii() else encode(new))
+        last = byte_end
+    pieces.append(body[last:])
+    return b"".join(pieces)
 
 
 def encode_url_text(text: str, codec: str, errors: str | None = None) -> bytes:

@@ -18,11 +18,22 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from operator import attrgetter
 from typing import TypedDict
 
-from rewriter.document.encoding import ByteMap, Sniffed, decode_checked, encode_url_text, errors_for, split
+from rewriter.document.encoding import (
+    ESCAPE,
+    ByteMap,
+    Sniffed,
+    decode_checked,
+    encode_url_text,
+    errors_for,
+    split,
+    utf8_splice,
+)
 from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status, new_link
+from rewriter.document.speedups import COMPILED
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.url.base import Layer, base_element_problem, handed_down
 from rewriter.url.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
@@ -346,10 +357,16 @@ def process(
             [new_link(Link, (*item[:-2], mapped[item.start] + shift, mapped[item.end] + shift)) for item in chosen]
         )
 
-    edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite else []
+    output = document if isinstance(document, bytes) else body
+    in_c = rewrite and found.edits and COMPILED and byte_map.utf8
+    if in_c:
+        # One call in C: the edits sorted, their offsets mapped, the new text encoded, the bytes joined.
+        encode = partial(encode_url_text, codec=codec, errors=errors)
+        spliced_body = utf8_splice(text, body, found.edits, errors == ESCAPE, encode)
+        output = bom + spliced_body + tail if bom or tail else spliced_body
+    edits = sorted(found.edits, key=lambda edit: (edit[0], edit[1])) if rewrite and not in_c else []
     positions = sorted({p for edit in edits for p in edit[:2]})
     mapped = dict(zip(positions, byte_map.byte_offsets(positions), strict=True))
-    output = document if isinstance(document, bytes) else body
     if edits:
         pieces: list[bytes] = [bom]
         last = 0
