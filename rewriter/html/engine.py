@@ -1009,13 +1009,14 @@ def _conditional_comments(document: ParsedDocument, context: Context, policy: Po
     told for certain the comments are left as they are.
     """
     text = document.text
-    if "<!--[" not in text:
+    first = text.find("<!--[")
+    if first < 0:
         return
-    offsets = _comment_offsets(document)
+    offsets = _comment_offsets(document, first)
     if not offsets:
         return
     # One policy and context for all of them: a conditional comment has no base of its own.
-    nested_policy = policy.clone(conditional_comments=False)
+    nested_policy = _without_conditional_comments(policy)
     nested_context = Context(context.base, context.layer, nested_policy, context.codec, context.in_noscript)
     nested_context.classified = context.classified  # the same base, rules and escaping: the same answers
     parsed = document.parser_text  # as text, offset for offset, with what the parser read for each character
@@ -1026,6 +1027,8 @@ def _conditional_comments(document: ParsedDocument, context: Context, policy: Po
         if head is None or end is None or _comment_data(document, parsed[start + 4 : end.end() - 3]) != data:
             continue  # not one conditional comment from "<!--[if" to "<![endif]-->"
         inner_start, inner_end = head.end(), end.start()
+        if _START_TAG(text, inner_start, inner_end) is None:
+            continue  # no start tag: no element, no link (most are "<![endif]-->" closers of a "<!--[if !IE]>")
         nested = rewrite_text(
             text[inner_start:inner_end],
             context.base,
@@ -1043,7 +1046,24 @@ def _conditional_comments(document: ParsedDocument, context: Context, policy: Po
             result.edits.append((edit_start + inner_start, edit_end + inner_start, new.replace(">", "%3E")))
 
 
-def _comment_offsets(document: ParsedDocument) -> list[tuple[int, str]]:
+# A start tag's "<" (HTML §13.2.5.6 tag open state: an ASCII alpha follows).
+_START_TAG = re.compile("<[A-Za-z]").search
+
+
+def _without_conditional_comments(policy: Policy) -> Policy:
+    """*policy* for the markup of a conditional comment (none nested in it), made again only
+    for another policy than the last one's (a run's pages share one; a policy may hold
+    functions that cannot be hashed)."""
+    last = _NESTED_POLICY[0]
+    if last is None or last[0] is not policy:
+        last = _NESTED_POLICY[0] = (policy, policy.clone(conditional_comments=False))
+    return last[1]
+
+
+_NESTED_POLICY: list[tuple[Policy, Policy] | None] = [None]
+
+
+def _comment_offsets(document: ParsedDocument, first: int) -> list[tuple[int, str]]:
     """Where each conditional comment node of the tree starts in the text, with its data.
 
     The tree holds no offsets for comments, so the tokenizer gives them: its comment
@@ -1073,7 +1093,7 @@ def _comment_offsets(document: ParsedDocument) -> list[tuple[int, str]]:
     # comment missing from the text's could only lie inside a lookalike found before it,
     # which ends where it ends and so has longer data; the longest such lookalike would
     # need a real comment with its data, missing too, inside a yet longer one.
-    in_text = _text_comments(document)
+    in_text = _text_comments(document, first)
     shaped = Counter(data for data in expected.elements() if _CONDITIONAL_DATA(data) is not None)
     if Counter(data for _, data in in_text if _CONDITIONAL_DATA(data) is not None) == shaped:
         return in_text
@@ -1132,26 +1152,27 @@ def _comment_offsets(document: ParsedDocument) -> list[tuple[int, str]]:
     return [(offset, data) for offset, data in found if counted[data] == expected[data]]
 
 
-def _text_comments(document: ParsedDocument) -> list[tuple[int, str]]:
-    """Each ``<!--[if`` of the text that lies in no comment found before it, with the data
-    a comment starting there has: up to the first ``-->`` or ``--!>``, or the end (HTML
-    §13.2.5.43-52), as the tree holds it. The comments found never overlap, so the text
-    is read once and no character is copied twice."""
+def _text_comments(document: ParsedDocument, first: int) -> list[tuple[int, str]]:
+    """Each ``<!--[if`` of the text (the first ``<!--[`` at *first*) that lies in no comment
+    found before it, with the data a comment starting there has: up to the first ``-->`` or
+    ``--!>``, or the end (HTML §13.2.5.43-52), as the tree holds it. The comments found never
+    overlap, and a ``--!>`` is looked for only before the ``-->``, so the text is read once
+    and no character is copied twice."""
     text = document.parser_text
     found: list[tuple[int, str]] = []
-    ends = {"-->": -1, "--!>": -1}  # the next of each at or after the last start; -2: none left
-    position = text.find("<!--[")
+    position = first
     while position >= 0:
         if _CONDITIONAL_HEAD(text, position) is None:
             position = text.find("<!--[", position + 5)
             continue
         start = position + 4
-        for marker, at in ends.items():
-            if at != -2 and at < start:
-                found_at = text.find(marker, start)
-                ends[marker] = found_at if found_at >= 0 else -2
-        stops = [at for at in ends.values() if at >= 0]
-        end = min(stops) if stops else len(text)
+        end = text.find("-->", start)
+        # "--!>" ends it only before "-->" (the two never overlap: "--!>" ends 3 past its start).
+        bang = text.find("--!>", start, len(text) if end < 0 else end + 3)
+        if bang >= 0:
+            end = bang
+        elif end < 0:
+            end = len(text)
         found.append((position, _comment_data(document, text[start:end])))
         position = text.find("<!--[", end)
     return found
