@@ -552,7 +552,7 @@ def _base_element(
 # The link table per (namespace, tag, lazy attributes): a dict lookup per element.
 _K = TypeVar("_K")
 _V = TypeVar("_V")
-_TABLES: dict[tuple[object, str, frozenset[str]], dict[str, Kind]] = {}
+_TABLES: dict[tuple[int, str, frozenset[str]], dict[str, Kind]] = {}
 # The per-element caches keep short names only, and are emptied when full: element names
 # come from the documents, and a page of many or long made-up names must not grow memory.
 _CACHE_ENTRIES = 4096
@@ -788,10 +788,11 @@ def _element_links(
     if tag == "style":
         _style_element(document, element, context, result)
     lazy = policy.lazy_attributes
-    table = _TABLES.get((element.namespace, tag, lazy))
+    key = (id(element.namespace), tag, lazy)  # by id: the Enum's hash is a Python call
+    table = _TABLES.get(key)
     if table is None:
         namespace = _NAMESPACE_NAMES.get(element.namespace, "html")
-        table = _kept(_TABLES, (element.namespace, tag, lazy), tag, attributes_of(namespace, tag, lazy))
+        table = _kept(_TABLES, key, tag, attributes_of(namespace, tag, lazy))
     kinds = {name: table[name] for name in element.attrs if name in table}
     if not kinds:
         return
