@@ -78,6 +78,15 @@ def split(data: bytes, sniffed: Sniffed) -> tuple[bytes, bytes]:
 # WHATWG Encoding: the BOM wins over every label (§4 "decode").
 BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16le"), (codecs.BOM_UTF16_BE, "utf-16be"))
 
+# The Python codecs of the Encoding Standard's single-byte encodings (§9): each byte one character.
+_SINGLE_BYTE = frozenset(
+    {
+        "cp866", "cp874", "cp1250", "cp1251", "cp1252", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257", "cp1258",
+        "iso8859-2", "iso8859-3", "iso8859-4", "iso8859-5", "iso8859-6", "iso8859-7", "iso8859-8", "iso8859-10",
+        "iso8859-13", "iso8859-14", "iso8859-15", "iso8859-16", "koi8-r", "koi8-u", "mac-cyrillic", "mac-roman",
+    }
+)  # fmt: skip
+
 # Python codecs whose encoding of a string is the concatenation of the encodings of
 # its pieces, so that text offsets can be turned into byte offsets piece by piece.
 _STATELESS_MULTIBYTE = {
@@ -180,16 +189,27 @@ def by_default(data: bytes) -> Sniffed:
     """With nothing declared (HTML and CSS alike): UTF-8 if the bytes are valid UTF-8, else
     windows-1252, the browsers' default."""
     try:
-        data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         return sniffed(encoding_named("windows-1252"), b"", "default")
+    _DECODED[0] = (data, text)  # decode_checked takes it: the document is not decoded twice
     return Sniffed("utf-8", "UTF-8", b"", "utf-8")
+
+
+# The last document by_default found valid UTF-8, with its text (one slot: a run reads its
+# documents one by one; a bytes object never changes, so its identity says it is the same).
+_DECODED: list[tuple[bytes, str] | None] = [None]
 
 
 def decode_checked(data: bytes, sniffed: Sniffed) -> tuple[str, bool]:
     """:func:`decode`, and whether every byte was readable: then the text holds no lone
     surrogate made from an unreadable byte (a strict decode fails at the first one)."""
     body = split(data, sniffed)[0]
+    decoded = _DECODED[0]
+    if decoded is not None:
+        _DECODED[0] = None
+        if decoded[0] is body and sniffed.codec == "utf-8":
+            return decoded[1], True
     try:
         return body.decode(sniffed.codec), True
     except UnicodeDecodeError:
@@ -220,17 +240,22 @@ class ByteMap:
         self._data = data
         self._codec = codec
         self._errors = errors or errors_for(codec)
-        # Piecewise encoding is exact when the whole text encodes back to the bytes
-        # and the codec carries no state from one piece to the next; with as many
-        # characters as bytes, offsets are the same. UTF-8 read with ESCAPE always
-        # encodes back to the same bytes.
-        try:
-            roundtrip = (codec == "utf-8" and self._errors == ESCAPE) or text.encode(codec, self._errors) == data
-        except UnicodeError:  # a stateful codec (ISO-2022-JP) can decode what it cannot encode back
-            roundtrip = False
-        self._identity = roundtrip and len(text) == len(data)
-        self._exact = roundtrip and (self._identity or codecs.lookup(codec).name in _STATELESS_MULTIBYTE)
-        self._utf8 = codecs.lookup(codec).name == "utf-8" and self._errors in (ESCAPE, "surrogatepass")
+        # A single-byte encoding reads each byte as one character (an unreadable one too, with
+        # ESCAPE): offsets are the same, with nothing to check. Otherwise piecewise encoding
+        # is exact when the whole text encodes back to the bytes and the codec carries no
+        # state from one piece to the next; with as many characters as bytes, offsets are the
+        # same. UTF-8 read with ESCAPE always encodes back to the same bytes.
+        name = codecs.lookup(codec).name
+        if name in _SINGLE_BYTE and self._errors == ESCAPE and len(text) == len(data):
+            self._identity = self._exact = True
+        else:
+            try:
+                roundtrip = (codec == "utf-8" and self._errors == ESCAPE) or text.encode(codec, self._errors) == data
+            except UnicodeError:  # a stateful codec (ISO-2022-JP) can decode what it cannot encode back
+                roundtrip = False
+            self._identity = roundtrip and len(text) == len(data)
+            self._exact = roundtrip and (self._identity or name in _STATELESS_MULTIBYTE)
+        self._utf8 = name == "utf-8" and self._errors in (ESCAPE, "surrogatepass")
 
     @property
     def utf8(self) -> bool:
