@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 import rewriter.css.syntax
 import rewriter.document.encoding
+import rewriter.html.engine
 import rewriter.html.plain
 import rewriter.html.tags
 from rewriter.document import speedups
@@ -49,6 +50,7 @@ HOMES = {
     "scan_css": rewriter.css.syntax,
     "utf8_offsets": rewriter.document.encoding,
     "utf8_splice": rewriter.document.encoding,
+    "conditional_head": rewriter.html.engine,
 }
 
 
@@ -313,6 +315,22 @@ def test_end_tag(text: str, name: str, start: int) -> None:
     _same("end_tag", text, name, start)
 
 
+# --- conditional_head -----------------------------------------------------------------------------------------------
+
+
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(["<!--[", "<!--", "[", "<", "!", "-", "--[", "x", "é", "😀", "\ud800"]), _any_text)
+    ).map("".join),
+    st.integers(-8, 40),
+)
+@settings(max_examples=3000, deadline=None)
+def test_conditional_head(text: str, start: int) -> None:
+    _same("conditional_head", text, start)
+    for at in range(len(text) + 1):
+        _same("conditional_head", text, at)
+
+
 # --- scan_css --------------------------------------------------------------------------------------------------------
 
 
@@ -434,6 +452,8 @@ def test_the_corpus() -> None:
         for offset in offsets[:: max(1, len(offsets) // 200)]:
             assert compiled.tag_attributes(text, offset) == reference["tag_attributes"](text, offset)
             assert compiled.tag_end(text, offset) == reference["tag_end"](text, offset)
+        for start in range(0, len(text), max(1, len(text) // 50)):
+            assert compiled.conditional_head(text, start) == reference["conditional_head"](text, start)
         for name in ("style", "noscript", "script"):
             start = 0
             while start < len(text):

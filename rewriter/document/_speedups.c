@@ -60,9 +60,21 @@ find_char(const Text *t, Py_ssize_t from, Py_UCS4 c)
     }
     case PyUnicode_2BYTE_KIND: {
         const Py_UCS2 *d = (const Py_UCS2 *)t->data;
-        for (Py_ssize_t i = from; i < t->n; i++)
-            if (d[i] == c)
-                return i;
+        if (c > 0xFFFF)
+            return -1;
+        /* memchr for the character's low byte, each hit checked (as CPython's find_char). */
+        const unsigned char *bytes = (const unsigned char *)(d + from);
+        const unsigned char *end = (const unsigned char *)(d + t->n);
+        unsigned char low = (unsigned char)(c & 0xFF);
+        while (bytes < end) {
+            const unsigned char *hit = memchr(bytes, low, (size_t)(end - bytes));
+            if (hit == NULL)
+                return -1;
+            Py_ssize_t at = (Py_ssize_t)(hit - (const unsigned char *)d);
+            if ((at & 1) == (PY_LITTLE_ENDIAN ? 0 : 1) && d[at >> 1] == c) /* the low byte of a code unit */
+                return at >> 1;
+            bytes = hit + 1;
+        }
         return -1;
     }
     default: {
@@ -125,79 +137,102 @@ quote_object(int quote)
     }
 }
 
-/* Past the tag name of the start tag whose "<" is at offset, or -1 when there is none. */
+/* Past the tag name of the start tag whose "<" is at offset, or -1 when there is none; and
+ * the next attribute from *position: 1 with *a filled and *position past it, or 0 when the
+ * tag has no more (*position is left where the search for its ">" starts). Each is made
+ * once per kind of str: a loop over one kind reads a character without a switch. */
+#define TAG_SCANNERS(TYPE, SUFFIX)                                                            \
+    static Py_ssize_t tag_name_end_##SUFFIX(const TYPE *d, Py_ssize_t n, Py_ssize_t offset)   \
+    {                                                                                         \
+        if (offset < 0 || offset >= n || d[offset] != '<')                                    \
+            return -1;                                                                        \
+        Py_ssize_t p = offset + 1;                                                            \
+        while (p < n) {                                                                       \
+            TYPE c = d[p];                                                                    \
+            if (c <= ' ' ? is_html_space(c) : c == '/' || c == '>')                           \
+                break;                                                                        \
+            p++;                                                                              \
+        }                                                                                     \
+        return p;                                                                             \
+    }                                                                                         \
+                                                                                              \
+    static int next_attribute_##SUFFIX(const Text *t, const TYPE *d, Py_ssize_t n,            \
+                                       Py_ssize_t *position, Attribute *a)                    \
+    {                                                                                         \
+        Py_ssize_t p = *position;                                                             \
+        while (p < n && (is_html_space(d[p]) || d[p] == '/'))                                 \
+            p++;                                                                              \
+        if (p >= n || d[p] == '>')                                                            \
+            return 0;                                                                         \
+        a->name_start = p++;                                                                  \
+        while (p < n) {                                                                       \
+            TYPE c = d[p];                                                                    \
+            if (c <= ' ' ? is_html_space(c) : c == '/' || c == '=' || c == '>')               \
+                break;                                                                        \
+            p++;                                                                              \
+        }                                                                                     \
+        a->name_end = p;                                                                      \
+        Py_ssize_t q = p;                                                                     \
+        while (q < n && is_html_space(d[q]))                                                  \
+            q++;                                                                              \
+        if (q < n && d[q] == '=') {                                                           \
+            q++;                                                                              \
+            while (q < n && is_html_space(d[q]))                                              \
+                q++;                                                                          \
+            TYPE c = q < n ? d[q] : 0;                                                        \
+            if (q < n && (c == '"' || c == '\'')) {                                           \
+                Py_ssize_t e = find_char(t, q + 1, c);                                        \
+                a->value_start = q + 1;                                                       \
+                a->value_end = e < 0 ? n : e;                                                 \
+                a->quote = c == '"' ? QUOTE_DOUBLE : QUOTE_SINGLE;                            \
+                *position = e < 0 ? n : e + 1;                                                \
+            }                                                                                 \
+            else {                                                                            \
+                Py_ssize_t e = q;                                                             \
+                while (e < n && !(d[e] <= ' ' ? is_html_space(d[e]) : d[e] == '>'))           \
+                    e++;                                                                      \
+                a->value_start = q;                                                           \
+                a->value_end = e;                                                             \
+                a->quote = QUOTE_NONE;                                                        \
+                *position = e;                                                                \
+            }                                                                                 \
+        }                                                                                     \
+        else {                                                                                \
+            a->value_start = a->value_end = p;                                                \
+            a->quote = QUOTE_VALUELESS;                                                       \
+            *position = p;                                                                    \
+        }                                                                                     \
+        return 1;                                                                             \
+    }
+
+TAG_SCANNERS(Py_UCS1, 1)
+TAG_SCANNERS(Py_UCS2, 2)
+TAG_SCANNERS(Py_UCS4, 4)
+
 static Py_ssize_t
 tag_name_end(const Text *t, Py_ssize_t offset)
 {
-    if (offset < 0 || offset >= t->n || CH(t, offset) != '<')
-        return -1;
-    Py_ssize_t p = offset + 1;
-    while (p < t->n) {
-        Py_UCS4 c = CH(t, p);
-        if (is_html_space(c) || c == '/' || c == '>')
-            break;
-        p++;
+    switch (t->kind) {
+    case PyUnicode_1BYTE_KIND:
+        return tag_name_end_1((const Py_UCS1 *)t->data, t->n, offset);
+    case PyUnicode_2BYTE_KIND:
+        return tag_name_end_2((const Py_UCS2 *)t->data, t->n, offset);
+    default:
+        return tag_name_end_4((const Py_UCS4 *)t->data, t->n, offset);
     }
-    return p;
 }
 
-/* The next attribute from *position: 1 with *a filled and *position past it, or 0 when the
- * tag has no more (*position is left where the search for its ">" starts). */
 static int
 next_attribute(const Text *t, Py_ssize_t *position, Attribute *a)
 {
-    Py_ssize_t n = t->n, p = *position;
-    while (p < n) {
-        Py_UCS4 c = CH(t, p);
-        if (!(is_html_space(c) || c == '/'))
-            break;
-        p++;
+    switch (t->kind) {
+    case PyUnicode_1BYTE_KIND:
+        return next_attribute_1(t, (const Py_UCS1 *)t->data, t->n, position, a);
+    case PyUnicode_2BYTE_KIND:
+        return next_attribute_2(t, (const Py_UCS2 *)t->data, t->n, position, a);
+    default:
+        return next_attribute_4(t, (const Py_UCS4 *)t->data, t->n, position, a);
     }
-    if (p >= n || CH(t, p) == '>')
-        return 0;
-    a->name_start = p++;
-    while (p < n) {
-        Py_UCS4 c = CH(t, p);
-        if (is_html_space(c) || c == '/' || c == '=' || c == '>')
-            break;
-        p++;
-    }
-    a->name_end = p;
-    Py_ssize_t q = p;
-    while (q < n && is_html_space(CH(t, q)))
-        q++;
-    if (q < n && CH(t, q) == '=') {
-        q++;
-        while (q < n && is_html_space(CH(t, q)))
-            q++;
-        Py_UCS4 c = q < n ? CH(t, q) : 0;
-        if (q < n && (c == '"' || c == '\'')) {
-            Py_ssize_t e = find_char(t, q + 1, c);
-            a->value_start = q + 1;
-            a->value_end = e < 0 ? n : e;
-            a->quote = c == '"' ? QUOTE_DOUBLE : QUOTE_SINGLE;
-            *position = e < 0 ? n : e + 1;
-        }
-        else {
-            Py_ssize_t e = q;
-            while (e < n) {
-                Py_UCS4 d = CH(t, e);
-                if (is_html_space(d) || d == '>')
-                    break;
-                e++;
-            }
-            a->value_start = q;
-            a->value_end = e;
-            a->quote = QUOTE_NONE;
-            *position = e;
-        }
-    }
-    else {
-        a->value_start = a->value_end = p;
-        a->quote = QUOTE_VALUELESS;
-        *position = p;
-    }
-    return 1;
 }
 
 /* Attribute names as str objects, ASCII-lowercased. Short ASCII names (most of them: href,
@@ -1862,6 +1897,40 @@ error:
 }
 
 /* ------------------------------------------------------------------------ */
+/* conditional_head: where a conditional comment may start                   */
+/* ------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(conditional_head_doc, "conditional_head(text, start) -> int\n\n"
+                                   "text.find('<!--[', start): memchr for the '[', then the four before it.");
+
+static PyObject *
+conditional_head(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Text t;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "conditional_head takes text and start");
+        return NULL;
+    }
+    if (text_init(&t, args[0]) < 0)
+        return NULL;
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred())
+        return NULL;
+    if (start < 0) /* as str.find reads a negative start */
+        start = start + t.n < 0 ? 0 : start + t.n;
+    Py_ssize_t n = t.n, k = start + 4; /* where the '[' of a head at start would be */
+    while (k < n) {
+        k = find_char(&t, k, '[');
+        if (k < 0)
+            break;
+        if (CH(&t, k - 1) == '-' && CH(&t, k - 2) == '-' && CH(&t, k - 3) == '!' && CH(&t, k - 4) == '<')
+            return PyLong_FromSsize_t(k - 4);
+        k++;
+    }
+    return PyLong_FromLong(-1);
+}
+
+/* ------------------------------------------------------------------------ */
 /* The module                                                                */
 /* ------------------------------------------------------------------------ */
 
@@ -1873,6 +1942,7 @@ static PyMethodDef methods[] = {
     {"utf8_offsets", (PyCFunction)(void (*)(void))utf8_offsets, METH_FASTCALL, utf8_offsets_doc},
     {"utf8_splice", (PyCFunction)(void (*)(void))utf8_splice, METH_FASTCALL, utf8_splice_doc},
     {"scan_css", (PyCFunction)scan_css, METH_O, scan_css_doc},
+    {"conditional_head", (PyCFunction)(void (*)(void))conditional_head, METH_FASTCALL, conditional_head_doc},
     {NULL, NULL, 0, NULL},
 };
 

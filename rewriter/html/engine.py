@@ -45,7 +45,7 @@ from rewriter.document.process import (
     shifted,
     spliced,
 )
-from rewriter.document.speedups import COMPILED
+from rewriter.document.speedups import COMPILED, twin
 from rewriter.html.links import Namespace, Site, ViewElement, applies, for_context, looks_like_url, url_spans
 from rewriter.html.microsyntax import (
     ASCII_WHITESPACE,
@@ -98,6 +98,18 @@ _CONDITIONAL_HEAD = re.compile(r"<!--\[(?i:if)[^\]]{0,256}\]>").match
 _CONDITIONAL_END = re.compile(r"<!\[(?i:endif)\]\s*-->").search
 
 
+@twin
+def conditional_head(text: str, start: int) -> int:
+    """Where the first ``<!--[`` at or after *start* is (-1: nowhere), as ``str.find`` says:
+    where a conditional comment may start. Compiled, a search for the rare "[" (memchr)
+    and then the four characters before it, four times the speed of ``str.find``'s here.
+
+    >>> conditional_head("<p><!--[if IE]>", 0), conditional_head("<!--[", 1)
+    (3, -1)
+    """
+    return text.find("<!--[", start)
+
+
 def conditional_spans(text: str) -> Iterator[tuple[int, int, int, int]]:
     """Each ``<!--[if ...]>...<![endif]-->`` of *text*, in order: where the comment
     starts, where its markup starts and ends, and where the comment ends.
@@ -109,20 +121,20 @@ def conditional_spans(text: str) -> Iterator[tuple[int, int, int, int]]:
     [(0, 12, 15, 27)]
     """
     end: re.Match[str] | None = None
-    position = text.find("<!--[")
+    position = conditional_head(text, 0)
     while position >= 0:
-        # str.find, then the pattern where it could match: a case-insensitive pattern
-        # searched over the whole text tries it at every offset.
+        # A search for "<!--[", then the pattern where it could match: a case-insensitive
+        # pattern searched over the whole text tries it at every offset.
         head = _CONDITIONAL_HEAD(text, position)
         if head is None:
-            position = text.find("<!--[", position + 5)
+            position = conditional_head(text, position + 5)
             continue
         if end is None or end.start() < head.end():
             end = _CONDITIONAL_END(text, head.end())
             if end is None:
                 return
         yield position, head.end(), end.start(), end.end()
-        position = text.find("<!--[", end.end())
+        position = conditional_head(text, end.end())
 
 
 _HTML = turbohtml.Namespace.HTML
@@ -1010,7 +1022,7 @@ def _conditional_comments(document: ParsedDocument, context: Context, policy: Po
     told for certain the comments are left as they are.
     """
     text = document.text
-    first = text.find("<!--[")
+    first = conditional_head(text, 0)
     if first < 0:
         return
     offsets = _comment_offsets(document, first)
@@ -1164,7 +1176,7 @@ def _text_comments(document: ParsedDocument, first: int) -> list[tuple[int, str]
     position = first
     while position >= 0:
         if _CONDITIONAL_HEAD(text, position) is None:
-            position = text.find("<!--[", position + 5)
+            position = conditional_head(text, position + 5)
             continue
         start = position + 4
         end = text.find("-->", start)
@@ -1175,7 +1187,7 @@ def _text_comments(document: ParsedDocument, first: int) -> list[tuple[int, str]
         elif end < 0:
             end = len(text)
         found.append((position, _comment_data(document, text[start:end])))
-        position = text.find("<!--[", end)
+        position = conditional_head(text, end)
     return found
 
 
