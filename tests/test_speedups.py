@@ -35,7 +35,7 @@ from rewriter.document import speedups
 from rewriter.document.encoding import ESCAPE, decode_checked, encode_url_text, sniff
 from rewriter.document.model import Link
 from rewriter.html.engine import ParsedDocument
-from rewriter.html.plain import LAZY_URL, OTHER, STYLE, URL
+from rewriter.html.plain import LAZY_URL, OTHER, SRCSET, STYLE, URL
 from rewriter.html.table import attributes_of, selector
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +103,8 @@ _css_text = st.lists(st.one_of(st.sampled_from(_CSS_PIECES), _any_text), max_siz
 
 _NAMES = ["href", "src", "style", "srcset", "data-src", "title", "x", "a\x00b", "\u212aey", "=", "/"]
 _tables = st.one_of(
-    st.none(), st.dictionaries(st.sampled_from(_NAMES), st.sampled_from([URL, LAZY_URL, OTHER, STYLE]), max_size=5)
+    st.none(),
+    st.dictionaries(st.sampled_from(_NAMES), st.sampled_from([URL, LAZY_URL, OTHER, STYLE, SRCSET]), max_size=5),
 )
 
 
@@ -136,7 +137,7 @@ _REFERENCES = ["", "x", "a b", "#f", "&", "q\"'&", "http://h/", "é"]
 
 def _classify(reference: str) -> tuple[str, str | None, str | None]:
     """A classification that depends on the reference only, with every shape plain_links meets."""
-    choice = sum(map(ord, reference)) % 7
+    choice = sum(map(ord, reference)) % 8
     if choice == 0:
         return "absolute", None, None
     if choice == 1:
@@ -147,6 +148,8 @@ def _classify(reference: str) -> tuple[str, str | None, str | None]:
         return "rewritten", reference, None  # the same: no edit
     if choice == 4:
         return "rewritten", "http://other/", None  # not a prefix: handed back
+    if choice == 5:
+        return "rewritten", "http://h/a b\t,", None  # what a srcset cannot hold
     prefix = _REFERENCES[len(reference) % len(_REFERENCES)]
     return "rewritten", prefix + "http://h/" + reference, None
 
@@ -186,10 +189,11 @@ def _same_plain_links(text: str, elements: list[Any], tables: tuple[Any, ...], *
 
 
 _tag_names = st.sampled_from(["a", "img", "svg", "div", "x"])
-_VALUES = st.lists(
-    st.sampled_from(["x", " ", "\t", "\n", "&amp;", "&", "&lt;", "amp;", "<", ">", "\0", '"', "'", "é", "\ud800", "#"]),
-    max_size=6,
-).map("".join)
+_VALUE_PIECES = [
+    "x", " ", "\t", "\n", "&amp;", "&", "&lt;", "amp;", "<", ">", "\0", '"', "'", "é", "\ud800", "#", ",", "(", ")",
+    " 1x", " 2x, ", ",,", "a.png,", "%2C",
+]  # fmt: skip
+_VALUES = st.lists(st.sampled_from(_VALUE_PIECES), max_size=8).map("".join)
 _ATTRIBUTE_NAMES = st.sampled_from(["href", "src", "data-src", "style", "HREF", "title", "x\0", "srcset", "=", "/"])
 
 
@@ -230,7 +234,7 @@ def test_plain_links(text: str, data: st.DataObject) -> None:
     ]
     elements += data.draw(st.lists(st.sampled_from(elements), max_size=3)) if elements else []  # seen again
     html_tables, foreign_tables, missing = (data.draw(st.dictionaries(_tag_names, _tables, max_size=4)) for _ in "abc")
-    html_tables.setdefault("a", {"href": URL, "src": LAZY_URL, "data-src": LAZY_URL, "style": STYLE})
+    html_tables.setdefault("a", {"href": URL, "src": LAZY_URL, "data-src": LAZY_URL, "style": STYLE, "srcset": SRCSET})
     tables = (html_tables, {("svg", tag): codes for tag, codes in foreign_tables.items()}, missing)
     skip = data.draw(st.sampled_from(elements)) if elements else None
     _same_plain_links(text, elements, tables, skip=skip)
@@ -239,7 +243,9 @@ def test_plain_links(text: str, data: st.DataObject) -> None:
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(["href", "src", "data-src", "style", "HREF"]), _VALUES, st.sampled_from(['"', "'", "", "="])
+            st.sampled_from(["href", "src", "data-src", "style", "HREF", "srcset"]),
+            _VALUES,
+            st.sampled_from(['"', "'", "", "="]),
         ),
         max_size=5,
     ),
@@ -258,7 +264,7 @@ def test_plain_links_on_values(attributes: list[tuple[str, str, str]], lines: bo
             tag += f" {name}={value.replace(' ', '').replace('>', '') or 'v'}"
     text = tag + ">\n" + tag + ">"
     second = len(tag) + 2
-    table = {"href": URL, "src": URL, "data-src": LAZY_URL, "style": STYLE}
+    table = {"href": URL, "src": URL, "data-src": LAZY_URL, "style": STYLE, "srcset": SRCSET}
     if lines:
         elements = [_Element((1, 0), "a", "html"), _Element((2, 0), "a", "html")]
         _same_plain_links(text, elements, ({"a": table}, {}, {}), line_starts=[0, second])

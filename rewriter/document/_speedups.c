@@ -416,7 +416,7 @@ tag_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 /* (rewriter/html/plain.py is its twin and its contract)                     */
 /* ------------------------------------------------------------------------ */
 
-enum { CODE_URL = 1, CODE_LAZY_URL = 2, CODE_OTHER = 3, CODE_STYLE = 4 };
+enum { CODE_URL = 1, CODE_LAZY_URL = 2, CODE_OTHER = 3, CODE_STYLE = 4, CODE_SRCSET = 5 };
 
 typedef struct {
     PyObject *name; /* a new reference */
@@ -424,7 +424,7 @@ typedef struct {
     long code;
 } Taken;
 
-static PyObject *s_source_col, *s_img, *s_position, *s_tag, *s_namespace, *s_rewritten, *s_relinked, *s_amp, *s_ampersand;
+static PyObject *s_srcset, *s_source_col, *s_img, *s_position, *s_tag, *s_namespace, *s_rewritten, *s_relinked, *s_amp, *s_ampersand;
 static PyObject *s_quot, *s_apos, *s_escaped_quot, *s_escaped_apos, *s_escaped_amp;
 
 static int
@@ -575,12 +575,87 @@ html_tag(const Text *t, PyObject *element, Py_ssize_t offset)
     return attribute_name(t, &a, &irregular);
 }
 
+/* A new reference to the Link (tag, name, kind, reference, resolved, status, reason, base, layer, at, until),
+ * appended to found; the edit (at, end, text) appended to edits when text is not NULL. */
+static int
+record_link(PyObject *const *args, PyObject *tag, PyObject *name, PyObject *kind, PyObject *reference,
+            PyObject *known, Py_ssize_t at, Py_ssize_t until, Py_ssize_t edit_end, PyObject *text)
+{
+    PyObject *record = args[10], *found = args[11], *edits = args[12];
+    PyObject *link_type = PyTuple_GET_ITEM(record, 0);
+    PyObject *start = PyLong_FromSsize_t(at), *end = PyLong_FromSsize_t(until);
+    PyObject *link = NULL;
+    int done = -1;
+    if (start == NULL || end == NULL)
+        goto finally;
+    link = ((PyTypeObject *)link_type)->tp_alloc((PyTypeObject *)link_type, 11);
+    if (link == NULL)
+        goto finally;
+    PyObject *fields[11] = {tag,
+                            name,
+                            kind,
+                            reference,
+                            PyTuple_GET_ITEM(known, 1),
+                            PyTuple_GET_ITEM(known, 0),
+                            PyTuple_GET_ITEM(known, 2),
+                            PyTuple_GET_ITEM(record, 1),
+                            PyTuple_GET_ITEM(record, 2),
+                            start,
+                            end};
+    for (int i = 0; i < 11; i++)
+        PyTuple_SET_ITEM(link, i, Py_NewRef(fields[i]));
+    if (PyList_Append(found, link) < 0)
+        goto finally;
+    if (text != NULL) {
+        PyObject *stop = edit_end == at ? Py_NewRef(start) : PyLong_FromSsize_t(edit_end);
+        PyObject *edit = stop == NULL ? NULL : PyTuple_Pack(3, start, stop, text);
+        Py_XDECREF(stop);
+        if (edit == NULL)
+            goto finally;
+        done = PyList_Append(edits, edit);
+        Py_DECREF(edit);
+        goto finally;
+    }
+    done = 0;
+finally:
+    Py_XDECREF(link);
+    Py_XDECREF(start);
+    Py_XDECREF(end);
+    return done;
+}
+
+/* The classification of reference (a new reference): from the cache, or made and cached. */
+static PyObject *
+classified_as(PyObject *const *args, PyObject *reference)
+{
+    PyObject *classified = args[8], *classify = args[9];
+    PyObject *known = PyDict_GetItemWithError(classified, reference);
+    if (known != NULL)
+        Py_INCREF(known);
+    else if (PyErr_Occurred())
+        return NULL;
+    else {
+        known = PyObject_CallOneArg(classify, reference);
+        if (known == NULL)
+            return NULL;
+        if (PyDict_SetItem(classified, reference, known) < 0) {
+            Py_DECREF(known);
+            return NULL;
+        }
+    }
+    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 3) {
+        PyErr_SetString(PyExc_TypeError, "a classification is (status, resolved, reason)");
+        Py_DECREF(known);
+        return NULL;
+    }
+    return known;
+}
+
 /* One URL or LAZY_URL value of a tag: recorded in found (and its edit in edits), skipped, or
  * handed back. 0 on success, -1 on error. */
 static int
 plain_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObject *const *args, PyObject *left)
 {
-    PyObject *classified = args[8], *classify = args[9], *record = args[10], *found = args[11], *edits = args[12];
     const Attribute *a = &one->a;
     if (a->quote == QUOTE_VALUELESS)
         return hand_back(left, element, tag, one->name, a, one->code);
@@ -621,21 +696,10 @@ plain_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObjec
         if (reference == NULL)
             return -1;
     }
-    PyObject *prefix = NULL, *link = NULL, *at = NULL, *until = NULL;
-    PyObject *known = PyDict_GetItemWithError(classified, reference);
-    if (known != NULL)
-        Py_INCREF(known);
-    else if (PyErr_Occurred())
+    PyObject *prefix = NULL, *escaped = NULL;
+    PyObject *known = classified_as(args, reference);
+    if (known == NULL)
         goto error;
-    else {
-        known = PyObject_CallOneArg(classify, reference);
-        if (known == NULL || PyDict_SetItem(classified, reference, known) < 0)
-            goto error;
-    }
-    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 3) {
-        PyErr_SetString(PyExc_TypeError, "a classification is (status, resolved, reason)");
-        goto error;
-    }
     PyObject *status = PyTuple_GET_ITEM(known, 0), *resolved = PyTuple_GET_ITEM(known, 1);
     int rewritten = is_rewritten(status);
     if (rewritten < 0)
@@ -654,11 +718,8 @@ plain_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObjec
                                   : PyUnicode_Tailmatch(resolved, reference, 0, PY_SSIZE_T_MAX, 1);
             if (ends < 0)
                 goto error;
-            if (!ends) {
-                Py_DECREF(known);
-                Py_DECREF(reference);
-                return hand_back(left, element, tag, one->name, a, one->code);
-            }
+            if (!ends)
+                goto hand_back;
             Py_ssize_t size = PyUnicode_GET_LENGTH(resolved) - PyUnicode_GET_LENGTH(reference);
             prefix = PyUnicode_Substring(resolved, 0, size);
             if (prefix == NULL)
@@ -666,70 +727,163 @@ plain_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObjec
             if (a->quote == QUOTE_NONE) {
                 int kind = PyUnicode_KIND(prefix);
                 const void *data = PyUnicode_DATA(prefix);
-                for (Py_ssize_t i = 0; i < size; i++) {
-                    if (needs_quotes(PyUnicode_READ(kind, data, i))) {
-                        Py_DECREF(prefix);
-                        Py_DECREF(known);
-                        Py_DECREF(reference);
-                        return hand_back(left, element, tag, one->name, a, one->code);
-                    }
-                }
+                for (Py_ssize_t i = 0; i < size; i++)
+                    if (needs_quotes(PyUnicode_READ(kind, data, i)))
+                        goto hand_back;
             }
+            escaped = escape_attribute(prefix, a->quote);
+            if (escaped == NULL)
+                goto error;
         }
     }
     /* The span: with "&amp;" decoded, the reference's ends are still at the raw text's first
      * and last (an "&amp;" that ends it ends where its ";" does). */
-    at = PyLong_FromSsize_t(vs + first);
-    until = PyLong_FromSsize_t(vs + last);
-    PyObject *link_type = PyTuple_GET_ITEM(record, 0);
-    if (at == NULL || until == NULL)
-        goto error;
-    link = ((PyTypeObject *)link_type)->tp_alloc((PyTypeObject *)link_type, 11);
-    if (link == NULL)
-        goto error;
-    PyObject *fields[11] = {tag,
-                            one->name,
-                            s_url,
-                            reference,
-                            resolved,
-                            status,
-                            PyTuple_GET_ITEM(known, 2),
-                            PyTuple_GET_ITEM(record, 1),
-                            PyTuple_GET_ITEM(record, 2),
-                            at,
-                            until};
-    for (int i = 0; i < 11; i++)
-        PyTuple_SET_ITEM(link, i, Py_NewRef(fields[i]));
-    if (PyList_Append(found, link) < 0)
-        goto error;
-    if (prefix != NULL) {
-        PyObject *escaped = escape_attribute(prefix, a->quote);
-        if (escaped == NULL)
-            goto error;
-        PyObject *edit = PyTuple_Pack(3, at, at, escaped);
-        Py_DECREF(escaped);
-        if (edit == NULL)
-            goto error;
-        int done = PyList_Append(edits, edit);
-        Py_DECREF(edit);
-        if (done < 0)
-            goto error;
-    }
-    Py_DECREF(link);
-    Py_DECREF(at);
-    Py_DECREF(until);
+    int done = record_link(args, tag, one->name, s_url, reference, known, vs + first, vs + last, vs + first, escaped);
+    Py_XDECREF(escaped);
     Py_XDECREF(prefix);
     Py_DECREF(known);
     Py_DECREF(reference);
-    return 0;
+    return done;
+hand_back:
+    Py_XDECREF(prefix);
+    Py_DECREF(known);
+    Py_DECREF(reference);
+    return hand_back(left, element, tag, one->name, a, one->code);
 error:
-    Py_XDECREF(link);
-    Py_XDECREF(at);
-    Py_XDECREF(until);
+    Py_XDECREF(escaped);
     Py_XDECREF(prefix);
     Py_XDECREF(known);
     Py_DECREF(reference);
     return -1;
+}
+
+/* for_context("srcset", url): each ASCII whitespace percent-encoded, a final "," as "%2C". */
+static PyObject *
+for_srcset(PyObject *url)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(url);
+    int kind = PyUnicode_KIND(url);
+    const void *data = PyUnicode_DATA(url);
+    int spaces = 0;
+    for (Py_ssize_t i = 0; i < n && !spaces; i++)
+        spaces = is_html_space(PyUnicode_READ(kind, data, i));
+    int comma = n > 0 && PyUnicode_READ(kind, data, n - 1) == ',';
+    if (!spaces && !comma)
+        return Py_NewRef(url);
+    PyObject *out = Py_NewRef(url);
+    static const char *const names[5][2] = {{" ", "%20"}, {"\t", "%09"}, {"\n", "%0A"}, {"\f", "%0C"}, {"\r", "%0D"}};
+    for (int i = 0; i < 5 && spaces && out != NULL; i++) {
+        PyObject *from = PyUnicode_FromString(names[i][0]), *to = PyUnicode_FromString(names[i][1]);
+        PyObject *replaced = from != NULL && to != NULL ? PyUnicode_Replace(out, from, to, -1) : NULL;
+        Py_XDECREF(from);
+        Py_XDECREF(to);
+        Py_SETREF(out, replaced);
+    }
+    if (out != NULL && PyUnicode_GET_LENGTH(out) > 0 &&
+        PyUnicode_READ_CHAR(out, PyUnicode_GET_LENGTH(out) - 1) == ',') {
+        PyObject *head = PyUnicode_Substring(out, 0, PyUnicode_GET_LENGTH(out) - 1);
+        PyObject *joined = head == NULL ? NULL : PyUnicode_FromFormat("%U%%2C", head);
+        Py_XDECREF(head);
+        Py_SETREF(out, joined);
+    }
+    return out;
+}
+
+/* One SRCSET value (HTML §4.8.4.3.10): each candidate's URL classified and recorded, and its
+ * edit made, as the engine's general path would; or the value handed back (no quotes, "&" or
+ * NUL). 0 on success, -1 on error. */
+static int
+srcset_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObject *const *args, PyObject *left)
+{
+    const Attribute *a = &one->a;
+    Py_ssize_t vs = a->value_start, ve = a->value_end;
+    if (a->quote != QUOTE_DOUBLE && a->quote != QUOTE_SINGLE)
+        return hand_back(left, element, tag, one->name, a, one->code);
+    for (Py_ssize_t i = vs; i < ve; i++) {
+        Py_UCS4 c = CH(t, i);
+        if (c == 0 || c == '&')
+            return hand_back(left, element, tag, one->name, a, one->code);
+    }
+    Py_ssize_t p = vs;
+    while (1) {
+        while (p < ve && (is_html_space(CH(t, p)) || CH(t, p) == ','))
+            p++;
+        if (p >= ve)
+            return 0;
+        Py_ssize_t start = p;
+        while (p < ve && !is_html_space(CH(t, p)))
+            p++;
+        Py_ssize_t end = p;
+        int trailing = CH(t, end - 1) == ',';
+        if (trailing) /* trailing commas: no descriptors */
+            while (end > start && CH(t, end - 1) == ',')
+                end--;
+        else { /* descriptors: to a comma outside parentheses */
+            while (p < ve) {
+                Py_UCS4 c = CH(t, p);
+                if (c == ',')
+                    break;
+                p++;
+                if (c == '(') {
+                    while (p < ve && CH(t, p) != ')')
+                        p++;
+                    if (p < ve)
+                        p++;
+                }
+            }
+            if (p < ve)
+                p++; /* the comma */
+        }
+        PyObject *reference = PyUnicode_Substring(t->object, start, end);
+        if (reference == NULL)
+            return -1;
+        PyObject *known = classified_as(args, reference);
+        if (known == NULL) {
+            Py_DECREF(reference);
+            return -1;
+        }
+        PyObject *status = PyTuple_GET_ITEM(known, 0), *resolved = PyTuple_GET_ITEM(known, 1), *text = NULL;
+        Py_ssize_t edit_end = start;
+        int rewritten = is_rewritten(status);
+        int same = rewritten > 0 ? PyObject_RichCompareBool(resolved, reference, Py_EQ) : 1;
+        if (rewritten < 0 || same < 0)
+            goto error;
+        if (rewritten && !same) {
+            if (!PyUnicode_Check(resolved)) {
+                PyErr_SetString(PyExc_TypeError, "a resolved URL is a str");
+                goto error;
+            }
+            PyObject *new = for_srcset(resolved);
+            if (new == NULL)
+                goto error;
+            Py_ssize_t length = PyUnicode_GET_LENGTH(reference);
+            Py_ssize_t ends = length == 0 ? 0 : PyUnicode_Tailmatch(new, reference, 0, PY_SSIZE_T_MAX, 1);
+            PyObject *piece = ends < 0 ? NULL
+                              : ends   ? PyUnicode_Substring(new, 0, PyUnicode_GET_LENGTH(new) - length)
+                                       : Py_NewRef(new);
+            if (!ends)
+                edit_end = end; /* not a prefix: the whole URL written again */
+            Py_DECREF(new);
+            if (piece == NULL)
+                goto error;
+            text = escape_attribute(piece, a->quote);
+            Py_DECREF(piece);
+            if (text == NULL)
+                goto error;
+        }
+        int done = record_link(args, tag, one->name, s_srcset, reference, known, start, end, edit_end, text);
+        Py_XDECREF(text);
+        Py_DECREF(known);
+        Py_DECREF(reference);
+        if (done < 0)
+            return -1;
+        continue;
+    error:
+        Py_XDECREF(text);
+        Py_DECREF(known);
+        Py_DECREF(reference);
+        return -1;
+    }
 }
 
 PyDoc_STRVAR(plain_links_doc,
@@ -846,7 +1000,7 @@ plain_links(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             long code = PyLong_Check(value) ? PyLong_AsLong(value) : -1;
             if (code == -1 && PyErr_Occurred())
                 PyErr_Clear();
-            if (code < CODE_URL || code > CODE_STYLE) {
+            if (code < CODE_URL || code > CODE_SRCSET) {
                 Py_DECREF(name);
                 PyErr_Format(PyExc_ValueError, "%R is no code of a link table", value);
                 goto error;
@@ -877,7 +1031,9 @@ plain_links(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             for (Py_ssize_t k = 0; k < taken_count; k++) {
                 if (taken[k].code == CODE_STYLE)
                     continue;
-                if (plain_value(&t, element, tag, &taken[k], args, left) < 0)
+                int done = taken[k].code == CODE_SRCSET ? srcset_value(&t, element, tag, &taken[k], args, left)
+                                                        : plain_value(&t, element, tag, &taken[k], args, left);
+                if (done < 0)
                     goto error;
             }
         }
@@ -1971,6 +2127,7 @@ PyInit__speedups(void)
     s_position = interned("position");
     s_source_col = interned("source_col");
     s_img = interned("img");
+    s_srcset = interned("srcset");
     s_tag = interned("tag");
     s_namespace = interned("namespace");
     s_rewritten = interned("rewritten");
@@ -1984,7 +2141,7 @@ PyInit__speedups(void)
     s_escaped_amp = interned("&amp;");
     css_stops_init();
     if (!s_double || !s_single || !s_empty || !s_equals || !s_url || !s_import || !s_image_set || !s_lower ||
-        !s_position || !s_source_col || !s_img || !s_tag || !s_namespace || !s_rewritten || !s_relinked || !s_amp || !s_ampersand || !s_quot ||
+        !s_position || !s_source_col || !s_img || !s_srcset || !s_tag || !s_namespace || !s_rewritten || !s_relinked || !s_amp || !s_ampersand || !s_quot ||
         !s_apos || !s_escaped_quot || !s_escaped_apos || !s_escaped_amp)
         return NULL;
     return PyModule_Create(&module_definition);

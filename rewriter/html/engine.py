@@ -52,7 +52,7 @@ from rewriter.html.microsyntax import (
     decode_attribute,
     strip_whitespace,
 )
-from rewriter.html.plain import LAZY_URL, NEEDS_QUOTES, OTHER, STYLE, URL, Codes, escape_attribute, plain_links
+from rewriter.html.plain import LAZY_URL, NEEDS_QUOTES, OTHER, SRCSET, STYLE, URL, Codes, escape_attribute, plain_links
 from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, attributes_of, selector
 from rewriter.html.tags import (
     TAG_NAME,
@@ -761,6 +761,8 @@ def _elements_links_compiled(
     for element, tag, name, start, end, quote, code in left:
         if name is None:
             _element_links(document, element, context, policy, result)
+        elif code == SRCSET:
+            _attribute_links(document, tag, name, "srcset", (start, end, quote), context, policy, result)
         elif code != LAZY_URL or looks_like_url(_decoded(text[start:end]), "url"):
             _attribute_links(document, tag, name, "url", (start, end, quote), context, policy, result)
 
@@ -780,6 +782,8 @@ def _codes_of(namespace: turbohtml.Namespace, tag: str, lazy: frozenset[str]) ->
     for name, kind in table.items():
         if kind == "url" and (tag, name) not in CONDITIONAL:
             codes[name] = LAZY_URL if name in lazy else URL
+        elif kind == "srcset" and name not in lazy and (tag, name) not in CONDITIONAL:
+            codes[name] = SRCSET
         else:
             codes[name] = STYLE if name == "style" and kind == "css" else OTHER
     return codes

@@ -20,21 +20,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from rewriter.document.model import Status
 from rewriter.document.speedups import twin
-from rewriter.html.microsyntax import ASCII_WHITESPACE, decode_attribute, strip_whitespace
+from rewriter.html.links import for_context
+from rewriter.html.microsyntax import ASCII_WHITESPACE, decode_attribute, srcset_urls, strip_whitespace
 from rewriter.html.tags import TAG_NAME, VALUELESS, tag_attributes
 
-__all__ = ["CODES", "LAZY_URL", "OTHER", "STYLE", "URL", "Codes", "Left", "escape_attribute", "plain_links"]
+__all__ = ["CODES", "LAZY_URL", "OTHER", "SRCSET", "STYLE", "URL", "Codes", "Left", "escape_attribute", "plain_links"]
 
 # The codes of a link table: what an attribute name of a tag is.
 URL = 1  # holds one URL, and needs nothing but its value
 LAZY_URL = 2  # the same, for a lazy-loading attribute (taken only when it looks like a URL)
 OTHER = 3  # a link attribute that needs more (a microsyntax, a condition, a codebase)
 STYLE = 4  # a style attribute: CSS, which may hold URLs
-CODES = frozenset({URL, LAZY_URL, OTHER, STYLE})
+SRCSET = 5  # image candidate strings (HTML §4.8.4.3.10), not lazy
+CODES = frozenset({URL, LAZY_URL, OTHER, STYLE, SRCSET})
 
 # An element kind's link table: attribute name -> code; None: the general path always.
 Codes = dict[str, int] | None
@@ -80,6 +82,41 @@ def _html_tag(text: str, offset: int, element: Any) -> str:
     return "img" if name == "image" else name
 
 
+def _srcset(
+    tag: str,
+    name: str,
+    raw: str,
+    start: int,
+    quote: str,
+    classified: dict[str, tuple[Status, str | None, str | None]],
+    classify: Callable[[str], tuple[Status, str | None, str | None]],
+    record: tuple[type[tuple[Any, ...]], str | None, str | None],
+    found: list[Any],
+    edits: list[tuple[int, int, str]],
+) -> None:
+    """The links of one quoted srcset value *raw* at *start*, with no "&" and no NUL: each
+    candidate's URL (:func:`~rewriter.html.microsyntax.srcset_urls`) recorded, and where it
+    is rewritten, the edit that puts the new URL's prefix before it, or the new URL in its
+    place (:func:`~rewriter.html.links.for_context` percent-encodes what a srcset cannot hold)."""
+    link_type, base, layer = record
+    for first, last in srcset_urls(raw):
+        reference = raw[first:last]
+        known = classified.get(reference)
+        if known is None:
+            known = classified[reference] = classify(reference)
+        status, resolved, reason = known
+        at, until = start + first, start + last
+        found.append(
+            tuple.__new__(link_type, (tag, name, "srcset", reference, resolved, status, reason, base, layer, at, until))
+        )
+        if (status == "rewritten" or status == "relinked") and resolved != reference:
+            new = for_context("srcset", cast(str, resolved), raw, first)
+            if reference and new.endswith(reference):
+                edits.append((at, at, escape_attribute(new[: len(new) - len(reference)], quote)))
+            else:
+                edits.append((at, until, escape_attribute(new, quote)))
+
+
 @twin
 def plain_links(
     text: str,
@@ -110,18 +147,24 @@ def plain_links(
     An element takes the general path when its table is None; or its start tag (read as
     :func:`~rewriter.html.tags.tag_attributes` reads it) has an attribute its table calls
     OTHER, a STYLE one whose value holds "(", "@", "\\" or "&", or a name with NUL or a lone
-    surrogate. Otherwise each attribute its table calls URL or LAZY_URL, in source order, is
-    one value: handed back with no value, a NUL, or an "&" that is not "&amp;"; skipped when
-    LAZY_URL and, "&amp;" read as "&", it holds "<", ">" or ASCII whitespace between its
-    ends; else its reference (the value, "&amp;" read as "&", without leading and trailing
-    ASCII whitespace) is classified (``classified``, filled by ``classify`` on a miss) as
-    (status, resolved, reason). When the status is "rewritten" or "relinked" and the
-    resolved URL is another that ends with the reference, the part before it is the prefix;
-    with no prefix, or one holding a character :data:`NEEDS_QUOTES` names in an unquoted
-    value, the value is handed back. Otherwise ``record[0]`` (a tuple type) of (tag, name,
-    "url", reference, resolved, status, reason, ``record[1]``, ``record[2]``, start, end)
-    is appended to *found*, the span being the reference's in the text, and with a prefix
-    the edit (start, start, the prefix escaped for its quote) to *edits*.
+    surrogate. Otherwise each attribute its table calls URL, LAZY_URL or SRCSET, in source
+    order, is one value.
+
+    A URL or LAZY_URL value is handed back with no value, a NUL, or an "&" that is not
+    "&amp;"; skipped when LAZY_URL and, "&amp;" read as "&", it holds "<", ">" or ASCII
+    whitespace between its ends; else its reference (the value, "&amp;" read as "&", without
+    leading and trailing ASCII whitespace) is classified (``classified``, filled by
+    ``classify`` on a miss) as (status, resolved, reason). When the status is "rewritten" or
+    "relinked" and the resolved URL is another that ends with the reference, the part before
+    it is the prefix; with no prefix, or one holding a character :data:`NEEDS_QUOTES` names
+    in an unquoted value, the value is handed back. Otherwise ``record[0]`` (a tuple type) of
+    (tag, name, "url", reference, resolved, status, reason, ``record[1]``, ``record[2]``,
+    start, end) is appended to *found*, the span being the reference's in the text, and with
+    a prefix the edit (start, start, the prefix escaped for its quote) to *edits*.
+
+    A SRCSET value is handed back unless it is quoted and holds no "&" and no NUL; then each
+    of its candidates' URLs is classified and recorded alike (kind "srcset"), with the edit
+    the engine's general path makes (:func:`_srcset`).
 
     Returns what is handed back, in order: ``(element, tag, None, 0, 0, "", 0)`` for the
     general path, ``(element, tag, name, start, end, quote, code)`` for a value (its span
@@ -182,6 +225,12 @@ def plain_links(
             continue
         for name, start, end, quote, code in taken:
             raw = text[start:end]
+            if code == SRCSET:
+                if quote not in ('"', "'") or "\0" in raw or "&" in raw:
+                    left.append((element, tag, name, start, end, quote, code))
+                else:
+                    _srcset(tag, name, raw, start, quote, classified, classify, record, found, edits)
+                continue
             if quote == VALUELESS or "\0" in raw or raw.count("&") != raw.count("&amp;"):
                 left.append((element, tag, name, start, end, quote, code))
                 continue
