@@ -25,7 +25,6 @@ import os
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -1326,37 +1325,7 @@ def entry_point() -> None:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="surrogateescape")
-    light_bs4()
     _exit_now(main())
-
-
-# What bs4's package import pulls in that no command uses: tree builders, CSS selectors, and the
-# statistical detectors of UnicodeDammit.
-BS4_EXTRAS = ("html5lib", "soupsieve", "lxml", "lxml.etree", "charset_normalizer", "chardet", "cchardet")
-
-
-def light_bs4() -> None:
-    """Import bs4 for the command line without :data:`BS4_EXTRAS`, each of which it imports
-    only if it can. The tool uses bs4 for ``EncodingDetector.find_declared_encoding`` alone
-    (rewriter.document.encoding) and builds no soup; the extras took 0.12-0.2 s of a 0.45 s start-up.
-    They stay importable afterwards; only bs4's own registry goes without them. The library,
-    imported by a program that may build soups, never comes here."""
-    if "bs4" in sys.modules:
-        return
-    blocked = [name for name in BS4_EXTRAS if name not in sys.modules]
-    for name in blocked:
-        sys.modules[name] = None  # type: ignore[assignment]  # import fails at once: bs4 goes on without it
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "soupsieve is not installed"
-            import bs4.dammit  # noqa: F401
-    except ImportError:  # a bs4 that needs one of them: imported in full when first needed
-        for name in [name for name in sys.modules if name == "bs4" or name.startswith("bs4.")]:
-            del sys.modules[name]
-    finally:
-        for name in blocked:
-            if sys.modules.get(name, False) is None:
-                del sys.modules[name]
 
 
 def _exit_now(code: int) -> NoReturn:

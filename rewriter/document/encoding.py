@@ -12,6 +12,7 @@ Sniffed(codec='cp932', label='shift_jis', bom=b'', source='meta')
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ __all__ = [
     "ByteMap",
     "Sniffed",
     "by_default",
+    "declared_encoding",
     "decode",
     "encode_url_text",
     "encoding_named",
@@ -159,13 +161,34 @@ def _whatwg(label: str | None) -> webencodings.Encoding | None:
     return encoding
 
 
+# bs4's patterns (bs4.dammit, 4.12-4.15): an XML declaration's encoding at the very start,
+# else the first <meta ... charset=...>, which also finds http-equiv's content="...; charset=...".
+_XML_DECLARATION = re.compile(rb"^\s*<\?.*encoding=['\"](.*?)['\"].*\?>", re.IGNORECASE)
+_META_CHARSET = re.compile(rb"<\s*meta[^>]+charset\s*=\s*[\"']?([^>]*?)[ /;'\">]", re.IGNORECASE)
+
+
+def declared_encoding(data: bytes) -> str | None:
+    """The encoding *data* declares, lowercased, as bs4's
+    ``EncodingDetector.find_declared_encoding(data, is_html=True, search_entire_document=True)``
+    finds it (tests hold the two equal), without bs4's package import (0.1 s with its tree
+    builders and soupsieve, 12 ms without them).
+
+    >>> declared_encoding(b'<html><meta http-equiv="Content-Type" content="text/html; charset=Shift_JIS">')
+    'shift_jis'
+    """
+    match = _XML_DECLARATION.search(data) or _META_CHARSET.search(data)
+    if match is None or not match.group(1):
+        return None
+    return match.group(1).decode("ascii", "replace").lower()
+
+
 def sniff(data: bytes, transport: str | None = None) -> Sniffed:
     """The encoding a browser would use for *data*, given a transport charset.
 
     Order (HTML §13.2.3): the byte order mark, the transport charset (an HTTP or MIME
     ``charset``), then a ``<meta charset>`` / ``http-equiv`` declaration. Browsers look
     only in the first 1024 bytes; saved pages often declare later, so the whole
-    document is searched (bs4's EncodingDetector), the first 1024 bytes winning.
+    document is searched (:func:`declared_encoding`), the first 1024 bytes winning.
     Without any of these: UTF-8 when the bytes are valid UTF-8, else windows-1252,
     the usual browser default.
     """
@@ -174,12 +197,7 @@ def sniff(data: bytes, transport: str | None = None) -> Sniffed:
             return sniffed(encoding_named(name), bom, "bom")
     if transport and (transport_encoding := lookup(transport)) is not None:
         return sniffed(transport_encoding, b"", "transport")
-    from bs4.dammit import EncodingDetector  # bs4's package import is heavy; only sniffing needs it
-
-    declared = EncodingDetector.find_declared_encoding(data[:1024], is_html=True) or (
-        EncodingDetector.find_declared_encoding(data, is_html=True, search_entire_document=True)
-    )
-    encoding = _whatwg(declared)
+    encoding = _whatwg(declared_encoding(data[:1024]) or declared_encoding(data))
     if encoding is not None:
         return sniffed(encoding, b"", "meta")
     return by_default(data)

@@ -1190,8 +1190,8 @@ def _size(job: Job) -> int:
 
 def warm_up() -> None:
     """Import the page and style sheet engines before forking, so that the workers start
-    with them (bs4's import alone took 0.3 s). The MIME engine is left to the workers
-    that meet mail: a batch of pages never needs it, and it adds 17-22 ms."""
+    with them. The MIME engine is left to the workers that meet mail: a batch of pages
+    never needs it, and it adds 17-22 ms."""
     from rewriter.document.encoding import sniff
 
     sniff(b"<meta charset=utf-8>", None)
