@@ -167,6 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
         "so that DIR is a complete mirror)",
         opposite="--copy-others",
     )
+    _switch(
+        rewrite,
+        "--no-fsync",
+        "write each file without fsync: still atomic (a reader or a killed run sees the old file or the new), but "
+        "a crash of the system may lose files written just before it; for outputs that can be made again",
+        opposite="--fsync",
+    )
     rewrite.add_argument(
         "-j", "--jobs", metavar="N", type=int, default=None, help="worker processes (default: the machine's cores)"
     )
@@ -422,6 +429,7 @@ def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
         records=records,
         locations=getattr(args, "locations", None),
         local_copies=not getattr(args, "absolutize_local", False),
+        sync=not getattr(args, "no_fsync", False),
     )
     max_size = getattr(args, "max_size", None)
     return settings if max_size is None else replace(settings, max_size=max_size)
@@ -481,7 +489,7 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         if args.report:
             try:
-                report = _report_file(Path(args.report))
+                report = _report_file(Path(args.report), sync=settings.sync)
             except OSError as error:
                 err.write(f"rewriter rewrite: cannot write the report {args.report}: {error.strerror or error}\n")
                 return EXIT_SOME_FAILED
@@ -558,10 +566,10 @@ def _released(
             gc.unfreeze()
 
 
-def _report_file(path: Path) -> ReportFile:
+def _report_file(path: Path, *, sync: bool = True) -> ReportFile:
     from rewriter.run.report import ReportFile
 
-    return ReportFile(path)
+    return ReportFile(path, sync=sync)
 
 
 def _executor(args: argparse.Namespace, err: TextIO) -> object | int:

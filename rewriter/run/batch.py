@@ -144,6 +144,9 @@ class Settings:
     work: str | None = None
     # Each message of an mbox as a record of its own (Outcome.units: rewriter.run.dask).
     units: bool = False
+    # fsync each file written (and its folder after the rename), so that it survives a crash
+    # of the system; False: --no-fsync (still atomic for readers and for a killed run).
+    sync: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -644,19 +647,19 @@ def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
             outcome.report = json_lines(outcome.records)
             outcome.records = []
             if settings.work is not None and len(outcome.report) > REPORT_INLINE:
-                _report_aside(job, outcome, settings.work)
+                _report_aside(job, outcome, settings.work, sync=settings.sync)
         outcomes.append(outcome)
     return outcomes
 
 
-def _report_aside(job: Job, outcome: Outcome, work: str) -> None:
+def _report_aside(job: Job, outcome: Outcome, work: str, *, sync: bool = True) -> None:
     """Put *outcome*'s report lines in a file of the work folder (atomically), named by the job."""
     import hashlib
 
     key = job_key(job).encode("utf-8", "surrogateescape")
     path = Path(work) / "reports" / f"{hashlib.sha256(key).hexdigest()[:32]}.jsonl"
     try:
-        write_atomically(path, outcome.report.encode("utf-8", "surrogateescape"), root=Path(work))
+        write_atomically(path, outcome.report.encode("utf-8", "surrogateescape"), root=Path(work), sync=sync)
     except OSError:
         return  # kept in the outcome: slower, never lost
     outcome.report, outcome.report_file = "", str(path)
@@ -793,7 +796,7 @@ def run_job(job: Job, settings: Settings) -> Outcome:
     outcome = Outcome(job.shown, piece=job.piece)
     try:
         if job.copy:
-            return _copy(job, outcome)
+            return _copy(job, outcome, sync=settings.sync)
         settings = job_settings(job, settings)
         if job.maildir:
             return _maildir(job, settings, outcome)
@@ -908,19 +911,22 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         outcome.output = output
     elif job.in_place:
         if output != data:  # unchanged: not written at all (its time and any backup stay)
-            write_atomically(Path(job.target), output, backup=settings.backup, root=_root(job), expect=read)
+            write_atomically(
+                Path(job.target), output, backup=settings.backup, root=_root(job), expect=read, sync=settings.sync
+            )
             outcome.identity = _identity_now(job.target, outcome.identity)
     else:
-        write_atomically(Path(job.target), output, mode=mode_of(source), root=_root(job))
+        write_atomically(Path(job.target), output, mode=mode_of(source), root=_root(job), sync=settings.sync)
     return outcome
 
 
-def _copy(job: Job, outcome: Outcome) -> Outcome:
+def _copy(job: Job, outcome: Outcome, *, sync: bool = True) -> Outcome:
     """A file that is not rewritten, copied unchanged (atomically, its permissions kept) so
     that the output folder is a complete mirror of the input folder."""
     assert job.target is not None
     source = Path(job.source)
-    with open(source, "rb") as stream, replacing(Path(job.target), mode_of(source), root=_root(job)) as replacement:
+    target = Path(job.target)
+    with open(source, "rb") as stream, replacing(target, mode_of(source), root=_root(job), sync=sync) as replacement:
         shutil.copyfileobj(stream, replacement.stream, 1 << 20)
         outcome.bytes_in = stream.tell()
     outcome.state = "copied"
@@ -943,7 +949,7 @@ def _too_large(job: Job, stream: BinaryIO, source: Path | None, settings: Settin
         shutil.copyfileobj(stream, sink, 1 << 20)
         sink.flush()
         return outcome
-    with replacing(Path(job.target), mode_of(source), root=_root(job)) as replacement:
+    with replacing(Path(job.target), mode_of(source), root=_root(job), sync=settings.sync) as replacement:
         shutil.copyfileobj(stream, replacement.stream, 1 << 20)
     return outcome
 
@@ -985,7 +991,9 @@ def _mbox(
         sink.flush()
         return outcome
     backup = settings.backup if job.in_place else None
-    with replacing(Path(job.target), mode_of(source), backup, root=_root(job), expect=read) as replacement:
+    with replacing(
+        Path(job.target), mode_of(source), backup, root=_root(job), expect=read, sync=settings.sync
+    ) as replacement:
         # In place, an unchanged mbox is not written at all (its time and any backup stay).
         replacement.keep = each(replacement.stream) or not job.in_place
     if job.in_place and replacement.keep:
@@ -1049,18 +1057,20 @@ def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
         from rewriter.run.pipeline import pieces_path
 
-        with replacing(pieces_path(settings.work, job)) as replacement:
+        with replacing(pieces_path(settings.work, job), sync=settings.sync) as replacement:
             each(replacement.stream)
     return outcome
 
 
-def replacing_target(job: Job, backup: str | None = None) -> contextlib.AbstractContextManager[Replacement]:
+def replacing_target(
+    job: Job, backup: str | None = None, *, sync: bool = True
+) -> contextlib.AbstractContextManager[Replacement]:
     """The atomic replacement of *job*'s target, for a container put together from pieces:
     its folders opened under the job's root, its mode from the input, in place its backup
     and the check that the input is still the one planned."""
     assert job.target is not None
     source = Path(job.source)
-    return replacing(Path(job.target), mode_of(source), backup, root=_root(job), expect=job.status)
+    return replacing(Path(job.target), mode_of(source), backup, root=_root(job), expect=job.status, sync=sync)
 
 
 def _identity_now(path: str, otherwise: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -1085,7 +1095,13 @@ def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             Folder.open(target / sub, Path(job.root)).close()
     count = failed = 0
     reports = rewrite_maildir(
-        folder, target, url=settings.url, policy=settings.policy, with_links=True, write=not job.dry
+        folder,
+        target,
+        url=settings.url,
+        policy=settings.policy,
+        with_links=True,
+        write=not job.dry,
+        sync=settings.sync,
     )
     for report in reports:
         count += 1
@@ -1163,7 +1179,7 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
             return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
         from rewriter.run.pipeline import pieces_path
 
-        with replacing(pieces_path(settings.work, job)) as replacement:
+        with replacing(pieces_path(settings.work, job), sync=settings.sync) as replacement:
             each(replacement.stream, job.target.endswith(".gz"))
     elif job.target is None:
         with open(job.source, "rb") as head:
@@ -1172,7 +1188,7 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
         each(sink, gzip)
         sink.flush()
     else:
-        with replacing(Path(job.target), mode_of(Path(job.source)), root=_root(job)) as replacement:
+        with replacing(Path(job.target), mode_of(Path(job.source)), root=_root(job), sync=settings.sync) as replacement:
             each(replacement.stream, job.target.endswith(".gz"))
     return outcome
 

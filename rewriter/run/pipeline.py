@@ -180,7 +180,7 @@ def execute(
     outcome (a piece of a container included) and each problem the plan gave (a str)."""
     state = _State()
     work = None if journal is None else str(journal.folder)
-    assembly = _Assembly(settings.backup)
+    assembly = _Assembly(settings.backup, sync=settings.sync)
     turn = 0
 
     def release() -> Iterator[Outcome | str]:
@@ -280,8 +280,9 @@ class _Assembly:
     a temporary file beside the target, which replaces the target after the last piece.
     A piece that failed leaves the target as it was."""
 
-    def __init__(self, backup: str | None) -> None:
+    def __init__(self, backup: str | None, *, sync: bool = True) -> None:
         self.backup = backup  # in place: the old file kept as NAME + this
+        self.sync = sync  # False: --no-fsync
         self.context: contextlib.AbstractContextManager[Replacement] | None = None
         self.replacement: Replacement | None = None
         self.failed = False
@@ -297,7 +298,7 @@ class _Assembly:
             self.changed = False
             from rewriter.run.batch import replacing_target
 
-            self.context = replacing_target(job, self.backup if job.in_place else None)
+            self.context = replacing_target(job, self.backup if job.in_place else None, sync=self.sync)
             self.replacement = self.context.__enter__()
         if self.replacement is None:
             return
