@@ -875,9 +875,11 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
 
     source = None if job.source == "-" else Path(job.source)
     with _opened(job) as (stream, read):
+        size = None  # a regular file's size, as fstat gives it
         if source is not None:
             status = read or os.fstat(stream.fileno())
             outcome.identity = (status.st_size, status.st_mtime_ns)
+            size = status.st_size if stat.S_ISREG(status.st_mode) else None
             if job.format is None and stat.S_ISREG(status.st_mode):
                 from rewriter.containers.formats import sniff_container
 
@@ -892,7 +894,9 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         if fmt == "mbox":  # streamed, message by message
             outcome.format = fmt
             return _mbox(job, _Replayed(head, stream), source, settings, outcome, read)  # type: ignore[arg-type]
-        data = head + stream.read(max(settings.max_size + 1 - len(head), 0))
+        left = None if size is None else size - len(head)
+        rest = _read_up_to(stream, max(settings.max_size + 1 - len(head), 0), left)
+        data = head + rest if rest else head
         if len(data) > settings.max_size:
             return _too_large(job, _Replayed(data, stream), source, settings, outcome)  # type: ignore[arg-type]
     outcome.bytes_in = len(data)
@@ -918,6 +922,20 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     else:
         write_atomically(Path(job.target), output, mode=mode_of(source), root=_root(job), sync=settings.sync)
     return outcome
+
+
+def _read_up_to(stream: BinaryIO, limit: int, expected: int | None) -> bytes:
+    """What *stream* has left, *limit* bytes at most: ``stream.read(limit)``, but sized by what
+    the file's status says is left (*expected*). read(limit) makes a buffer of *limit* bytes
+    (--max-size, 1 GiB by default) and shrinks it: about 60 us a file (reading the corpus's 320
+    pages, 0.029 -> 0.011 s). One byte more than expected tells a file that grew since its
+    status was taken; the rest is read then, as read(limit) would have."""
+    if expected is None or not 0 <= expected < limit:
+        return stream.read(limit)
+    first = stream.read(expected + 1)  # shorter only at the end of the file
+    if len(first) <= expected:
+        return first
+    return first + stream.read(limit - len(first))
 
 
 def _copy(job: Job, outcome: Outcome, *, sync: bool = True) -> Outcome:
