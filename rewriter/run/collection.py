@@ -24,7 +24,6 @@ module holds what the command line knows about such a collection:
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import os
@@ -218,6 +217,8 @@ def _json_pairs(path: Path, text: str) -> list[tuple[int, str, str]]:
 
 def _csv_pairs(path: Path, text: str) -> list[tuple[int, str, str]]:
     pairs = []
+    import csv  # only for an --url-map file
+
     reader = csv.reader(io.StringIO(text, newline=""))
     for row in reader:
         number = reader.line_num
