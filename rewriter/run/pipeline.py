@@ -102,12 +102,11 @@ def _batches(
             continue
         slot = _Slot(job=item)
         state.slots[place] = slot
-        if journal is not None:
+        if journal is not None and journal.earlier:  # a run resumed: a fresh journal has nothing done
             slot.offset = _resumed(item, journal)
             if slot.offset is not None:
                 continue
-            if journal.earlier:
-                leftovers.remove(item, journal)
+            leftovers.remove(item, journal)
         job_size = _size(item)
         if batch and (len(batch) >= most or size + job_size > BATCH_BYTES or item.piece is not None):
             state.batches[state.sent] = places
