@@ -700,7 +700,7 @@ class _RunTotals:
         self.container: Outcome | None = None  # the pieces of one container so far
 
     def add(self, outcome: Outcome, *, quiet: bool, verbose: bool) -> list[str]:
-        from rewriter.run.batch import totals
+        from rewriter.run.batch import count_into
 
         if outcome.retried is not None:
             self.retried.append(
@@ -710,8 +710,7 @@ class _RunTotals:
         whole = outcome if outcome.piece is None else self._merged(outcome)
         if whole is None:
             return []
-        for name, value in totals([whole]).items():
-            self.figures[name] += value
+        count_into(self.figures, whole)
         return _said(whole, quiet=quiet, verbose=verbose)
 
     def _merged(self, piece: Outcome) -> Outcome | None:

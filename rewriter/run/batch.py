@@ -73,6 +73,7 @@ __all__ = [
     "Outcome",
     "Settings",
     "Unrecognised",
+    "count_into",
     "job_settings",
     "located_links",
     "plan",
@@ -1259,16 +1260,22 @@ def totals(outcomes: Iterable[Outcome]) -> dict[str, int]:
     names = ("files", "rewritten_files", "unchanged_files", "failed_files", "relative_files", "rewritten", "kept")
     figures = dict.fromkeys((*names, "local", "relative", "no_base", "bytes", "copied_files"), 0)
     for outcome in outcomes:
-        if outcome.state == "copied":  # not an input: a file of its folder, copied beside the outputs
-            figures["copied_files"] += 1
-            continue
-        figures["files"] += 1
-        figures[f"{outcome.state}_files"] += 1
-        figures["relative_files"] += outcome.relative > 0
-        figures["rewritten"] += outcome.rewritten
-        figures["kept"] += outcome.kept
-        figures["local"] += outcome.local
-        figures["relative"] += outcome.relative
-        figures["no_base"] += outcome.no_base
-        figures["bytes"] += outcome.bytes_in
+        count_into(figures, outcome)
     return figures
+
+
+def count_into(figures: dict[str, int], outcome: Outcome) -> None:
+    """Add *outcome* to *figures* (:func:`totals`'s): a run keeps its totals as the outcomes go
+    by, without a tally of its own for each one."""
+    if outcome.state == "copied":  # not an input: a file of its folder, copied beside the outputs
+        figures["copied_files"] += 1
+        return
+    figures["files"] += 1
+    figures[f"{outcome.state}_files"] += 1
+    figures["relative_files"] += outcome.relative > 0
+    figures["rewritten"] += outcome.rewritten
+    figures["kept"] += outcome.kept
+    figures["local"] += outcome.local
+    figures["relative"] += outcome.relative
+    figures["no_base"] += outcome.no_base
+    figures["bytes"] += outcome.bytes_in
