@@ -10,7 +10,8 @@ the engine decodes them:
 - end_tag: the end of the raw text after each ``<style`` and ``<noscript``;
 - scan_css: the text of every ``<style>`` element and every quoted ``style`` value;
 - utf8_offsets: 400 sorted offsets per page with a character outside ASCII;
-- utf8_splice: the same pages (UTF-8), 400 prefixes put in at those offsets.
+- utf8_splice: the same pages (UTF-8), 400 prefixes put in at those offsets;
+- conditional_head: every ``<!--[`` of every page, one call each from the last one found.
 
 Each round times both implementations over the whole input (CPU time, the cyclic garbage
 collector paused as the engine pauses it), the order alternating from round to round. It
@@ -43,6 +44,7 @@ from rewriter.document import speedups
 from rewriter.document.encoding import ESCAPE, decode_checked, sniff
 from rewriter.document.model import Link
 from rewriter.html import (
+    engine,  # noqa: F401 (conditional_head's twin)
     plain,
     tags,  # noqa: F401
 )
@@ -151,6 +153,19 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
             impl.utf8_splice(text, body, edits, escaped, str.encode) for text, body, edits, escaped in inputs
         ]
 
+    def heads(impl: Any) -> Work:
+        def run(inputs: list[str]) -> object:
+            found = []
+            for text in inputs:
+                at = impl.conditional_head(text, 0)
+                while at >= 0:
+                    found.append(at)
+                    at = impl.conditional_head(text, at + 1)
+                found.append(at)
+            return found
+
+        return run
+
     errors = {True: ESCAPE, False: "surrogatepass"}
     splices = [
         (text, text.encode("utf-8", errors[escaped]), [(at, at, "http://h/") for at in ats], escaped)
@@ -165,6 +180,7 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
         "scan_css": (css, sheets),
         "utf8_offsets": (utf8, offsets),
         "utf8_splice": (splice, splices),
+        "conditional_head": (heads, texts),
     }
 
 
