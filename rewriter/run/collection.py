@@ -216,9 +216,9 @@ def _json_pairs(path: Path, text: str) -> list[tuple[int, str, str]]:
 
 
 def _csv_pairs(path: Path, text: str) -> list[tuple[int, str, str]]:
-    pairs = []
     import csv  # only for an --url-map file
 
+    pairs = []
     reader = csv.reader(io.StringIO(text, newline=""))
     for row in reader:
         number = reader.line_num
@@ -322,7 +322,7 @@ class LocalCopies:
         if not _within(os.path.realpath(candidate), os.path.realpath(self.top)):
             return None  # a link out of the collection
         relative = Path(os.path.relpath(candidate, self.top)).as_posix()
-        if not _saved_copy(candidate, self.tree, self.document) and self.locations is not None and resolved is not None:
+        if not _saved_copy(candidate, self.top, self.document) and self.locations is not None and resolved is not None:
             own = self.locations.url_of(candidate, self.tree)
             if own is not None and _same_resource(own, resolved):
                 return None
