@@ -156,10 +156,7 @@ def peak_rss_kb() -> int:
 def child(name: str, mbox: Path, output: Path) -> int:
     runner = RUNNERS[name]
     if name == "rewriter":
-        # Imported before the clock starts, like the stdlib's email: rewriter.mime.message, and bs4's
-        # encoding detector, which rewriter.document.encoding imports on first use (0.3 s of start-up).
-        import bs4.dammit  # noqa: F401
-
+        # Imported before the clock starts, like the stdlib's email.
         import rewriter.mime.message  # noqa: F401
     with mbox.open("rb") as source, output.open("wb") as target:
         start = time.perf_counter()

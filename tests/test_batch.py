@@ -173,6 +173,31 @@ def test_a_document_over_the_size_limit_is_copied_unchanged_and_named(tmp_path: 
     assert outcome.state == "failed" and page.read_bytes() == PAGE + b"y" * 5000  # in place: left alone
 
 
+@pytest.mark.parametrize("told", [0, 10, 70_000, 100_000, 100_001, 200_000])
+@pytest.mark.parametrize("limit", [4096, 100_000, 1 << 30])
+def test_a_file_is_read_whole_up_to_the_limit_whatever_size_its_status_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, told: int, limit: int
+) -> None:
+    # The read is sized by the status taken when the file was opened; a file that grew (or
+    # shrank) since must still be read whole, and one over the limit still be named.
+    page = tmp_path / "p.html"
+    page.write_bytes(PAGE + b"y" * (100_000 - len(PAGE)))
+    real_fstat = os.fstat
+
+    def fstat(fd: int) -> os.stat_result:
+        status = real_fstat(fd)
+        return os.stat_result((*status[:6], told, *status[7:]))
+
+    monkeypatch.setattr(os, "fstat", fstat)
+    outcome = run_job(Job(str(page), str(tmp_path / "out.html"), "p.html"), Settings(url="http://h/", max_size=limit))
+    if limit < 100_000:
+        assert outcome.state == "failed" and "larger than" in outcome.messages[0]
+        assert (tmp_path / "out.html").read_bytes() == page.read_bytes()
+    else:
+        assert (outcome.state, outcome.bytes_in) == ("rewritten", 100_000)
+        assert (tmp_path / "out.html").read_bytes() == page.read_bytes().replace(b"x.html", b"http://h/x.html", 1)
+
+
 def test_an_mbox_message_over_the_limit_streams_through_and_the_others_are_rewritten(tmp_path: Path) -> None:
     big = b"From a Sat Jan  1 00:00:00 2000\nContent-Type: text/html\n\n<a href=x>" + b"z" * 5000 + b"\n"
     small = b"From b Sat Jan  1 00:00:00 2000\nContent-Type: text/html\nContent-Location: http://h/\n\n<a href=y>\n"

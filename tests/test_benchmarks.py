@@ -142,3 +142,55 @@ def test_warc_benchmark_runs_and_prints_figures_and_damage(tmp_path: Path) -> No
         assert out.count("records and payload bytes agree") == 2 and "warcio / fastwarc, payloads read:" in out
     assert "WARC out of the whole gzip file" in out and "a gzip member zeroed:" in out and "cut short:" in out
     assert list(scratch.iterdir()) == []  # the generated WARCs are deleted
+
+
+def test_speedups_benchmark_runs_in_quick_mode() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_speedups.py"), "--quick", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    import rewriter.css.syntax
+    import rewriter.document.encoding
+    import rewriter.html.tags  # noqa: F401 (the modules of the twins: imported, they are named)
+    from rewriter.document import speedups
+
+    if speedups.compiled is None:
+        assert "not built" in done.stdout
+    else:
+        for name in sorted(speedups.reference):
+            assert any(line.startswith(name) and line.endswith("x") for line in done.stdout.splitlines()), name
+
+
+def test_cli_benchmark_runs_in_quick_mode() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_cli.py"), "--quick", "--no-fsync"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("3 pages")
+    assert "rewriter rewrite -j 1" in out and "lxml script" in out
+    assert "lxml script CPU / rewriter CPU: median of the rounds' ratios" in out
+    assert "... with --no-fsync" in out and "rewriter --no-fsync CPU (not the target's figure)" in out
+
+
+def test_html_benchmark_runs_in_quick_mode() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_html.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("3 pages")
+    assert "rewriter with its C extension" in out or "rewriter on its Python twins" in out
+    for label in ("CPU time", "wall time"):
+        assert f"rewriter throughput / lxml throughput, {label}:" in out

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import err_lines, run_cli
 
+from rewriter.cli.commands import main
 from rewriter.containers.mailbox import iter_mbox
 from rewriter.css.stylesheet import rewrite_css
 from rewriter.html.engine import Link, rewrite_html
@@ -620,6 +621,39 @@ def test_reports_as_json_lines_and_as_one_array(tmp_path: Path) -> None:
     # Spans of a page are its bytes.
     page = (site / "page.html").read_bytes()
     assert [page[r["start"] : r["end"]] for r in records[12:14]] == [b"a.html", b"../img/x.png"]
+
+
+def test_no_fsync_writes_the_same_files_and_report_without_a_single_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mixed_tree(tmp_path / "in")
+    monkeypatch.chdir(tmp_path)
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+    def run(out: str, *options: str) -> tuple[int, int]:
+        synced.clear()
+        code = main(["rewrite", "in", "-o", out, "--url", URL, "-j", "1", "-q", "--report", f"{out}.jsonl", *options])
+        return code, len(synced)
+
+    code, default = run("synced")
+    assert default >= 2 * 10  # each output file and its folder (pages, messages, the mbox, the Maildir's, copies)
+    assert run("unsynced", "--no-fsync") == (code, 0)
+    (tmp_path / "rewriter.toml").write_text("no-fsync = true\n", encoding="utf-8")
+    assert run("configured") == (code, 0)
+    assert run("overruled", "--fsync") == (code, default)
+    capsys.readouterr()
+    outputs = files_under(tmp_path / "synced")
+    assert outputs and all(files_under(tmp_path / out) == outputs for out in ("unsynced", "configured", "overruled"))
+    report = (tmp_path / "synced.jsonl").read_bytes().replace(b"synced/", b"")
+    for out in ("unsynced", "configured", "overruled"):
+        assert (tmp_path / f"{out}.jsonl").read_bytes().replace(f"{out}/".encode(), b"") == report
 
 
 # --------------------------------------------------------------------------

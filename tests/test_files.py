@@ -122,6 +122,32 @@ def test_a_replaced_file_keeps_its_mode_and_a_new_one_takes_the_umask(tmp_path: 
     assert files.mode_of(path) == 0o604 and files.mode_of(None) is None
 
 
+def test_sync_false_writes_the_same_file_in_one_rename_without_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    path = tmp_path / "page.html"
+    path.write_bytes(b"old")
+    path.chmod(0o640)
+    files.write_atomically(path, b"new")
+    assert len(synced) == 2  # the file before its rename, the folder after it
+    synced.clear()
+    files.write_atomically(path, b"newer", sync=False, root=tmp_path)
+    with files.replacing(tmp_path / "sub" / "streamed.html", sync=False) as replacement:
+        replacement.stream.write(b"streamed")
+    assert synced == []
+    assert (path.read_bytes(), stat.S_IMODE(path.stat().st_mode)) == (b"newer", 0o640)
+    assert (tmp_path / "sub" / "streamed.html").read_bytes() == b"streamed"
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == ["page.html", "sub"]  # no temporary left
+
+
 def test_a_scratch_folder_holds_the_temporary_and_times_are_given(tmp_path: Path) -> None:
     (tmp_path / "cur").mkdir()
     (tmp_path / "tmp").mkdir()

@@ -5,7 +5,10 @@ from __future__ import annotations
 import html
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from rewriter.document.encoding import declared_encoding
 from rewriter.html.engine import NoBaseError, find_links, rewrite_html, start_tags
 from rewriter.policy import Policy
 
@@ -397,3 +400,22 @@ def test_with_no_base_a_relative_reference_is_no_base_under_every_rule_set(rules
         ("http://h/y", "absolute"),
         ("mailto:a@b", "absolute"),
     ]
+
+
+# --- the declared encoding: read as bs4 read it ----------------------------------------
+
+_DECLARATION_PIECES = [
+    b"<meta", b"<META", b"< meta", b" charset", b"CHARSET", b"=", b" = ", b'"', b"'", b"utf-8", b"Shift_JIS",
+    b"koi8-r", b">", b"/", b";", b" ", b"\n", b"\t", b"<?xml", b" encoding=", b"?>", b"x", b"\xe9", b"\x00",
+    b'http-equiv="Content-Type" content="text/html; ', b"<p>",
+]  # fmt: skip
+
+
+@given(st.lists(st.one_of(st.sampled_from(_DECLARATION_PIECES), st.binary(max_size=4)), max_size=30).map(b"".join))
+@settings(max_examples=3000, deadline=None)
+def test_the_declared_encoding_is_read_as_bs4_reads_it(data: bytes) -> None:
+    from bs4.dammit import EncodingDetector
+
+    for part in (data[:1024], data, data[:7]):
+        bs4_reads = EncodingDetector.find_declared_encoding(part, is_html=True, search_entire_document=True)
+        assert declared_encoding(part) == bs4_reads

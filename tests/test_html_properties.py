@@ -117,7 +117,7 @@ def _first_value_by_steps(tag: str, name: str) -> tuple[int, int, str] | str | N
     """The first attribute *name* of *tag* read one attribute at a time, as the
     tokenizer does (HTML §13.2.5.32-39): its value span and quote, None for no value,
     "absent" when the tag does not have it."""
-    from rewriter.html.engine import ATTRIBUTE, QUOTE_OF_GROUP, TAG_NAME, ascii_lower
+    from rewriter.html.tags import ATTRIBUTE, QUOTE_OF_GROUP, TAG_NAME, ascii_lower
 
     at = TAG_NAME.match(tag, 0).end()  # type: ignore[union-attr]
     while True:

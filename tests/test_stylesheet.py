@@ -13,7 +13,8 @@ from conftest import SHARED, shared_path
 from rewriter.css import syntax as css
 from rewriter.css.stylesheet import find_css_links, rewrite_css, sniff_stylesheet
 from rewriter.document.encoding import ByteMap, decode, errors_for, sniff, split
-from rewriter.html.engine import HTMLResult, NoBaseError, ParsedDocument, end_tag, find_links
+from rewriter.html.engine import HTMLResult, NoBaseError, ParsedDocument, find_links
+from rewriter.html.tags import end_tag
 from rewriter.policy import Policy
 
 URL = "http://h/css/site.css"

@@ -25,7 +25,6 @@ import os
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -206,6 +205,13 @@ def build_parser() -> _Parser:
         "with -o DIR, do not copy a folder's files that are not rewritten (by default they are copied unchanged, "
         "so that DIR is a complete mirror)",
         opposite="--copy-others",
+    )
+    _switch(
+        rewrite,
+        "--no-fsync",
+        "write each file without fsync: still atomic (a reader or a killed run sees the old file or the new), but "
+        "a crash of the system may lose files written just before it; for outputs that can be made again",
+        opposite="--fsync",
     )
     rewrite.add_argument(
         "-j", "--jobs", metavar="N", type=int, default=None, help="worker processes (default: the machine's cores)"
@@ -466,6 +472,7 @@ def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
         records=records,
         locations=getattr(args, "locations", None),
         local_copies=not getattr(args, "absolutize_local", False),
+        sync=not getattr(args, "no_fsync", False),
     )
     max_size = getattr(args, "max_size", None)
     return settings if max_size is None else replace(settings, max_size=max_size)
@@ -525,7 +532,7 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         if args.report:
             try:
-                report = _report_file(Path(args.report))
+                report = _report_file(Path(args.report), sync=settings.sync)
             except OSError as error:
                 err.write(f"rewriter rewrite: cannot write the report {args.report}: {error.strerror or error}\n")
                 return EXIT_SOME_FAILED
@@ -602,10 +609,10 @@ def _released(
             gc.unfreeze()
 
 
-def _report_file(path: Path) -> ReportFile:
+def _report_file(path: Path, *, sync: bool = True) -> ReportFile:
     from rewriter.run.report import ReportFile
 
-    return ReportFile(path)
+    return ReportFile(path, sync=sync)
 
 
 def _executor(args: argparse.Namespace, err: TextIO) -> object | int:
@@ -736,7 +743,7 @@ class _RunTotals:
         self.container: Outcome | None = None  # the pieces of one container so far
 
     def add(self, outcome: Outcome, *, quiet: bool, verbose: bool) -> list[str]:
-        from rewriter.run.batch import totals
+        from rewriter.run.batch import count_into
 
         if outcome.retried is not None:
             self.retried.append(
@@ -746,8 +753,7 @@ class _RunTotals:
         whole = outcome if outcome.piece is None else self._merged(outcome)
         if whole is None:
             return []
-        for name, value in totals([whole]).items():
-            self.figures[name] += value
+        count_into(self.figures, whole)
         return _said(whole, quiet=quiet, verbose=verbose)
 
     def _merged(self, piece: Outcome) -> Outcome | None:
@@ -1369,37 +1375,7 @@ def entry_point() -> None:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="surrogateescape")
-    light_bs4()
     _exit_now(main())
-
-
-# What bs4's package import pulls in that no command uses: tree builders, CSS selectors, and the
-# statistical detectors of UnicodeDammit.
-BS4_EXTRAS = ("html5lib", "soupsieve", "lxml", "lxml.etree", "charset_normalizer", "chardet", "cchardet")
-
-
-def light_bs4() -> None:
-    """Import bs4 for the command line without :data:`BS4_EXTRAS`, each of which it imports
-    only if it can. The tool uses bs4 for ``EncodingDetector.find_declared_encoding`` alone
-    (rewriter.document.encoding) and builds no soup; the extras took 0.12-0.2 s of a 0.45 s start-up.
-    They stay importable afterwards; only bs4's own registry goes without them. The library,
-    imported by a program that may build soups, never comes here."""
-    if "bs4" in sys.modules:
-        return
-    blocked = [name for name in BS4_EXTRAS if name not in sys.modules]
-    for name in blocked:
-        sys.modules[name] = None  # type: ignore[assignment]  # import fails at once: bs4 goes on without it
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "soupsieve is not installed"
-            import bs4.dammit  # noqa: F401
-    except ImportError:  # a bs4 that needs one of them: imported in full when first needed
-        for name in [name for name in sys.modules if name == "bs4" or name.startswith("bs4.")]:
-            del sys.modules[name]
-    finally:
-        for name in blocked:
-            if sys.modules.get(name, False) is None:
-                del sys.modules[name]
 
 
 def _exit_now(code: int) -> NoReturn:

@@ -24,11 +24,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 __all__ = ["REFUSED", "ConfigError", "load"]
 
 # Never taken from a file: where the output goes, and whether inputs are changed.
@@ -59,6 +54,11 @@ def load(folder: Path) -> tuple[Path | None, dict[str, Any]]:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    # Imported here, for a file found: most runs have none, and tomllib costs 3 ms of start-up.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         with path.open("rb") as stream:
             return tomllib.load(stream)

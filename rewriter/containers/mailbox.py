@@ -735,7 +735,7 @@ class MaildirReport:
     result: MessageResult | None = field(default=None, repr=False, compare=False)  # with_links=True
 
 
-def _write_message(path: Path, data: bytes, scratch: Path, like: os.stat_result) -> None:
+def _write_message(path: Path, data: bytes, scratch: Path, like: os.stat_result, *, sync: bool = True) -> None:
     """Put *data* at *path* in one rename, with *like*'s mode and times.
 
     The temporary file goes to the Maildir's tmp/ *scratch* (same filesystem, so the
@@ -744,7 +744,8 @@ def _write_message(path: Path, data: bytes, scratch: Path, like: os.stat_result)
     take the arrival time from the file's mtime, so the times stay.
     """
     times = (like.st_atime_ns, like.st_mtime_ns)
-    with replacing(path, stat.S_IMODE(like.st_mode), scratch=scratch, times=times, make=False) as replacement:
+    mode = stat.S_IMODE(like.st_mode)
+    with replacing(path, mode, scratch=scratch, times=times, make=False, sync=sync) as replacement:
         replacement.stream.write(data)
 
 
@@ -756,6 +757,7 @@ def rewrite_maildir(
     policy: Policy = DEFAULT_POLICY,
     with_links: bool = False,
     write: bool = True,
+    sync: bool = True,
 ) -> Iterator[MaildirReport]:
     """Rewrite every message of the Maildir *folder*, yielding one report each.
 
@@ -767,6 +769,7 @@ def rewrite_maildir(
     nothing else is copied. A file that cannot be read or written is reported, and the
     others go on. With *with_links*, each report carries the engine's result. With
     *write* False, nothing is written (each report's target is None): the links are found.
+    *sync* False: no fsync of what is written (still one rename each).
 
     >>> import pathlib, shutil, tempfile
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -809,9 +812,9 @@ def rewrite_maildir(
             elif in_place:
                 if identity(path.stat()) != identity(before):
                     raise FileExistsError(0, "it changed while it was being rewritten")
-                _write_message(path, output, folder / "tmp", before)
+                _write_message(path, output, folder / "tmp", before, sync=sync)
             else:
-                _write_message(destination / relative, output, destination / "tmp", before)
+                _write_message(destination / relative, output, destination / "tmp", before, sync=sync)
         except OSError as error:
             problems.append(f"{relative}: not written: {error.strerror or error}")
             written = None

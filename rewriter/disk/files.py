@@ -49,7 +49,6 @@ import contextlib
 import errno
 import os
 import re
-import secrets
 import shutil
 import stat
 from collections.abc import Iterator
@@ -110,7 +109,8 @@ def temporary_name(name: str) -> str:
     stem = name
     while len(os.fsencode(stem)) > NAME_ROOM:
         stem = stem[:-1]
-    return f".{stem}{TEMPORARY_PREFIX}{secrets.token_hex(8)}{TEMPORARY_SUFFIX}"
+    # os.urandom, as secrets.token_hex(8) is: secrets imports hmac and hashlib (3 ms of start-up).
+    return f".{stem}{TEMPORARY_PREFIX}{os.urandom(8).hex()}{TEMPORARY_SUFFIX}"
 
 
 def is_temporary(name: str) -> bool:
@@ -380,6 +380,7 @@ def replacing(
     scratch: Path | None = None,
     times: tuple[int, int] | None = None,
     make: bool | None = None,
+    sync: bool = True,
 ) -> Iterator[Replacement]:
     """Write a temporary file and rename it over *path* when the block ends (fsync first):
     *path* holds the old content or the new, never a part. On an error, or with
@@ -393,7 +394,10 @@ def replacing(
     says so. *scratch*: the folder of the temporary file (default: *path*'s own; it must be
     on the same file system). *times*: (access, modification) times in nanoseconds to give
     the new file. *make*: whether *path*'s folder is made when missing (default: unless
-    *expect*, for a file read in place has its folder).
+    *expect*, for a file read in place has its folder). *sync*: False leaves out both fsyncs
+    (the file's before the rename, the folder's after it): still atomic for readers and for a
+    killed process, but a crash of the system may lose the new file, or leave it empty
+    (``--no-fsync``, for outputs that can be made again).
     """
     make = expect is None if make is None else make
     with contextlib.ExitStack() as folders:
@@ -407,7 +411,8 @@ def replacing(
                 stream.flush()
                 if replacement.keep and os.chmod in os.supports_fd:
                     _settle(stream.fileno(), None, _mode_for(folder, path.name, mode), times)
-                os.fsync(stream.fileno())
+                if sync:
+                    os.fsync(stream.fileno())
             if not replacement.keep:
                 work.unlink(temporary)
                 return
@@ -421,7 +426,8 @@ def replacing(
                 if expect is not None:  # the backup took a moment: still the file read?
                     _check_unchanged(folder, path.name, expect)
             work.replace(temporary, path.name, into=folder)
-            folder.sync()
+            if sync:
+                folder.sync()
         except BaseException:
             work.unlink(temporary)
             raise
@@ -435,13 +441,15 @@ def write_atomically(
     backup: str | None = None,
     root: Path | None = None,
     expect: os.stat_result | None = None,
+    sync: bool = True,
 ) -> None:
     """Write *data* to *path* so that it holds the old content or the new, never a part.
 
     *mode*: the permissions to give it (default: those of the file it replaces). *backup*:
     keep the old file as *path* + this suffix. *root*: the output tree *path* lies in, where
     no symbolic link is followed. *expect*: the status of *path* when it was read; if it
-    changed since, nothing is written (:class:`Refused`). :func:`replacing` has the rest.
+    changed since, nothing is written (:class:`Refused`). *sync*: False, no fsync (see
+    :func:`replacing`). :func:`replacing` has the rest.
     """
-    with replacing(path, mode, backup, root=root, expect=expect) as replacement:
+    with replacing(path, mode, backup, root=root, expect=expect, sync=sync) as replacement:
         replacement.stream.write(data)

@@ -24,7 +24,6 @@ module holds what the command line knows about such a collection:
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import os
@@ -191,6 +190,10 @@ def load_url_map(path: Path, trees: list[str]) -> tuple[dict[str, str], list[tup
     return mapped, unmatched
 
 
+# Paths compared without regard to case (Windows): commonpath's own comparison is kept there.
+_CASELESS = os.path.normcase("A") != "A"
+
+
 def _within(path: str, tree: str) -> bool:
     """Whether *path* is *tree* or lies under it (lexically: links are not followed)."""
     top, here = _absolute(tree), _absolute(path)
@@ -213,6 +216,8 @@ def _json_pairs(path: Path, text: str) -> list[tuple[int, str, str]]:
 
 
 def _csv_pairs(path: Path, text: str) -> list[tuple[int, str, str]]:
+    import csv  # only for an --url-map file
+
     pairs = []
     reader = csv.reader(io.StringIO(text, newline=""))
     for row in reader:
@@ -283,6 +288,18 @@ class LocalCopies:
     document: str
     tree: str
     locations: Locations | None = None
+    # Worked out once for the document, not for each of its references (a page asks about
+    # dozens): the folder references are read against, the tree's absolute path and that path
+    # with the separator that starts a path below it.
+    folder: str = field(init=False, repr=False, compare=False)
+    top: str = field(init=False, repr=False, compare=False)
+    below: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        top = _absolute(self.tree)
+        object.__setattr__(self, "folder", os.path.dirname(_absolute(self.document)))
+        object.__setattr__(self, "top", top)
+        object.__setattr__(self, "below", top if top.endswith(os.sep) else top + os.sep)
 
     def __call__(self, reference: str, resolved: str | None) -> Kept | None:
         if reference.startswith(("/", "\\")) or scheme_of(reference) is not None:
@@ -293,15 +310,19 @@ class LocalCopies:
         name = os.fsdecode(unquote_to_bytes(path))
         if "\x00" in name:
             return None
-        folder = os.path.dirname(_absolute(self.document))
-        candidate = os.path.normpath(os.path.join(folder, name))
-        tree = _absolute(self.tree)
-        if not _within(candidate, tree) or not os.path.isfile(candidate):
+        candidate = os.path.normpath(os.path.join(self.folder, name))
+        # Inside the tree, lexically: what _within tells, without its normalisations on each call
+        # (both paths are absolute and normal already); where case is ignored, _within itself.
+        if _CASELESS:
+            inside = _within(candidate, self.top)
+        else:
+            inside = candidate == self.top or candidate.startswith(self.below)
+        if not inside or not os.path.isfile(candidate):
             return None
-        if not _within(os.path.realpath(candidate), os.path.realpath(tree)):
+        if not _within(os.path.realpath(candidate), os.path.realpath(self.top)):
             return None  # a link out of the collection
-        relative = Path(os.path.relpath(candidate, tree)).as_posix()
-        if not _saved_copy(candidate, tree, self.document) and self.locations is not None and resolved is not None:
+        relative = Path(os.path.relpath(candidate, self.top)).as_posix()
+        if not _saved_copy(candidate, self.top, self.document) and self.locations is not None and resolved is not None:
             own = self.locations.url_of(candidate, self.tree)
             if own is not None and _same_resource(own, resolved):
                 return None

@@ -33,7 +33,6 @@ False
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -169,6 +168,8 @@ class Journal:
 
 def piece_path(folder: Path, key: str, number: int) -> Path:
     """Where the output of piece *number* of the container *key* waits in the work *folder*."""
+    import hashlib  # only for a container done in pieces (2 ms of start-up otherwise)
+
     digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24]
     return folder / "pieces" / f"{digest}-{number:06d}"
 

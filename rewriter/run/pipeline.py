@@ -102,12 +102,11 @@ def _batches(
             continue
         slot = _Slot(job=item)
         state.slots[place] = slot
-        if journal is not None:
+        if journal is not None and journal.earlier:  # a run resumed: a fresh journal has nothing done
             slot.offset = _resumed(item, journal)
             if slot.offset is not None:
                 continue
-            if journal.earlier:
-                leftovers.remove(item, journal)
+            leftovers.remove(item, journal)
         job_size = _size(item)
         if batch and (len(batch) >= most or size + job_size > BATCH_BYTES or item.piece is not None):
             state.batches[state.sent] = places
@@ -180,7 +179,7 @@ def execute(
     outcome (a piece of a container included) and each problem the plan gave (a str)."""
     state = _State()
     work = None if journal is None else str(journal.folder)
-    assembly = _Assembly(settings.backup)
+    assembly = _Assembly(settings.backup, sync=settings.sync)
     turn = 0
 
     def release() -> Iterator[Outcome | str]:
@@ -280,8 +279,9 @@ class _Assembly:
     a temporary file beside the target, which replaces the target after the last piece.
     A piece that failed leaves the target as it was."""
 
-    def __init__(self, backup: str | None) -> None:
+    def __init__(self, backup: str | None, *, sync: bool = True) -> None:
         self.backup = backup  # in place: the old file kept as NAME + this
+        self.sync = sync  # False: --no-fsync
         self.context: contextlib.AbstractContextManager[Replacement] | None = None
         self.replacement: Replacement | None = None
         self.failed = False
@@ -297,7 +297,7 @@ class _Assembly:
             self.changed = False
             from rewriter.run.batch import replacing_target
 
-            self.context = replacing_target(job, self.backup if job.in_place else None)
+            self.context = replacing_target(job, self.backup if job.in_place else None, sync=self.sync)
             self.replacement = self.context.__enter__()
         if self.replacement is None:
             return

@@ -70,15 +70,16 @@ class ReportFile:
     :meth:`add` takes a job's records as JSON Lines text, in the order of the plan; the text
     goes straight to a temporary file beside *path*. :meth:`commit` gives it *path*'s name
     (atomically); :meth:`discard` (or leaving the ``with`` block on an error) removes it.
+    *sync*: False, no fsync (``--no-fsync``).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, sync: bool = True) -> None:
         from rewriter.disk.files import replacing
 
         self.path = path
         self.array = path.suffix.lower() == ".json"
         self.first = True
-        self._context = replacing(path)
+        self._context = replacing(path, sync=sync)
         self._replacement: Replacement = self._context.__enter__()
         if self.array:
             self._replacement.stream.write(b"[")

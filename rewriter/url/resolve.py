@@ -39,8 +39,6 @@ from dataclasses import dataclass
 from functools import update_wrapper
 from typing import Any, Generic, Literal, TypeVar, cast
 
-import ada_url
-
 __all__ = [
     "RFC1808URL",
     "RULES",
@@ -562,6 +560,8 @@ def _rfc1808(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
 
 def _whatwg(base: str, strict: bool, shortcuts: bool = True) -> ResolveOne:
     """The WHATWG URL parser with *base* as the base URL, through ada-url."""
+    import ada_url  # here, not at the top: only WHATWG rules need it (2 ms of every start-up)
+
     del strict, shortcuts  # the standard has one reading; ada is the fast path
     join = ada_url.join_url
     given = base

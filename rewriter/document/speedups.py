@@ -1,0 +1,44 @@
+"""The optional C extension, ``rewriter.document._speedups``: inner loops of the document
+pipeline and of the engines above it, compiled where a C compiler was there at install time.
+
+Each compiled function has a Python twin, the reference, which lives beside the code that
+calls it (the start-tag reader in :mod:`rewriter.html.tags`, the CSS scanner in
+:mod:`rewriter.css.syntax`, UTF-8 byte offsets in :mod:`rewriter.document.encoding`) and is
+marked there with :func:`twin`. The two give the same result for every input, which
+``tests/test_speedups.py`` holds them to, on arbitrary text and on the corpus. Which one runs
+is chosen once, on import: the compiled one when the extension imports, unless the
+environment variable ``REWRITER_PURE`` is set to anything but ``""`` or ``"0"``.
+:data:`COMPILED` says which; :data:`reference` names every Python twin, and :data:`compiled`
+is the extension module (None without it), for tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["COMPILED", "compiled", "reference", "twin"]
+
+
+def _load() -> Any:
+    try:  # by name: the module may not exist, and mypy is to say the same either way
+        return importlib.import_module("rewriter.document._speedups")
+    except ImportError:
+        return None
+
+
+compiled: Any = _load()  # the extension module, or None when it was not built
+COMPILED: bool = compiled is not None and os.environ.get("REWRITER_PURE", "") in ("", "0")
+# Every Python twin, by name (the name of its compiled function), once its module is imported.
+reference: dict[str, Callable[..., Any]] = {}
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def twin(function: _F) -> _F:
+    """*function*, a Python reference, replaced by the compiled function of its name when
+    the extension is used; either way recorded in :data:`reference`."""
+    reference[function.__name__] = function
+    return getattr(compiled, function.__name__) if COMPILED else function

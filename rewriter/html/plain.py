@@ -1,0 +1,262 @@
+"""The engine's loop over plain link values, in one call per document: :func:`plain_links`.
+
+Pages have tens of thousands of link elements, nearly all an ``<a href>`` or an ``<img src>``
+whose value is one URL, so the engine hands every element its selector found to one call,
+which reads each start tag from the text (:func:`~rewriter.html.tags.tag_attributes`),
+classifies each plain value through the document's cache, records its :class:`Link` and
+writes the edit that puts the new URL's prefix before it. Whatever needs more is handed
+back, in document order, for the engine's general path: an element with a link attribute
+of another kind, a ``style`` that may hold a URL, or no table of its own; and a value with a
+character reference other than ``&amp;``, a NUL, no value at all, or a new URL that is not
+the old one with a prefix (or whose prefix an unquoted value cannot take).
+
+This is the Python twin (:func:`~rewriter.document.speedups.twin`) of the compiled
+``plain_links``, which runs in its place when the extension was built; without it the
+engine runs its own loop (``rewriter.html.engine``), which reads the tree's attribute names
+first and so reads fewer tags in Python.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
+
+from rewriter.document.model import Status
+from rewriter.document.speedups import twin
+from rewriter.html.links import for_context
+from rewriter.html.microsyntax import ASCII_WHITESPACE, decode_attribute, srcset_urls, strip_whitespace
+from rewriter.html.tags import TAG_NAME, VALUELESS, tag_attributes
+
+__all__ = ["CODES", "LAZY_URL", "OTHER", "SRCSET", "STYLE", "URL", "Codes", "Left", "escape_attribute", "plain_links"]
+
+# The codes of a link table: what an attribute name of a tag is.
+URL = 1  # holds one URL, and needs nothing but its value
+LAZY_URL = 2  # the same, for a lazy-loading attribute (taken only when it looks like a URL)
+OTHER = 3  # a link attribute that needs more (a microsyntax, a condition, a codebase)
+STYLE = 4  # a style attribute: CSS, which may hold URLs
+SRCSET = 5  # image candidate strings (HTML §4.8.4.3.10), not lazy
+CODES = frozenset({URL, LAZY_URL, OTHER, STYLE, SRCSET})
+
+# An element kind's link table: attribute name -> code; None: the general path always.
+Codes = dict[str, int] | None
+# What is handed back: (element, tag, None, 0, 0, "", 0) for the general path, or
+# (element, tag, name, start, end, quote, code) for one value (its span and quote in the text).
+Left = tuple[Any, str, str | None, int, int, str, int]
+
+# Characters of a style value after which it may hold a URL once decoded: url(), src(),
+# image-set() and @import need "(" or "@", an escape can spell them, and a character
+# reference can stand for any of these.
+_STYLE_MAY_HOLD_URLS = re.compile(r"[(@\\&]").search
+# A name the tree reads otherwise (NUL and lone surrogates as U+FFFD).
+_IRREGULAR_NAME = re.compile("[\x00\ud800-\udfff]").search
+# Characters that end or break an unquoted attribute value (HTML §13.2.5.40); "=" is only
+# a parse error there and is common in URLs, so it stays unquoted.
+NEEDS_QUOTES = frozenset("\t\n\f\r \"'<>`")
+
+
+def escape_attribute(text: str, quote: str) -> str:
+    """*text* for an attribute value between *quote* characters (``""`` for none)."""
+    if "&" not in text and (not quote or quote not in text):
+        return text  # most URLs: nothing to escape
+    text = text.replace("&", "&amp;")
+    if quote == '"':
+        return text.replace('"', "&quot;")
+    if quote == "'":
+        return text.replace("'", "&#39;")
+    return text
+
+
+def _html_tag(text: str, offset: int, element: Any) -> str:
+    """The tag of the HTML element whose start tag is at *offset*, as the tree holds it: its
+    name ASCII-lowercased, "image" read as "img" (HTML §13.2.6.4.7). A name with NUL or a
+    character outside ASCII is the element's own ``tag`` (the tree reads NUL and lone
+    surrogates otherwise)."""
+    match = TAG_NAME.match(text, offset)
+    if match is None:
+        raise ValueError(f"no start tag at {offset}: a tag starts with '<'")
+    name = match.group()[1:]
+    if not name.isascii() or "\0" in name:
+        return str(element.tag)
+    name = name.lower()
+    return "img" if name == "image" else name
+
+
+def _srcset(
+    tag: str,
+    name: str,
+    raw: str,
+    start: int,
+    quote: str,
+    classified: dict[str, tuple[Status, str | None, str | None]],
+    classify: Callable[[str], tuple[Status, str | None, str | None]],
+    record: tuple[type[tuple[Any, ...]], str | None, str | None],
+    found: list[Any],
+    edits: list[tuple[int, int, str]],
+) -> None:
+    """The links of one quoted srcset value *raw* at *start*, with no "&" and no NUL: each
+    candidate's URL (:func:`~rewriter.html.microsyntax.srcset_urls`) recorded, and where it
+    is rewritten, the edit that puts the new URL's prefix before it, or the new URL in its
+    place (:func:`~rewriter.html.links.for_context` percent-encodes what a srcset cannot hold)."""
+    link_type, base, layer = record
+    for first, last in srcset_urls(raw):
+        reference = raw[first:last]
+        known = classified.get(reference)
+        if known is None:
+            known = classified[reference] = classify(reference)
+        status, resolved, reason = known
+        at, until = start + first, start + last
+        found.append(
+            tuple.__new__(link_type, (tag, name, "srcset", reference, resolved, status, reason, base, layer, at, until))
+        )
+        if (status == "rewritten" or status == "relinked") and resolved != reference:
+            new = for_context("srcset", cast(str, resolved), raw, first)
+            if reference and new.endswith(reference):
+                edits.append((at, at, escape_attribute(new[: len(new) - len(reference)], quote)))
+            else:
+                edits.append((at, until, escape_attribute(new, quote)))
+
+
+@twin
+def plain_links(
+    text: str,
+    elements: Iterable[Any],
+    line_starts: Sequence[int] | None,
+    skip: object,
+    html: object,
+    html_tables: dict[str, Codes],
+    foreign_tables: dict[tuple[object, str], Codes],
+    table_of: Callable[[object, str], Codes],
+    classified: dict[str, tuple[Status, str | None, str | None]],
+    classify: Callable[[str], tuple[Status, str | None, str | None]],
+    record: tuple[type[tuple[Any, ...]], str | None, str | None],
+    found: list[Any],
+    edits: list[tuple[int, int, str]],
+) -> list[Left]:
+    """The plain links of *elements* (each start tag once, *skip* left out) of *text*.
+
+    Each element has ``position`` (``(line, column)`` or None: no start tag in the text),
+    ``source_col`` (its column, or None), ``namespace`` and ``tag``. Its start tag is at
+    ``source_col`` when *line_starts* is None (the parser read one line), else at
+    ``line_starts[line - 1] + column``; a start tag seen before (a reopened formatting
+    element) is not read again. In the namespace *html* its tag is read from the text, as
+    the tree reads it (:func:`_html_tag`); its link table is ``html_tables[tag]`` there,
+    ``foreign_tables[(namespace, tag)]`` in others, or what ``table_of(namespace, tag)``
+    gives when that has none (it may add it).
+
+    An element takes the general path when its table is None; or its start tag (read as
+    :func:`~rewriter.html.tags.tag_attributes` reads it) has an attribute its table calls
+    OTHER, a STYLE one whose value holds "(", "@", "\\" or "&", or a name with NUL or a lone
+    surrogate. Otherwise each attribute its table calls URL, LAZY_URL or SRCSET, in source
+    order, is one value.
+
+    A URL or LAZY_URL value is handed back with no value, a NUL, or an "&" that is not
+    "&amp;"; skipped when LAZY_URL and, "&amp;" read as "&", it holds "<", ">" or ASCII
+    whitespace between its ends; else its reference (the value, "&amp;" read as "&", without
+    leading and trailing ASCII whitespace) is classified (``classified``, filled by
+    ``classify`` on a miss) as (status, resolved, reason). When the status is "rewritten" or
+    "relinked" and the resolved URL is another that ends with the reference, the part before
+    it is the prefix; with no prefix, or one holding a character :data:`NEEDS_QUOTES` names
+    in an unquoted value, the value is handed back. Otherwise ``record[0]`` (a tuple type) of
+    (tag, name, "url", reference, resolved, status, reason, ``record[1]``, ``record[2]``,
+    start, end) is appended to *found*, the span being the reference's in the text, and with
+    a prefix the edit (start, start, the prefix escaped for its quote) to *edits*.
+
+    A SRCSET value is handed back unless it is quoted and holds no "&" and no NUL; then each
+    of its candidates' URLs is classified and recorded alike (kind "srcset"), with the edit
+    the engine's general path makes (:func:`_srcset`).
+
+    Returns what is handed back, in order: ``(element, tag, None, 0, 0, "", 0)`` for the
+    general path, ``(element, tag, name, start, end, quote, code)`` for a value (its span
+    and quote as :func:`~rewriter.html.tags.tag_attributes` gives them). ValueError for a
+    code outside :data:`CODES` or a start tag that is not there.
+    """
+    link_type, base, layer = record
+    new = tuple.__new__
+    seen: set[int] = set()
+    left: list[Left] = []
+    for element in elements:
+        if line_starts is None:  # one line: the column is the offset
+            offset = element.source_col
+            if offset is None:
+                continue
+        else:
+            position = element.position
+            if position is None:
+                continue
+            line, column = position
+            offset = line_starts[line - 1] + column
+        if not 0 <= offset < len(text):
+            raise ValueError(f"no start tag at {offset}: a tag starts with '<'")
+        if offset in seen:
+            continue
+        seen.add(offset)
+        if element is skip:
+            continue
+        namespace = element.namespace
+        if namespace is html:
+            tag = _html_tag(text, offset, element)
+            codes = html_tables[tag] if tag in html_tables else table_of(namespace, tag)
+        else:
+            tag = element.tag
+            key = (namespace, tag)
+            codes = foreign_tables[key] if key in foreign_tables else table_of(namespace, tag)
+        if codes is None:
+            left.append((element, tag, None, 0, 0, "", 0))
+            continue
+        if not isinstance(codes, dict):
+            raise TypeError(f"a link table is a dict or None, not {type(codes).__name__}")
+        general = False
+        taken: list[tuple[str, int, int, str, int]] = []
+        for name, (start, end, quote) in tag_attributes(text, offset)[0].items():
+            if _IRREGULAR_NAME(name) is not None:
+                general = True
+            code = codes.get(name)
+            if code is None:
+                continue
+            if code not in CODES:
+                raise ValueError(f"{code!r} is no code of a link table")
+            if code == OTHER or (code == STYLE and _STYLE_MAY_HOLD_URLS(text, start, end) is not None):
+                general = True
+            elif code != STYLE:
+                taken.append((name, start, end, quote, code))
+        if general:
+            left.append((element, tag, None, 0, 0, "", 0))
+            continue
+        for name, start, end, quote, code in taken:
+            raw = text[start:end]
+            if code == SRCSET:
+                if quote not in ('"', "'") or "\0" in raw or "&" in raw:
+                    left.append((element, tag, name, start, end, quote, code))
+                else:
+                    _srcset(tag, name, raw, start, quote, classified, classify, record, found, edits)
+                continue
+            if quote == VALUELESS or "\0" in raw or raw.count("&") != raw.count("&amp;"):
+                left.append((element, tag, name, start, end, quote, code))
+                continue
+            value, offsets = decode_attribute(raw)  # "&amp;" only, or nothing
+            first, last = strip_whitespace(value, 0, len(value))
+            reference = value[first:last]
+            if code == LAZY_URL and ("<" in value or ">" in value or any(c in ASCII_WHITESPACE for c in reference)):
+                continue
+            known = classified.get(reference)
+            if known is None:
+                known = classified[reference] = classify(reference)
+            status, resolved, reason = known
+            prefix = None
+            if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != reference:
+                if not reference or not resolved.endswith(reference):
+                    left.append((element, tag, name, start, end, quote, code))
+                    continue
+                prefix = resolved[: len(resolved) - len(reference)]
+                if not quote and not NEEDS_QUOTES.isdisjoint(prefix):
+                    left.append((element, tag, name, start, end, quote, code))
+                    continue
+            at = start + (first if offsets is None else offsets[first])
+            until = start + (last if offsets is None else offsets[last])
+            found.append(
+                new(link_type, (tag, name, "url", reference, resolved, status, reason, base, layer, at, until))
+            )
+            if prefix is not None:
+                edits.append((at, at, escape_attribute(prefix, quote)))
+    return left

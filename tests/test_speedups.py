@@ -1,0 +1,516 @@
+"""The compiled inner loops (rewriter.document._speedups) give what their Python twins give.
+
+Each compiled function runs in C and in Python on the same input, arbitrary
+text (lone surrogates, NUL, odd quotes, unterminated tags, huge attributes, text of every
+str kind) and the whole corpus: the results, or the exception's type, must be the same.
+Without the extension (no compiler at install), these tests skip, but in CI, where it is
+always built, they fail instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import turbohtml
+from conftest import shared_path
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rewriter.css.syntax
+import rewriter.document.encoding
+import rewriter.html.engine
+import rewriter.html.plain
+import rewriter.html.tags
+from rewriter.document import speedups
+from rewriter.document.encoding import ESCAPE, decode_checked, encode_url_text, sniff
+from rewriter.document.model import Link
+from rewriter.html.engine import ParsedDocument
+from rewriter.html.plain import LAZY_URL, OTHER, SRCSET, STYLE, URL
+from rewriter.html.table import attributes_of, selector
+
+ROOT = Path(__file__).resolve().parents[1]
+compiled = speedups.compiled
+reference = speedups.reference  # every twin's module is imported above
+# Where each function is used, by the name both implementations have.
+HOMES = {
+    "tag_attributes": rewriter.html.tags,
+    "tag_end": rewriter.html.tags,
+    "end_tag": rewriter.html.tags,
+    "plain_links": rewriter.html.plain,
+    "scan_css": rewriter.css.syntax,
+    "utf8_offsets": rewriter.document.encoding,
+    "utf8_splice": rewriter.document.encoding,
+    "conditional_head": rewriter.html.engine,
+}
+
+
+def _needs_extension() -> None:
+    if compiled is None:
+        reason = "rewriter.document._speedups is not built (no C compiler at install?)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+def _kind(error: Exception) -> type[Exception]:
+    """What the two must agree on when they fail: ValueError or TypeError (a subclass may
+    differ: UnicodeEncodeError is a ValueError), or else the exception's own type."""
+    return next((kind for kind in (ValueError, TypeError) if isinstance(error, kind)), type(error))
+
+
+def _same(name: str, *args: Any) -> Any:
+    """Call *name* in C and in Python; the same result, or the same exception type."""
+    _needs_extension()
+    outcomes = []
+    for function in (getattr(compiled, name), reference[name]):
+        try:
+            outcomes.append(("value", function(*args)))
+        except Exception as error:
+            outcomes.append(("error", _kind(error)))
+    assert outcomes[0] == outcomes[1], (name, args)
+    return outcomes[1][1]
+
+
+# Characters of every str kind, and those the functions treat specially.
+_SPECIAL = "\x00\ud800\udc80\udfff\u212a\u0130é€😀\ufffd\x7f\x0b\x01"
+_any_text = st.text(st.characters(exclude_categories=()), max_size=60)
+
+_TAG_PIECES = [
+    "<", "<a", "<A", "<img", "<svg", ">", "/>", "/", " ", "\t", "\n", "\r", "\f", "=", "==", '"', "'", "`",
+    "href", "HREF", "hReF", "src", "style", "srcset", "data-src", "title", "x", "\u212aey", "\u0130d", "a\x00b",
+    "url(", "(", "@", "\\", "&amp;", "&", "#", "http://h/", "é", "€", "😀", "\ud800", "\x00",
+]  # fmt: skip
+_tags_text = st.lists(st.one_of(st.sampled_from(_TAG_PIECES), _any_text), max_size=40).map("".join)
+
+_CSS_PIECES = [
+    "url(", "URL(", "u\\rl(", "\\75 rl(", "\\55 RL(", "src(", "SRC(", "image-set(", "-webkit-image-set(",
+    "-web\u212ait-image-set(", "\u0130mage-set(", "@import", "@IMPORT", "@\\69mport", "@imports", "@import\\", "@",
+    "'", '"', "(", ")", "[", "]", "{", "}", "/*", "*/", "/", "\\", "\\\n", "\\\r\n", "\\29 ", "\\0", "\\110000",
+    "\\d800", "\r\n", "\n", "\f", " ", "\t", ";", ",", "#", "x", "a.png", "<!--", "-->", "--", "5", "\x00",
+    "\ud800", "é", "😀", "\x01", "\x7f", "1x",
+]  # fmt: skip
+_css_text = st.lists(st.one_of(st.sampled_from(_CSS_PIECES), _any_text), max_size=40).map("".join)
+
+_NAMES = ["href", "src", "style", "srcset", "data-src", "title", "x", "a\x00b", "\u212aey", "=", "/"]
+_tables = st.one_of(
+    st.none(),
+    st.dictionaries(st.sampled_from(_NAMES), st.sampled_from([URL, LAZY_URL, OTHER, STYLE, SRCSET]), max_size=5),
+)
+
+
+# --- tag_attributes, tag_end and plain_links --------------------------------------------------------------------------
+
+
+@given(_tags_text, st.integers(-3, 80))
+@settings(max_examples=3000, deadline=None)
+def test_tag_attributes_at_every_offset(text: str, offset: int) -> None:
+    _same("tag_attributes", text, offset)
+    _same("tag_end", text, offset)
+    for match in re.finditer("<", text):
+        _same("tag_attributes", text, match.start())
+        _same("tag_end", text, match.start())
+
+
+class _Element:
+    """An element as plain_links reads one: its position, tag and namespace."""
+
+    def __init__(self, position: tuple[int, int] | None, tag: str, namespace: str) -> None:
+        self.position, self.tag, self.namespace = position, tag, namespace
+        self.source_col = None if position is None else position[1]
+
+    def __repr__(self) -> str:
+        return f"<{self.namespace}:{self.tag} at {self.position}>"
+
+
+_REFERENCES = ["", "x", "a b", "#f", "&", "q\"'&", "http://h/", "é"]
+
+
+def _classify(reference: str) -> tuple[str, str | None, str | None]:
+    """A classification that depends on the reference only, with every shape plain_links meets."""
+    choice = sum(map(ord, reference)) % 8
+    if choice == 0:
+        return "absolute", None, None
+    if choice == 1:
+        return "no-base", None, "no base"
+    if choice == 2:
+        return "relinked", f"local/{reference}", None
+    if choice == 3:
+        return "rewritten", reference, None  # the same: no edit
+    if choice == 4:
+        return "rewritten", "http://other/", None  # not a prefix: handed back
+    if choice == 5:
+        return "rewritten", "http://h/a b\t,", None  # what a srcset cannot hold
+    prefix = _REFERENCES[len(reference) % len(_REFERENCES)]
+    return "rewritten", prefix + "http://h/" + reference, None
+
+
+def _plain_links(implementation: Any, text: str, elements: list[Any], tables: tuple[Any, ...], **options: Any) -> Any:
+    """One run of *implementation*'s plain_links on fresh tables, cache and lists: what it
+    returns or raises, and every container after it."""
+    html_tables, foreign_tables, missing = (dict(table) for table in tables)
+    classified: dict[str, Any] = {}
+    found: list[Any] = []
+    edits: list[Any] = []
+
+    def table_of(namespace: object, tag: str) -> Any:
+        codes = missing.get(tag)
+        (html_tables if namespace == "html" else foreign_tables)[tag if namespace == "html" else (namespace, tag)] = (
+            codes
+        )
+        return codes
+
+    arguments = (
+        text, elements, options.get("line_starts"), options.get("skip"), "html", html_tables, foreign_tables,
+        table_of, classified, options.get("classify", _classify), (Link, "http://b/", "base-element"), found, edits,
+    )  # fmt: skip
+    try:
+        outcome: Any = ("value", implementation.plain_links(*arguments))
+    except Exception as error:
+        outcome = ("error", _kind(error))
+    return outcome, html_tables, foreign_tables, classified, found, edits
+
+
+def _same_plain_links(text: str, elements: list[Any], tables: tuple[Any, ...], **options: Any) -> None:
+    _needs_extension()
+    python = SimpleNamespace(plain_links=reference["plain_links"])
+    assert _plain_links(compiled, text, elements, tables, **options) == _plain_links(
+        python, text, elements, tables, **options
+    ), (text, elements, tables)
+
+
+_tag_names = st.sampled_from(["a", "img", "svg", "div", "x"])
+_VALUE_PIECES = [
+    "x", " ", "\t", "\n", "&amp;", "&", "&lt;", "amp;", "<", ">", "\0", '"', "'", "é", "\ud800", "#", ",", "(", ")",
+    " 1x", " 2x, ", ",,", "a.png,", "%2C",
+]  # fmt: skip
+_VALUES = st.lists(st.sampled_from(_VALUE_PIECES), max_size=8).map("".join)
+_ATTRIBUTE_NAMES = st.sampled_from(["href", "src", "data-src", "style", "HREF", "title", "x\0", "srcset", "=", "/"])
+
+
+@st.composite
+def _start_tag(draw: st.DrawFn) -> str:
+    """A start tag of attributes of every shape, then some text or nothing."""
+    tag = "<" + draw(
+        st.sampled_from(["a", "A", "img", "svg", "x", "", "IMAGE", "imagE", "images", "a\0", "é", "\ud800"])
+    )
+    for name in draw(st.lists(_ATTRIBUTE_NAMES, max_size=5)):
+        quote = draw(st.sampled_from(['"', "'", "", "=", "-"]))
+        value = draw(_VALUES)
+        if quote == "=":
+            tag += f" {name}"
+        elif quote == "-":
+            tag += f"/{name}  =  '{value}'"
+        elif quote:
+            tag += f" {name}={quote}{value.replace(quote, '')}{quote}"
+        else:
+            tag += f" {name}={value.replace(' ', '').replace('>', '') or 'v'}"
+    return tag + draw(st.sampled_from([">", "/>", "", ">text", "\n"]))
+
+
+_pages = st.lists(_start_tag(), max_size=8).map("".join)
+
+
+@given(_pages, st.data())
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_plain_links(text: str, data: st.DataObject) -> None:
+    starts = [match.start() for match in re.finditer("<", text)]
+    elements = [
+        _Element(
+            data.draw(st.sampled_from([None, (1, start), (1, start), (1, start)])),
+            data.draw(st.sampled_from(["a", "a", "a", "img", "svg", "x"])),
+            data.draw(st.sampled_from(["html", "html", "svg"])),
+        )
+        for start in starts
+    ]
+    elements += data.draw(st.lists(st.sampled_from(elements), max_size=3)) if elements else []  # seen again
+    html_tables, foreign_tables, missing = (data.draw(st.dictionaries(_tag_names, _tables, max_size=4)) for _ in "abc")
+    html_tables.setdefault("a", {"href": URL, "src": LAZY_URL, "data-src": LAZY_URL, "style": STYLE, "srcset": SRCSET})
+    tables = (html_tables, {("svg", tag): codes for tag, codes in foreign_tables.items()}, missing)
+    skip = data.draw(st.sampled_from(elements)) if elements else None
+    _same_plain_links(text, elements, tables, skip=skip)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["href", "src", "data-src", "style", "HREF", "srcset"]),
+            _VALUES,
+            st.sampled_from(['"', "'", "", "="]),
+        ),
+        max_size=5,
+    ),
+    st.booleans(),
+)
+@settings(max_examples=3000, deadline=None)
+def test_plain_links_on_values(attributes: list[tuple[str, str, str]], lines: bool) -> None:
+    """Values of every shape (references, whitespace, quotes, NUL, angles) in one or two tags."""
+    tag = "<a"
+    for name, value, quote in attributes:
+        if quote == "=":
+            tag += f" {name}"
+        elif quote:
+            tag += f" {name}={quote}{value.replace(quote, '')}{quote}"
+        else:
+            tag += f" {name}={value.replace(' ', '').replace('>', '') or 'v'}"
+    text = tag + ">\n" + tag + ">"
+    second = len(tag) + 2
+    table = {"href": URL, "src": URL, "data-src": LAZY_URL, "style": STYLE, "srcset": SRCSET}
+    if lines:
+        elements = [_Element((1, 0), "a", "html"), _Element((2, 0), "a", "html")]
+        _same_plain_links(text, elements, ({"a": table}, {}, {}), line_starts=[0, second])
+    else:
+        elements = [_Element((1, 0), "a", "html"), _Element((1, second), "a", "html")]
+        _same_plain_links(text, elements, ({"a": table}, {}, {}))
+
+
+def test_plain_links_refuses_what_its_contract_excludes() -> None:
+    one = [_Element((1, 0), "a", "html")]
+    _same_plain_links("<a href=x>", one, ({"a": {"href": 9}}, {}, {}))  # no such code
+    _same_plain_links("<a href=x>", one, ({"a": {"href": "1"}}, {}, {}))
+    _same_plain_links("<a href=x>", one, ({"a": {"src": 9}}, {}, {}))  # an absent name's code is never read
+    _same_plain_links("<a href=x>", [_Element((1, 3), "a", "html")], ({"a": {}}, {}, {}))  # no "<" there
+    _same_plain_links("<a href=x>", [_Element((1, 30), "a", "html")], ({"a": {}}, {}, {}))  # past the end
+    _same_plain_links("<a href=x>", [_Element((3, 0), "a", "html")], ({"a": {}}, {}, {}), line_starts=[0, 5])
+    _same_plain_links("<a href=x>", [_Element((0, 0), "a", "html")], ({"a": {}}, {}, {}), line_starts=[0, 5])
+    _same_plain_links("<a href=x>", one, ({"a": {"href": URL}}, {}, {}), classify=lambda reference: None)
+    _same_plain_links("<a href=x>", one, ({"a": {"href": URL}}, {}, {}), classify=lambda reference: 1 / 0 and None)
+    _same_plain_links("<a href=x>", one, ({"a": []}, {}, {}))  # a table that is no dict
+
+
+@pytest.mark.parametrize("size", [1, 100_000])
+def test_huge_and_unterminated_tags(size: int) -> None:
+    table = {"href": URL, "style": STYLE, "src": LAZY_URL, "title": OTHER}
+    for text in (
+        "<a " + "x=1 " * size + "href=y>",
+        "<a " + " ".join(f"a{n}" for n in range(size)) + " href='" + "z" * size,
+        "<a href=" + "\ud800é" * size,
+        '<a style="' + "color:red;" * size + '" href=q>',
+        "<a" + "=" * size,
+        "<a " + "href=x " * size,
+    ):
+        _same("tag_attributes", text, 0)
+        _same("tag_end", text, 0)
+        _same_plain_links(text, [_Element((1, 0), "a", "html")], ({"a": table}, {}, {}))
+
+
+# --- end_tag ---------------------------------------------------------------------------------------------------------
+
+_END_PIECES = [
+    "</", "</style", "</STYLE", "</st\u212aYLE", "</noscript", "</NOSCR\u0130PT", "</k", "</\u212a", ">", " ", "/",
+    "\t", "x", "é", "\ud800", "<", "style", "<!--",
+]  # fmt: skip
+
+
+@given(
+    st.lists(st.one_of(st.sampled_from(_END_PIECES), _any_text), max_size=20).map("".join),
+    st.sampled_from(["style", "noscript", "k", "", "x\u212a", "\u0131", "\u0130", "STYLE"]),
+    st.integers(-5, 60),
+)
+@settings(max_examples=3000, deadline=None)
+def test_end_tag(text: str, name: str, start: int) -> None:
+    _same("end_tag", text, name, start)
+
+
+# --- conditional_head -----------------------------------------------------------------------------------------------
+
+
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(["<!--[", "<!--", "[", "<", "!", "-", "--[", "x", "é", "😀", "\ud800"]), _any_text)
+    ).map("".join),
+    st.integers(-8, 40),
+)
+@settings(max_examples=3000, deadline=None)
+def test_conditional_head(text: str, start: int) -> None:
+    _same("conditional_head", text, start)
+    for at in range(len(text) + 1):
+        _same("conditional_head", text, at)
+
+
+# --- scan_css --------------------------------------------------------------------------------------------------------
+
+
+@given(_css_text)
+@settings(max_examples=5000, deadline=None)
+def test_scan_css(css: str) -> None:
+    _same("scan_css", css)
+
+
+def test_scan_css_on_deep_and_long_input() -> None:
+    for css in (
+        "image-set(" * 50_000 + "'a'" + ")" * 50_000,
+        "a{b:url(" + "x" * 100_000,
+        "\\" * 100_001,
+        "@import '" + "\\" * 10_001,
+        "/*" + "url(a)" * 10_000,
+        "x\\75 rl(" * 10_000 + "q)",
+    ):
+        _same("scan_css", css)
+
+
+# --- utf8_offsets ----------------------------------------------------------------------------------------------------
+
+
+@given(st.tuples(_any_text, st.sampled_from(["", "\udc80", "é", "😀", "€", "\ud800"])).map("".join), st.data())
+@settings(max_examples=3000, deadline=None)
+def test_utf8_offsets(text: str, data: st.DataObject) -> None:
+    offsets = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    for escaped in (False, True):
+        _same("utf8_offsets", text, offsets, escaped)
+    _same("utf8_offsets", text, [*offsets, -1], False)  # descending: refused
+    _same("utf8_offsets", text, [len(text) + 1], False)  # past the end: refused
+
+
+@given(
+    st.tuples(_any_text, st.sampled_from(["", "\udc80", "é", "😀", "€"])).map("".join),
+    st.data(),
+    st.booleans(),
+)
+@settings(max_examples=3000, deadline=None)
+def test_utf8_splice(text: str, data: st.DataObject, escaped: bool) -> None:
+    errors = ESCAPE if escaped else "surrogatepass"
+    try:
+        body = text.encode("utf-8", errors)
+    except UnicodeEncodeError:
+        body = b""  # a text the errors cannot write: the offsets fail alike
+    offsets = st.integers(-1, len(text) + 1) if data.draw(st.booleans()) else st.integers(0, len(text))
+    news = st.sampled_from(["", "http://h/", "é", "&amp;", "\udc80", "😀"])
+    edits = data.draw(st.lists(st.tuples(offsets, offsets, news), max_size=6))
+    edits = [(min(start, end), max(start, end), new) if data.draw(st.booleans()) else (start, end, new)
+             for start, end, new in edits]  # fmt: skip
+    _same("utf8_splice", text, body, edits, escaped, partial(encode_url_text, codec="utf-8", errors=errors))
+
+
+def test_utf8_splice_refuses_what_its_contract_excludes() -> None:
+    encode = str.encode
+    _same("utf8_splice", "abc", b"abc", [(0, 1)], False, encode)
+    _same("utf8_splice", "abc", b"abc", [(0, 1, b"x")], False, encode)
+    _same("utf8_splice", "abc", b"abc", [[0, 1, "x"]], False, encode)
+    _same("utf8_splice", "abc", b"abc", [(0, "1", "x")], False, encode)
+    _same("utf8_splice", "abc", b"abc", [(0, 1, "é")], False, lambda new: new)  # encode must give bytes
+    _same("utf8_splice", "abc", "abc", [(0, 1, "x")], False, encode)
+
+
+# --- the corpus ------------------------------------------------------------------------------------------------------
+
+
+def _corpus_texts() -> list[str]:
+    corpus = shared_path("corpus", "html")
+    entries = json.loads((corpus / "manifest.json").read_text(encoding="utf-8"))
+    texts = []
+    for entry in entries:
+        data = (corpus / entry["file"]).read_bytes()
+        texts.append(decode_checked(data, sniff(data))[0])
+    return texts
+
+
+_STYLE_TEXT = re.compile(r"<style[^>]*>(.*?)</style", re.S | re.I)
+_STYLE_VALUE = re.compile(r"""style\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
+
+
+def _same_on_the_tree(text: str, table: dict[str, int], rng: random.Random) -> None:
+    """plain_links over the elements the engine selects in *text*'s tree, in C and in Python."""
+    document = ParsedDocument(text)
+    elements = document.tree.select(selector(frozenset({"data-src"})))
+    html = turbohtml.Namespace.HTML
+    codes = {tag: None if rng.random() < 0.05 else table for tag in {element.tag for element in elements}}
+    outcomes = []
+    for function in (compiled.plain_links, reference["plain_links"]):
+        html_tables: dict[Any, Any] = {}
+        foreign_tables: dict[Any, Any] = {}
+
+        def table_of(namespace: object, tag: str, html_tables: Any = html_tables, foreign: Any = foreign_tables) -> Any:
+            (html_tables if namespace is html else foreign)[tag if namespace is html else (namespace, tag)] = codes[tag]
+            return codes[tag]
+
+        found: list[Any] = []
+        edits: list[Any] = []
+        classified: dict[str, Any] = {}
+        line_starts = None if document.flat else document.line_starts
+        skip = elements[len(elements) // 2] if elements else None
+        record = (Link, "http://b/", "retrieval-url")
+        left = function(
+            text, elements, line_starts, skip, html, html_tables, foreign_tables, table_of, classified, _classify,
+            record, found, edits,
+        )  # fmt: skip
+        outcomes.append((left, found, edits, classified, html_tables, foreign_tables))
+    assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.corpus
+def test_the_corpus() -> None:
+    _needs_extension()
+    table = {name: URL for name in attributes_of("html", "a")} | {"style": STYLE, "srcset": OTHER, "data-src": LAZY_URL}
+    rng = random.Random(23)
+    for text in _corpus_texts():
+        offsets = [match.start() for match in re.finditer("<[A-Za-z]", text)]
+        _same_on_the_tree(text, table, rng)
+        for offset in offsets[:: max(1, len(offsets) // 200)]:
+            assert compiled.tag_attributes(text, offset) == reference["tag_attributes"](text, offset)
+            assert compiled.tag_end(text, offset) == reference["tag_end"](text, offset)
+        for start in range(0, len(text), max(1, len(text) // 50)):
+            assert compiled.conditional_head(text, start) == reference["conditional_head"](text, start)
+        for name in ("style", "noscript", "script"):
+            start = 0
+            while start < len(text):
+                end = compiled.end_tag(text, name, start)
+                assert end == reference["end_tag"](text, name, start)
+                start = end + 2
+        sheets = [match.group(1) for match in _STYLE_TEXT.finditer(text)]
+        values = _STYLE_VALUE.finditer(text)
+        sheets += [match.group(2) if match.group(1) is None else match.group(1) for match in values]
+        for sheet in sheets:
+            assert compiled.scan_css(sheet) == reference["scan_css"](sheet)
+        positions = sorted(rng.randrange(len(text) + 1) for _ in range(200))
+        escaped = not text.isascii() and any("\udc00" <= char <= "\udcff" for char in text)
+        assert compiled.utf8_offsets(text, positions, escaped) == reference["utf8_offsets"](text, positions, escaped)
+
+
+# --- the choice ------------------------------------------------------------------------------------------------------
+
+
+def _in_child(code: str, **environment: str) -> str:
+    env = {key: value for key, value in os.environ.items() if key != "REWRITER_PURE"} | environment
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+_CHOICE = (
+    "from rewriter.document import speedups as s; from rewriter.css import syntax\n"
+    "print(s.COMPILED, syntax.scan_css is s.reference['scan_css'])"
+)
+
+
+def test_rewriter_pure_forces_the_reference() -> None:
+    assert _in_child(_CHOICE, REWRITER_PURE="1") == "False True"
+    if compiled is not None:
+        assert _in_child(_CHOICE) == "True False"
+        assert _in_child(_CHOICE, REWRITER_PURE="0") == "True False"
+        assert _in_child(_CHOICE, REWRITER_PURE="") == "True False"
+
+
+def test_the_extension_is_built_in_ci() -> None:
+    if os.environ.get("CI") == "true":
+        assert compiled is not None, "CI installs with a C compiler: rewriter.document._speedups must be there"
+
+
+def test_every_function_has_both_implementations() -> None:
+    assert set(reference) == set(HOMES)
+    for name, home in HOMES.items():
+        assert reference[name].__module__ == home.__name__
+        if compiled is not None:
+            assert callable(getattr(compiled, name))
+        assert getattr(home, name) is (getattr(compiled, name) if speedups.COMPILED else reference[name])
+    if compiled is not None:  # nothing compiled without a twin
+        assert {name for name in dir(compiled) if not name.startswith("_")} == set(HOMES)

@@ -1,0 +1,82 @@
+"""The install without a C compiler: ``pip install .`` still succeeds, and rewriter runs on
+its Python reference; with one, the extension is built and used.
+
+Each case installs a copy of the project (its sources, without any built extension) into a
+throwaway virtual environment that sees this interpreter's packages (the dependencies are
+not installed again: ``--no-deps``; pip fetches the build backend, setuptools, as for any
+install from source), then runs a rewrite there, from a folder outside the project, so
+that the installed package is the one imported.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECK = (
+    "from rewriter.document import speedups; from rewriter.html import rewrite_html; import rewriter, sys\n"
+    "result = rewrite_html(b'<a href=x>x</a><p style=\"background:url(y)\">', url='http://h/d/')\n"
+    "assert result.output == b'<a href=http://h/d/x>x</a><p style=\"background:url(http://h/d/y)\">', result.output\n"
+    "print(speedups.COMPILED, rewriter.__file__)\n"
+)
+
+
+def _project_copy(target: Path) -> Path:
+    """The files ``pip install .`` needs, copied without build products or caches."""
+    target.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy2(ROOT / name, target / name)
+    shutil.copytree(
+        ROOT / "rewriter", target / "rewriter", ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__")
+    )
+    return target
+
+
+def _install(tmp_path: Path, **environment: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    project = _project_copy(tmp_path / "project")
+    environment_dir = tmp_path / "venv"
+    venv.create(environment_dir, system_site_packages=True, with_pip=False)
+    python = environment_dir / "bin" / "python"
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "REWRITER_PURE")}
+    env |= environment
+    # This interpreter's pip, installing into the new environment's site-packages.
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-v", str(project)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    return done, python
+
+
+def _run(python: Path, cwd: Path) -> str:
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "REWRITER_PURE")}
+    done = subprocess.run([str(python), "-c", CHECK], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize("compiler", ["false", "/nonexistent/cc"], ids=["compiler-fails", "no-compiler"])
+def test_install_without_a_working_compiler_still_works(tmp_path: Path, compiler: str) -> None:
+    done, python = _install(tmp_path, CC=compiler)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "installed without its C extension" in done.stdout + done.stderr
+    compiled, location = _run(python, tmp_path).split()
+    assert compiled == "False"
+    assert Path(location).is_relative_to(tmp_path / "venv"), location
+    assert not list((tmp_path / "venv").rglob("_speedups*.so"))
+
+
+def test_install_with_a_compiler_builds_the_extension(tmp_path: Path) -> None:
+    if shutil.which(os.environ.get("CC", "cc")) is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler on this machine")
+    done, python = _install(tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    compiled, location = _run(python, tmp_path).split()
+    assert compiled == "True"
+    assert Path(location).is_relative_to(tmp_path / "venv"), location
