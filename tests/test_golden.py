@@ -7,6 +7,10 @@ change that is meant is recorded by ``python3 tests/golden.py --write`` in the s
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import shared_path
@@ -29,3 +33,19 @@ def test_every_verb_over_the_corpora_writes_what_it_wrote() -> None:
         if expected[scenario].get(key) != found[scenario].get(key)
     ]
     assert changed == [], f"{len(changed)} outputs changed:\n" + "\n".join(changed[:50])
+
+
+def test_the_python_twins_write_what_the_extension_wrote() -> None:
+    """Issue 23: the outputs are the same without the C extension. The same digests, computed
+    again in a child process that runs the Python twins (REWRITER_PURE=1, which its own
+    subprocesses inherit); where the extension is not built, both tests run the twins."""
+    shared_path("corpus", "html")
+    shared_path("corpus", "mail")
+    shared_path("bench", "resolve-pairs.json.gz")
+    script = Path(__file__).resolve().parent / "golden.py"
+    environment = os.environ | {"REWRITER_PURE": "1"}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=environment, timeout=1800, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "unchanged", f"changed without the extension:\n{done.stdout[:4000]}"
