@@ -262,3 +262,17 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     if refused:
         raise NetworkAccessError(f"{item.nodeid} tried to reach the network: {'; '.join(refused)}")
     return result
+
+
+@pytest.fixture
+def fsync_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The descriptors ``os.fsync`` is called with while the test runs (each call still made)."""
+    calls: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        calls.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return calls

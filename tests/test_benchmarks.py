@@ -12,6 +12,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _quick(script: str, *arguments: str) -> str:
+    """Standard output of benchmarks/*script* run with *arguments*, which must succeed."""
+    command = [sys.executable, str(ROOT / "benchmarks" / script), *arguments]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_resolver_benchmark_runs_and_prints_ratios(tmp_path: Path) -> None:
     pairs = [["http://a/b/c/d;p?q", ref] for ref in ("g", "../g", "/g", "//g", "#s", "?y", "http://x/")] * 20
     pairs.append(["mailto:x", "g"])  # an unresolvable pair must not stop the run
@@ -145,35 +153,21 @@ def test_warc_benchmark_runs_and_prints_figures_and_damage(tmp_path: Path) -> No
 
 
 def test_speedups_benchmark_runs_in_quick_mode() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_speedups.py"), "--quick", "--rounds", "1"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
+    out = _quick("bench_speedups.py", "--quick", "--rounds", "1")
     import rewriter.css.syntax
     import rewriter.document.encoding
     import rewriter.html.tags  # noqa: F401 (the modules of the twins: imported, they are named)
     from rewriter.document import speedups
 
     if speedups.compiled is None:
-        assert "not built" in done.stdout
+        assert "not built" in out
     else:
         for name in sorted(speedups.reference):
-            assert any(line.startswith(name) and line.endswith("x") for line in done.stdout.splitlines()), name
+            assert any(line.startswith(name) and line.endswith("x") for line in out.splitlines()), name
 
 
 def test_cli_benchmark_runs_in_quick_mode() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_cli.py"), "--quick", "--no-fsync"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = _quick("bench_cli.py", "--quick", "--no-fsync")
     assert out.startswith("3 pages")
     assert "rewriter rewrite -j 1" in out and "lxml script" in out
     assert "lxml script CPU / rewriter CPU: median of the rounds' ratios" in out
@@ -181,15 +175,7 @@ def test_cli_benchmark_runs_in_quick_mode() -> None:
 
 
 def test_html_benchmark_runs_in_quick_mode() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_html.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = _quick("bench_html.py", "--quick")
     assert out.startswith("3 pages")
     assert "rewriter with its C extension" in out or "rewriter on its Python twins" in out
     for label in ("CPU time", "wall time"):

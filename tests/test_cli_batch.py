@@ -624,18 +624,11 @@ def test_reports_as_json_lines_and_as_one_array(tmp_path: Path) -> None:
 
 
 def test_no_fsync_writes_the_same_files_and_report_without_a_single_fsync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fsync_calls: list[int]
 ) -> None:
     mixed_tree(tmp_path / "in")
     monkeypatch.chdir(tmp_path)
-    synced: list[int] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        synced.append(fd)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
+    synced = fsync_calls
 
     def run(out: str, *options: str) -> tuple[int, int]:
         synced.clear()

@@ -122,17 +122,8 @@ def test_a_replaced_file_keeps_its_mode_and_a_new_one_takes_the_umask(tmp_path: 
     assert files.mode_of(path) == 0o604 and files.mode_of(None) is None
 
 
-def test_sync_false_writes_the_same_file_in_one_rename_without_fsync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    synced: list[int] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        synced.append(fd)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
+def test_sync_false_writes_the_same_file_in_one_rename_without_fsync(tmp_path: Path, fsync_calls: list[int]) -> None:
+    synced = fsync_calls
     path = tmp_path / "page.html"
     path.write_bytes(b"old")
     path.chmod(0o640)

@@ -336,6 +336,21 @@ no_start_tag(Py_ssize_t offset)
     return NULL;
 }
 
+/* The (text, index) arguments of tag_attributes, tag_end and conditional_head: 0, or -1
+   with the exception set (usage is the TypeError's message for a wrong count). */
+static int
+text_and_index(PyObject *const *args, Py_ssize_t nargs, const char *usage, Text *t, Py_ssize_t *index)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (text_init(t, args[0]) < 0)
+        return -1;
+    *index = PyLong_AsSsize_t(args[1]);
+    return *index == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 PyDoc_STRVAR(tag_attributes_doc,
              "tag_attributes(text, offset) -> (dict, end)\n\n"
              "The attributes of the start tag at offset (name: (start, end, quote)) and the offset past it.");
@@ -344,14 +359,8 @@ static PyObject *
 tag_attributes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     Text t;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "tag_attributes takes text and offset");
-        return NULL;
-    }
-    if (text_init(&t, args[0]) < 0)
-        return NULL;
-    Py_ssize_t offset = PyLong_AsSsize_t(args[1]);
-    if (offset == -1 && PyErr_Occurred())
+    Py_ssize_t offset;
+    if (text_and_index(args, nargs, "tag_attributes takes text and offset", &t, &offset) < 0)
         return NULL;
     Py_ssize_t position = tag_name_end(&t, offset);
     if (position < 0)
@@ -392,14 +401,8 @@ static PyObject *
 tag_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     Text t;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "tag_end takes text and offset");
-        return NULL;
-    }
-    if (text_init(&t, args[0]) < 0)
-        return NULL;
-    Py_ssize_t offset = PyLong_AsSsize_t(args[1]);
-    if (offset == -1 && PyErr_Occurred())
+    Py_ssize_t offset;
+    if (text_and_index(args, nargs, "tag_end takes text and offset", &t, &offset) < 0)
         return NULL;
     Py_ssize_t position = tag_name_end(&t, offset);
     if (position < 0)
@@ -2063,14 +2066,8 @@ static PyObject *
 conditional_head(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     Text t;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "conditional_head takes text and start");
-        return NULL;
-    }
-    if (text_init(&t, args[0]) < 0)
-        return NULL;
-    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
-    if (start == -1 && PyErr_Occurred())
+    Py_ssize_t start;
+    if (text_and_index(args, nargs, "conditional_head takes text and start", &t, &start) < 0)
         return NULL;
     if (start < 0) /* as str.find reads a negative start */
         start = start + t.n < 0 ? 0 : start + t.n;
