@@ -163,11 +163,21 @@ class DaskExecutor:
             # The scheduler's HTTP server warns when its usual port is taken, and then takes
             # another: nothing for the user to do, so nothing said.
             # Its workers sample their own stacks every 10 ms (Dask's profiler) and their memory
-            # every 100 ms: 5-7 % of a run's CPU, for a dashboard no one sees here.
+            # every 100 ms: 5-7 % of a run's CPU, for a dashboard no one sees here. Each worker's
+            # event loop wakes every 20 ms to time itself and every 500 ms to read the system's
+            # counters; each wake takes the GIL from the task, which then waits for the loop's
+            # thread to get a core (both are busy with tasks): jobs took 12 % more wall time
+            # than in our worker processes. And the nanny starts workers with
+            # MALLOC_TRIM_THRESHOLD_=65536, so that glibc hands freed memory back at once, and
+            # the next page's allocations fault it in again: 4-7 % of the jobs' CPU. Unset, glibc
+            # keeps its own adaptive threshold, as in our worker processes.
             quiet = {
                 "distributed.scheduler.allowed-failures": 0,
                 "distributed.worker.profile.enabled": False,
                 "distributed.worker.memory.monitor-interval": "1s",
+                "distributed.admin.tick.interval": "1s",
+                "distributed.admin.system-monitor.interval": "5s",
+                "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
             }
             with dask.config.set(quiet), warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
