@@ -197,6 +197,16 @@ _VALUES = st.lists(st.sampled_from(_VALUE_PIECES), max_size=8).map("".join)
 _ATTRIBUTE_NAMES = st.sampled_from(["href", "src", "data-src", "style", "HREF", "title", "x\0", "srcset", "=", "/"])
 
 
+def _attribute(name: str, value: str, quote: str) -> str:
+    """One attribute of a start tag, after a space: valueless ("="), quoted with *quote*, or
+    unquoted ("")."""
+    if quote == "=":
+        return f" {name}"
+    if quote:
+        return f" {name}={quote}{value.replace(quote, '')}{quote}"
+    return f" {name}={value.replace(' ', '').replace('>', '') or 'v'}"
+
+
 @st.composite
 def _start_tag(draw: st.DrawFn) -> str:
     """A start tag of attributes of every shape, then some text or nothing."""
@@ -206,14 +216,7 @@ def _start_tag(draw: st.DrawFn) -> str:
     for name in draw(st.lists(_ATTRIBUTE_NAMES, max_size=5)):
         quote = draw(st.sampled_from(['"', "'", "", "=", "-"]))
         value = draw(_VALUES)
-        if quote == "=":
-            tag += f" {name}"
-        elif quote == "-":
-            tag += f"/{name}  =  '{value}'"
-        elif quote:
-            tag += f" {name}={quote}{value.replace(quote, '')}{quote}"
-        else:
-            tag += f" {name}={value.replace(' ', '').replace('>', '') or 'v'}"
+        tag += f"/{name}  =  '{value}'" if quote == "-" else _attribute(name, value, quote)
     return tag + draw(st.sampled_from([">", "/>", "", ">text", "\n"]))
 
 
@@ -256,12 +259,7 @@ def test_plain_links_on_values(attributes: list[tuple[str, str, str]], lines: bo
     """Values of every shape (references, whitespace, quotes, NUL, angles) in one or two tags."""
     tag = "<a"
     for name, value, quote in attributes:
-        if quote == "=":
-            tag += f" {name}"
-        elif quote:
-            tag += f" {name}={quote}{value.replace(quote, '')}{quote}"
-        else:
-            tag += f" {name}={value.replace(' ', '').replace('>', '') or 'v'}"
+        tag += _attribute(name, value, quote)
     text = tag + ">\n" + tag + ">"
     second = len(tag) + 2
     table = {"href": URL, "src": URL, "data-src": LAZY_URL, "style": STYLE, "srcset": SRCSET}
