@@ -9,6 +9,7 @@ always built, they fail instead.
 
 from __future__ import annotations
 
+import doctest
 import json
 import os
 import random
@@ -512,3 +513,15 @@ def test_every_function_has_both_implementations() -> None:
         assert getattr(home, name) is (getattr(compiled, name) if speedups.COMPILED else reference[name])
     if compiled is not None:  # nothing compiled without a twin
         assert {name for name in dir(compiled) if not name.startswith("_")} == set(HOMES)
+
+
+@pytest.mark.parametrize("name", sorted(reference))
+def test_each_twins_docstring_examples_hold(name: str) -> None:
+    """A twin's examples: pytest's doctest run reads a module's names, which are the compiled
+    functions where the extension is built, so the twins' own docstrings are run here."""
+    function = reference[name]
+    module = sys.modules[function.__module__]
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for test in finder.find(function, name, module=module, globs=dict(vars(module))):
+        runner.run(test)
+    assert runner.failures == 0, f"{name}: {runner.failures} of {runner.tries} examples failed (printed above)"

@@ -347,8 +347,8 @@ def utf8_splice(
     one as itself. ValueError for an offset outside the text (or a surrogate the errors
     cannot write: UnicodeEncodeError); TypeError for an edit that is not (int, int, str).
 
-    >>> utf8_splice("é<a href=x>", "é<a href=x>".encode(), [(10, 10, "http://h/")], False, str.encode)
-    b'\xc3\xa9<a href=http://h/x>'
+    >>> utf8_splice("é<a href=x>", "é<a href=x>".encode(), [(9, 9, "http://h/")], False, str.encode)
+    b'\\xc3\\xa9<a href=http://h/x>'
     """
     if not all(isinstance(edit, tuple) and len(edit) == 3 and isinstance(edit[2], str) for edit in edits):
         raise TypeError("an edit is (start, end, new text)")
