@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -89,8 +90,10 @@ class Policy:
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise ValueError(f"{name} must be a function or None, not {getattr(self, name)!r}")
         lazy = self.lazy_attributes
-        if not (type(lazy) is frozenset and lazy in _CHECKED_NAMES):  # a clone's: checked already
-            object.__setattr__(self, "lazy_attributes", attribute_names(lazy))
+        # A frozenset is checked once (a clone holds its policy's): the command line clones the
+        # run's policy for each page, with its local copies, and a check is 6 us of a 9 us clone.
+        checked = _checked_names(lazy) if type(lazy) is frozenset else attribute_names(lazy)
+        object.__setattr__(self, "lazy_attributes", checked)
 
     def clone(self, **changes: Any) -> Policy:
         """A copy with *changes* applied (the CPython ``email.policy`` idiom)."""
@@ -171,17 +174,12 @@ def attribute_names(names: object) -> frozenset[str]:
         if problem is not None:
             raise ValueError(f"lazy_attributes: {name!r} {problem}")
         checked.add(name.lower() if name.isascii() else "".join(c.lower() if c.isascii() else c for c in name))
-    result = frozenset(checked)
-    if len(_CHECKED_NAMES) >= 64:
-        _CHECKED_NAMES.clear()  # a caller making policies of ever new names: memory stays bounded
-    _CHECKED_NAMES.add(result)
-    return result
+    return frozenset(checked)
 
 
-# The sets attribute_names returned: a policy holding one is not checked again when it is
-# cloned (the command line clones the run's policy for each page, with its local copies; a
-# check is 6 us of a 9 us clone).
-_CHECKED_NAMES: set[frozenset[str]] = set()
+# attribute_names of a frozenset, remembered (bounded: a caller making policies of ever new
+# names keeps the last 64); a bad set raises each time, as nothing is remembered for it.
+_checked_names = functools.lru_cache(maxsize=64)(attribute_names)
 
 
 DEFAULT_POLICY = Policy()
