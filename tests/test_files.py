@@ -330,3 +330,15 @@ def test_temporary_names_are_ours_short_and_recognised(name: str) -> None:
 )
 def test_other_names_are_not_taken_for_temporaries(name: str) -> None:
     assert not files.is_temporary(name)
+
+
+def test_a_backup_already_linked_to_the_old_file_leaves_no_temporary(tmp_path: Path) -> None:
+    """A run killed after making its backup (a hard link to the old file) and before its
+    rename, then run again: rename(2) of one link over another of the same file does nothing,
+    and the scratch name must not stay behind (found by test_batch_atomic's random kills)."""
+    path = tmp_path / "page.html"
+    path.write_bytes(b"old")
+    os.link(path, tmp_path / "page.html.orig")
+    files.write_atomically(path, b"new", backup=".orig")
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == ["page.html", "page.html.orig"]
+    assert path.read_bytes() == b"new" and (tmp_path / "page.html.orig").read_bytes() == b"old"

@@ -345,6 +345,10 @@ def _backup(folder: Folder, name: str, backup: str) -> None:
         except OSError:
             shutil.copy2(folder.path / name, folder.path / scratch)
         folder.replace(scratch, backup)
+        # rename(2) does nothing when both names are links to one file: a backup already
+        # linked to the old file (a run killed after its backup, before its rename) leaves
+        # the scratch name in place, which is removed here.
+        folder.unlink(scratch)
     except OSError as error:  # named by the backup's path, not by our scratch name
         folder.unlink(scratch)
         raise OSError(error.errno, f"the backup cannot be made: {error.strerror}", str(folder.path / backup)) from None
