@@ -182,3 +182,41 @@ def test_a_page_that_kills_its_worker_fails_alone(tmp_path: Path, monkeypatch: p
     assert retried == {"c.html": "the worker stopped (killed by SIGKILL)"}
     assert {state for state, _ in states.values()} == {"rewritten"}
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [f"{name}.html" for name in "abdef"]
+
+
+_MAPPED_BLOCKS = """
+import ctypes, sys
+from rewriter.run.executors import tune_allocator
+
+FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+
+
+class Info(ctypes.Structure):  # glibc's struct mallinfo2
+    _fields_ = [(name, ctypes.c_size_t) for name in FIELDS.split()]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Info
+tuned = tune_allocator()
+before = libc.mallinfo2().hblkhd
+block = bytearray(4 << 20)  # over glibc's default mmap threshold (128 KiB to 32 MiB, adaptive)
+print(tuned, libc.mallinfo2().hblkhd - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
+def test_the_allocator_is_tuned_for_a_run_unless_the_user_set_it() -> None:
+    """tune_allocator: a page-sized block (4 MiB) then comes from the heap, not from a mapping
+    of its own that the kernel faults in anew for each page; a MALLOC_ variable of the user's wins."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).mallinfo2  # noqa: B018
+    except (OSError, AttributeError):
+        pytest.skip("no glibc 2.33 or later here (mallinfo2)")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MALLOC_") and key != "GLIBC_TUNABLES"}
+    tuned = subprocess.run([sys.executable, "-c", _MAPPED_BLOCKS], env=env, capture_output=True, text=True, check=True)
+    assert tuned.stdout.split() == ["True", "0"]
+    env["MALLOC_TRIM_THRESHOLD_"] = "131072"
+    mine = subprocess.run([sys.executable, "-c", _MAPPED_BLOCKS], env=env, capture_output=True, text=True, check=True)
+    tuned_flag, mapped = mine.stdout.split()
+    assert tuned_flag == "False" and int(mapped) >= 4 << 20

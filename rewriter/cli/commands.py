@@ -593,9 +593,10 @@ def _released(
     each worker starts with them) and the collector's objects frozen."""
     import gc
 
-    from rewriter.run.executors import Processes
+    from rewriter.run.executors import Processes, tune_allocator
     from rewriter.run.pipeline import execute
 
+    tune_allocator()  # this process's, and those of the workers it forks
     forking = isinstance(executor, Processes)
     if forking:
         from rewriter.run.batch import warm_up

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -33,13 +34,43 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["EXTRA_HINT", "DaskExecutor", "DaskMissing", "Executor", "Failed", "Processes", "Serial"]
+__all__ = ["EXTRA_HINT", "DaskExecutor", "DaskMissing", "Executor", "Failed", "Processes", "Serial", "tune_allocator"]
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 EXTRA_HINT = "pip install 'rewriter[dask]'"
 AHEAD = 2  # items in flight per worker on Dask: the one it does and the next
+
+
+# glibc's allocator for a run's process (and the workers it forks): blocks up to this size come
+# from the heap, not from a mapping of their own, and this much free memory at the heap's top
+# stays with the process. With its adaptive defaults, each page's text and output (100 KB to a
+# few MB) comes and goes as fresh mappings and trimmed heap, which the kernel faults in and
+# zeroes again for the next page: 29,000 page faults on the corpus against 11,000, 3 % of the
+# command line's CPU (docs/decisions.md). What a page held then stays for the next one.
+MMAP_THRESHOLD = 32 << 20  # glibc's largest (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit systems)
+TRIM_THRESHOLD = 64 << 20
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
+_ALLOCATOR_VARIABLES = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES")
+
+
+def tune_allocator() -> bool:
+    """Set :data:`MMAP_THRESHOLD` and :data:`TRIM_THRESHOLD` for this process (``mallopt``),
+    for a run that reads document after document; whether it was done: only with glibc, and
+    never over the user's own settings (``MALLOC_*_`` variables, ``GLIBC_TUNABLES``). The
+    command line does it for its runs; a program that uses the library decides for itself."""
+    if not sys.platform.startswith("linux") or any(name in os.environ for name in _ALLOCATOR_VARIABLES):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 - glibc, whose mallopt takes these (musl's does nothing)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,15 +200,16 @@ class DaskExecutor:
             # thread to get a core (both are busy with tasks): jobs took 12 % more wall time
             # than in our worker processes. And the nanny starts workers with
             # MALLOC_TRIM_THRESHOLD_=65536, so that glibc hands freed memory back at once, and
-            # the next page's allocations fault it in again: 4-7 % of the jobs' CPU. Unset, glibc
-            # keeps its own adaptive threshold, as in our worker processes.
+            # the next page's allocations fault it in again: 4-7 % of the jobs' CPU. They get
+            # the allocator settings of our own processes instead (tune_allocator).
             quiet = {
                 "distributed.scheduler.allowed-failures": 0,
                 "distributed.worker.profile.enabled": False,
                 "distributed.worker.memory.monitor-interval": "1s",
                 "distributed.admin.tick.interval": "1s",
                 "distributed.admin.system-monitor.interval": "5s",
-                "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD),
+                "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD),
             }
             with dask.config.set(quiet), warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
