@@ -52,6 +52,7 @@ HOMES = {
     "utf8_offsets": rewriter.document.encoding,
     "utf8_splice": rewriter.document.encoding,
     "conditional_head": rewriter.html.engine,
+    "flattened": rewriter.html.engine,
 }
 
 
@@ -336,6 +337,18 @@ def test_conditional_head(text: str, start: int) -> None:
         _same("conditional_head", text, at)
 
 
+# --- flattened ------------------------------------------------------------------------------------------------------
+
+
+_LINES_PIECES = ["\n", "\r", "\r\n", " ", "<a>", "é", "€", "😀", "\ud800"]
+
+
+@given(st.lists(st.one_of(st.sampled_from(_LINES_PIECES), _any_text)).map("".join))
+@settings(max_examples=3000, deadline=None)
+def test_flattened(text: str) -> None:
+    assert _same("flattened", text) == text.replace("\n", " ").replace("\r", " ")
+
+
 # --- scan_css --------------------------------------------------------------------------------------------------------
 
 
@@ -459,6 +472,7 @@ def test_the_corpus() -> None:
             assert compiled.tag_end(text, offset) == reference["tag_end"](text, offset)
         for start in range(0, len(text), max(1, len(text) // 50)):
             assert compiled.conditional_head(text, start) == reference["conditional_head"](text, start)
+        assert compiled.flattened(text) == reference["flattened"](text)
         for name in ("style", "noscript", "script"):
             start = 0
             while start < len(text):

@@ -2084,6 +2084,49 @@ conditional_head(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The parser's text on one line                                             */
+/* ------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(flattened_doc, "flattened(text) -> str\n\n"
+                            "text with each LF and CR a space: a copy made in one pass, or text itself.");
+
+/* Each LF and CR from index first on of the copy's code units (kind T) made a space. */
+#define FLATTEN(T)                                                                                                     \
+    do {                                                                                                               \
+        T *d = (T *)PyUnicode_DATA(out);                                                                               \
+        for (Py_ssize_t i = first; i < t.n; i++)                                                                       \
+            d[i] = d[i] == '\n' || d[i] == '\r' ? (T)' ' : d[i];                                                         \
+    } while (0)
+
+static PyObject *
+flattened(PyObject *module, PyObject *text)
+{
+    Text t;
+    if (text_init(&t, text) < 0)
+        return NULL;
+    Py_ssize_t lf = find_char(&t, 0, '\n'), cr = find_char(&t, 0, '\r');
+    if (lf < 0 && cr < 0)
+        return PyUnicode_Substring(text, 0, t.n); /* text itself, as an exact str */
+    Py_ssize_t first = lf < 0 ? cr : cr < 0 ? lf : (lf < cr ? lf : cr);
+    /* The same characters but ASCII ones, so the same widest one: the copy is of text's kind. */
+    PyObject *out = PyUnicode_New(t.n, PyUnicode_MAX_CHAR_VALUE(text));
+    if (out == NULL)
+        return NULL;
+    memcpy(PyUnicode_DATA(out), t.data, (size_t)t.n * (size_t)t.kind);
+    switch (t.kind) {
+    case PyUnicode_1BYTE_KIND:
+        FLATTEN(Py_UCS1);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        FLATTEN(Py_UCS2);
+        break;
+    default:
+        FLATTEN(Py_UCS4);
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------------ */
 /* The module                                                                */
 /* ------------------------------------------------------------------------ */
 
@@ -2096,6 +2139,7 @@ static PyMethodDef methods[] = {
     {"utf8_splice", (PyCFunction)(void (*)(void))utf8_splice, METH_FASTCALL, utf8_splice_doc},
     {"scan_css", (PyCFunction)scan_css, METH_O, scan_css_doc},
     {"conditional_head", (PyCFunction)(void (*)(void))conditional_head, METH_FASTCALL, conditional_head_doc},
+    {"flattened", (PyCFunction)flattened, METH_O, flattened_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -110,6 +110,19 @@ def conditional_head(text: str, start: int) -> int:
     return text.find("<!--[", start)
 
 
+@twin
+def flattened(text: str) -> str:
+    """*text* with each line feed and carriage return a space: one line, so that a start
+    tag's column is its offset (see :class:`ParsedDocument`); *text* itself when it has none.
+    Compiled, one pass that copies and replaces, a third of the time of two ``str.replace``.
+
+    >>> flattened("<p>\\r\\n<a\\rhref=x>")
+    '<p>  <a href=x>'
+    """
+    text = text.replace("\n", " ")
+    return text.replace("\r", " ") if "\r" in text else text
+
+
 def conditional_spans(text: str) -> Iterator[tuple[int, int, int, int]]:
     """Each ``<!--[if ...]>...<![endif]-->`` of *text*, in order: where the comment
     starts, where its markup starts and ends, and where the comment ends.
@@ -259,9 +272,7 @@ class ParsedDocument:
         # A fragment has no DOCTYPE that counts (HTML §13.4 "parsing HTML fragments").
         self.flat = noscript_fragment or _DOCTYPE_IDENTIFIER_BREAK(text, _before_doctype(text).end()) is None
         if self.flat:
-            parser_text = parser_text.replace("\n", " ")
-            if "\r" in parser_text:
-                parser_text = parser_text.replace("\r", " ")
+            parser_text = flattened(parser_text)
             self.line_starts = [0]
         else:
             # HTML §13.2.3.5: the parser sees CR and CRLF as LF; positions are lines and columns.
