@@ -296,49 +296,76 @@ Found = Literal["input", "maildir", "other"]
 
 def _walk(
     root: Path, include: Sequence[str], exclude: Sequence[str], skip: Path | None, *, others: bool = False
-) -> Iterator[tuple[Path, Found]]:
-    """(path, what it is) for each input under *root*, sorted, symbolic links not followed.
+) -> Iterator[tuple[str, str, Found]]:
+    """(path, its path under *root* with "/" between names, what it is) for each input under
+    *root*, sorted, symbolic links not followed.
 
     A Maildir found on the way is one input (its message files have no suffix to match).
     *skip* is the output folder, when it lies inside *root*. With *others*, the regular
     files that --include does not take come too (to be copied); what --exclude names never.
+    Read with os.scandir, whose entries say what each is: a regular file costs no stat call
+    (the corpus's 320 pages: five calls a file before). A folder that cannot be read is passed
+    over, as os.walk does.
     """
-    for folder, folders, files in os.walk(root):
-        here = Path(folder)
-        folders.sort()
+    pending = [(os.fspath(root), "")]
+    while pending:
+        folder, prefix = pending.pop()
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=_entry_name)
+        except OSError:
+            continue
+        folders: list[os.DirEntry[str]] = []
+        files: list[os.DirEntry[str]] = []
+        for entry in entries:
+            (folders if _is_dir(entry) else files).append(entry)
         kept = []
-        for name in folders:
-            path = here / name
-            relative = path.relative_to(root).as_posix()
-            if path.is_symlink() or (skip is not None and _resolved(path) == skip) or _matches(relative, exclude):
+        for entry in folders:
+            relative = prefix + entry.name
+            if entry.is_symlink() or (skip is not None and _resolved(Path(entry.path)) == skip):
                 continue
-            if is_work_folder(name):
-                continue  # a run's journal and pieces (rewriter.run.journal), never an input
-            if _is_maildir(path):
-                yield path, "maildir"
+            if _matches(relative, exclude) or is_work_folder(entry.name):
+                continue  # a run's journal and pieces (rewriter.run.journal) are never an input
+            if _is_maildir(Path(entry.path)):
+                yield entry.path, relative, "maildir"
                 continue
-            kept.append(name)
-        folders[:] = kept
-        for name in sorted(files):
-            path = here / name
-            relative = path.relative_to(root).as_posix()
+            kept.append((entry.path, relative + "/"))
+        for entry in files:
+            name, relative = entry.name, prefix + entry.name
             if is_temporary(name):
                 continue  # ours, left by a killed run
-            if path.is_symlink() and not _inside(path, root):
+            if entry.is_symlink() and not _inside(Path(entry.path), root):
                 continue  # never reach out of the tree through a link
-            if not path.is_file():
-                continue  # a named pipe or a device: reading one could block or never end
+            try:
+                if not entry.is_file():  # through a link: what it names
+                    continue  # a named pipe or a device: reading one could block or never end
+            except OSError:
+                continue
             if _matches(relative, exclude):
                 continue
             if _matches(relative, include):
-                yield path, "input"
+                yield entry.path, relative, "input"
             elif others:
-                yield path, "other"
+                yield entry.path, relative, "other"
+        pending.extend(reversed(kept))  # depth first, in order, as os.walk goes
+
+
+def _entry_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """What os.walk calls a folder: one, or a link to one."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _same_file(source: str, target: str) -> bool:
+    """Whether *target* is the file *source* (the target first: most do not exist yet)."""
     try:
-        return os.path.samefile(source, target)
+        return os.path.samestat(os.stat(target), os.stat(source))
     except OSError:
         return False  # the target does not exist yet
 
@@ -450,17 +477,17 @@ def iter_plan(
                 yield Job(given, target, given, maildir=True, in_place=in_place, root=root, tree=given, dry=dry)
                 continue
             tree = given if in_place else root
-            for found, kind in _walk(path, include, exclude, skip, others=copy_others and not in_place and not dry):
-                if in_place and found.is_symlink():
+            others = copy_others and not in_place and not dry
+            for found, relative, kind in _walk(path, include, exclude, skip, others=others):
+                if in_place and os.path.islink(found):
                     continue  # its target, when in the tree, is rewritten as itself
-                relative = _archive_name(found.relative_to(path))
-                target = str(found) if in_place else (None if dry else str(base / relative))
+                target = found if in_place else (None if dry else str(base / _archive_name(relative)))
                 maildir, copy = kind == "maildir", kind == "other"
                 yield from checked(
                     Job(
-                        str(found),
+                        found,
                         target,
-                        str(found),
+                        found,
                         maildir=maildir,
                         in_place=in_place,
                         root=tree,
@@ -497,13 +524,13 @@ def _archive_pieces(job: Job, archive: str, piece_size: int) -> Iterator[Job]:
         yield replace(job, format=archive, piece=piece)
 
 
-def _archive_name(relative: Path) -> Path:
+def _archive_name(relative: str) -> str:
     """An output's path under its folder: an ARC file's becomes a WARC's, which it is then
     (``crawl.arc.gz`` is written as ``crawl.warc.gz``)."""
-    name = relative.name
+    folded = relative.lower()
     for old, new in ((".arc.gz", ".warc.gz"), (".arc", ".warc")):
-        if name.lower().endswith(old):
-            return relative.with_name(name[: -len(old)] + new)
+        if folded.endswith(old):
+            return relative[: -len(old)] + new
     return relative
 
 

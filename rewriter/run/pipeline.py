@@ -107,7 +107,7 @@ def _batches(
             if slot.offset is not None:
                 continue
             leftovers.remove(item, journal)
-        job_size = _size(item)
+        job_size = _size(item) if most > 1 else 0  # one job a batch: no size to weigh
         if batch and (len(batch) >= most or size + job_size > BATCH_BYTES or item.piece is not None):
             state.batches[state.sent] = places
             state.sent += 1
