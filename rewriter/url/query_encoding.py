@@ -89,12 +89,18 @@ _MULTI_BYTE = frozenset({"gbk", "gb18030", "big5", "euc-jp", "iso-2022-jp", "shi
 # Encoding Standard §4.3 "get an output encoding": these have no encoder, UTF-8 stands in.
 _UTF_8 = frozenset({"utf-8", "utf-16be", "utf-16le", "replacement"})
 
-# Python codec name -> WHATWG encoding name, for the engines that carry a Python codec.
-_BY_CODEC: dict[str, str] = {}
-for _name in sorted(set(webencodings.labels.LABELS.values())):
-    _encoding = webencodings.lookup(_name)
-    if _encoding is not None:  # every name of the table is one
-        _BY_CODEC.setdefault(_encoding.codec_info.name, _encoding.name)
+
+@cache
+def _by_codec() -> dict[str, str]:
+    """Python codec name -> WHATWG encoding name, for the engines that carry a Python codec.
+    Made at the first need, not on import: it looks up (and so imports) every codec, 5 ms
+    that a run under the RFC rules never needs."""
+    found: dict[str, str] = {}
+    for name in sorted(set(webencodings.labels.LABELS.values())):
+        encoding = webencodings.lookup(name)
+        if encoding is not None:  # every name of the table is one
+            found.setdefault(encoding.codec_info.name, encoding.name)
+    return found
 
 
 @lru_cache(maxsize=256)
@@ -108,8 +114,9 @@ def whatwg_name(codec: str) -> str | None:
         python = codecs.lookup(codec).name
     except LookupError:
         python = None
-    if python is not None and python in _BY_CODEC:
-        return _BY_CODEC[python]
+    by_codec = _by_codec()
+    if python is not None and python in by_codec:
+        return by_codec[python]
     for label in (codec, python):
         if label is not None:
             found = webencodings.lookup(label) or webencodings.lookup(label.replace("_", "-"))
