@@ -9,6 +9,7 @@ always built, they fail instead.
 
 from __future__ import annotations
 
+import bisect
 import doctest
 import json
 import os
@@ -48,6 +49,7 @@ HOMES = {
     "tag_end": rewriter.html.tags,
     "end_tag": rewriter.html.tags,
     "plain_links": rewriter.html.plain,
+    "named_start_tags": rewriter.html.plain,
     "scan_css": rewriter.css.syntax,
     "utf8_offsets": rewriter.document.encoding,
     "utf8_splice": rewriter.document.encoding,
@@ -243,6 +245,50 @@ def test_plain_links(text: str, data: st.DataObject) -> None:
     tables = (html_tables, {("svg", tag): codes for tag, codes in foreign_tables.items()}, missing)
     skip = data.draw(st.sampled_from(elements)) if elements else None
     _same_plain_links(text, elements, tables, skip=skip)
+
+
+_NAMED_PIECES = [
+    "<base",
+    "<BASE",
+    "<bAsE",
+    "<basefont",
+    "<base\0",
+    "<noscript",
+    "<NOSCRIPT",
+    "<noscrİpt",
+    "<",
+    " ",
+    "/",
+    ">",
+]
+
+
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(_NAMED_PIECES), st.sampled_from(["\t", "\n", "\f", "\r", "é", "\ud800"]), _any_text)
+    ).map("".join),
+    st.sampled_from(["base", "noscript", "b", ""]),
+    st.data(),
+)
+@settings(max_examples=3000, deadline=None)
+def test_named_start_tags(text: str, name: str, data: st.DataObject) -> None:
+    starts = [match.start() for match in re.finditer("<", text)]
+    positions = [None, *((1, start) for start in starts)]
+    elements = [_Element(data.draw(st.sampled_from(positions)), "x", "html") for _ in range(len(starts) + 1)]
+    if starts:  # each line of the text, and one position past its end: ValueError, from both
+        elements.append(_Element((1, len(text)), "x", "html") if data.draw(st.booleans()) else elements[0])
+    named = _same("named_start_tags", text, elements, None, name)
+    assert not isinstance(named, list) or all(text[element.position[1] + 1 :].lower().startswith(name) for element in named)
+    lines = [0, *(match.end() for match in re.finditer("\n", text))]
+    by_line = [
+        _Element(None if e.position is None else _line_and_column(lines, e.position[1]), "x", "html") for e in elements
+    ]
+    _same("named_start_tags", text, by_line, lines, name)
+
+
+def _line_and_column(lines: list[int], offset: int) -> tuple[int, int]:
+    line = bisect.bisect_right(lines, offset)
+    return line, offset - lines[line - 1]
 
 
 @given(
@@ -457,6 +503,13 @@ def _same_on_the_tree(text: str, table: dict[str, int], rng: random.Random) -> N
         )  # fmt: skip
         outcomes.append((left, found, edits, classified, html_tables, foreign_tables))
     assert outcomes[0] == outcomes[1]
+    for name in ("base", "noscript", "a"):
+        assert compiled.named_start_tags(text, elements, line_starts, name) == reference["named_start_tags"](
+            text, elements, line_starts, name
+        )
+    assert [element.tag for element in compiled.named_start_tags(text, elements, line_starts, "a")] == [
+        element.tag for element in elements if element.tag == "a" and element.position is not None
+    ]
 
 
 @pytest.mark.corpus

@@ -1065,6 +1065,59 @@ error:
     return NULL;
 }
 
+PyDoc_STRVAR(named_start_tags_doc,
+             "named_start_tags(text, elements, line_starts, name) -> list\n\n"
+             "The elements whose start tag in text has the tag name name (see rewriter.html.plain).");
+
+static PyObject *
+named_start_tags(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Text t, nt;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "named_start_tags takes 4 arguments");
+        return NULL;
+    }
+    if (text_init(&t, args[0]) < 0 || text_init(&nt, args[3]) < 0)
+        return NULL;
+    PyObject *elements = PySequence_Fast(args[1], "elements must be iterable");
+    if (elements == NULL)
+        return NULL;
+    PyObject *found = PyList_New(0);
+    if (found == NULL) {
+        Py_DECREF(elements);
+        return NULL;
+    }
+    Py_ssize_t size = nt.n, count = PySequence_Fast_GET_SIZE(elements);
+    for (Py_ssize_t index = 0; index < count; index++) {
+        PyObject *element = PySequence_Fast_GET_ITEM(elements, index);
+        Py_ssize_t offset = element_offset(element, args[2], t.n);
+        if (offset == -2)
+            continue;
+        if (offset < 0)
+            goto error;
+        Py_ssize_t end = offset + 1 + size;
+        if (end > t.n)
+            continue;
+        int same = 1;
+        for (Py_ssize_t i = 0; i < size && same; i++) {
+            Py_UCS4 c = CH(&t, offset + 1 + i);
+            if (c >= 'A' && c <= 'Z')
+                c += 'a' - 'A';
+            same = c < 0x80 && c == CH(&nt, i);
+        }
+        if (!same || (end < t.n && !is_html_space(CH(&t, end)) && CH(&t, end) != '/' && CH(&t, end) != '>'))
+            continue;
+        if (PyList_Append(found, element) < 0)
+            goto error;
+    }
+    Py_DECREF(elements);
+    return found;
+error:
+    Py_DECREF(elements);
+    Py_DECREF(found);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Raw text's end (HTML §13.2.5.12)                                          */
 /* ------------------------------------------------------------------------ */
@@ -2134,6 +2187,7 @@ static PyMethodDef methods[] = {
     {"tag_attributes", (PyCFunction)(void (*)(void))tag_attributes, METH_FASTCALL, tag_attributes_doc},
     {"tag_end", (PyCFunction)(void (*)(void))tag_end, METH_FASTCALL, tag_end_doc},
     {"plain_links", (PyCFunction)(void (*)(void))plain_links, METH_FASTCALL, plain_links_doc},
+    {"named_start_tags", (PyCFunction)(void (*)(void))named_start_tags, METH_FASTCALL, named_start_tags_doc},
     {"end_tag", (PyCFunction)(void (*)(void))end_tag, METH_FASTCALL, end_tag_doc},
     {"utf8_offsets", (PyCFunction)(void (*)(void))utf8_offsets, METH_FASTCALL, utf8_offsets_doc},
     {"utf8_splice", (PyCFunction)(void (*)(void))utf8_splice, METH_FASTCALL, utf8_splice_doc},

@@ -28,7 +28,19 @@ from rewriter.html.links import for_context
 from rewriter.html.microsyntax import ASCII_WHITESPACE, decode_attribute, srcset_urls, strip_whitespace
 from rewriter.html.tags import TAG_NAME, VALUELESS, tag_attributes
 
-__all__ = ["CODES", "LAZY_URL", "OTHER", "SRCSET", "STYLE", "URL", "Codes", "Left", "escape_attribute", "plain_links"]
+__all__ = [
+    "CODES",
+    "LAZY_URL",
+    "OTHER",
+    "SRCSET",
+    "STYLE",
+    "URL",
+    "Codes",
+    "Left",
+    "escape_attribute",
+    "named_start_tags",
+    "plain_links",
+]
 
 # The codes of a link table: what an attribute name of a tag is.
 URL = 1  # holds one URL, and needs nothing but its value
@@ -117,6 +129,51 @@ def _srcset(
                 edits.append((at, until, escape_attribute(new, quote)))
 
 
+def _offset(element: Any, line_starts: Sequence[int] | None, length: int) -> int | None:
+    """Where *element*'s start tag is in a text of *length* (see :func:`plain_links`), or None."""
+    if line_starts is None:  # one line: the column is the offset
+        offset = element.source_col
+        if offset is None:
+            return None
+    else:
+        position = element.position
+        if position is None:
+            return None
+        line, column = position
+        offset = line_starts[line - 1] + column
+    if not 0 <= offset < length:
+        raise ValueError(f"no start tag at {offset}: a tag starts with '<'")
+    return cast(int, offset)
+
+
+@twin
+def named_start_tags(text: str, elements: Iterable[Any], line_starts: Sequence[int] | None, name: str) -> list[Any]:
+    """The elements of *elements*, in order, whose start tag in *text* (found as
+    :func:`plain_links` finds it) has the tag name *name* (lowercase ASCII letters), as the
+    tokenizer reads a name (HTML §13.2.5.8: ASCII letters lowercased, up to whitespace, "/"
+    or ">"). Asked of the elements the selector found, it spares a query by tag, whose first
+    use on a tree indexes it (0.028 s on the corpus, a tenth of a page's time).
+
+    >>> class Element:
+    ...     def __init__(self, column): self.source_col = column
+    >>> text = "<p><BASE href=x><basefont><base"
+    >>> [element.source_col for element in named_start_tags(text, map(Element, [0, 3, 16, 26]), None, "base")]
+    [3, 26]
+    """
+    found = []
+    size = len(name)
+    for element in elements:
+        offset = _offset(element, line_starts, len(text))
+        if offset is None:
+            continue
+        end = offset + 1 + size
+        candidate = text[offset + 1 : end]
+        named = len(candidate) == size and candidate.isascii() and candidate.lower() == name
+        if named and (end == len(text) or text[end] in "\t\n\f\r />"):
+            found.append(element)
+    return found
+
+
 @twin
 def plain_links(
     text: str,
@@ -176,18 +233,9 @@ def plain_links(
     seen: set[int] = set()
     left: list[Left] = []
     for element in elements:
-        if line_starts is None:  # one line: the column is the offset
-            offset = element.source_col
-            if offset is None:
-                continue
-        else:
-            position = element.position
-            if position is None:
-                continue
-            line, column = position
-            offset = line_starts[line - 1] + column
-        if not 0 <= offset < len(text):
-            raise ValueError(f"no start tag at {offset}: a tag starts with '<'")
+        offset = _offset(element, line_starts, len(text))
+        if offset is None:
+            continue
         if offset in seen:
             continue
         seen.add(offset)
