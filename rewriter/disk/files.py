@@ -194,10 +194,8 @@ class Folder:
             if make:
                 path.mkdir(parents=True, exist_ok=True)
             return cls(path, os.open(path, _O_FOLDER) if _BY_DESCRIPTOR else None)
-        if make:
-            root.mkdir(parents=True, exist_ok=True)
         here = root
-        fd = os.open(root, _O_FOLDER) if _BY_DESCRIPTOR else None
+        fd = cls._root(root, make)
         try:
             for part in path.relative_to(root).parts:
                 here = here / part
@@ -208,6 +206,17 @@ class Folder:
                 os.close(fd)
             raise
         return cls(path, fd)
+
+    @staticmethod
+    def _root(root: Path, make: bool) -> int | None:
+        """The descriptor of *root*, made first if it is missing (with *make*). Opened first:
+        a run writes many files in one tree, which is there after the first."""
+        if _BY_DESCRIPTOR:
+            with contextlib.suppress(FileNotFoundError):
+                return os.open(root, _O_FOLDER)
+        if make:
+            root.mkdir(parents=True, exist_ok=True)
+        return os.open(root, _O_FOLDER) if _BY_DESCRIPTOR else None
 
     @staticmethod
     def _level(here: Path, part: str, fd: int | None, make: bool) -> int | None:

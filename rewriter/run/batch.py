@@ -916,10 +916,12 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     source = None if job.source == "-" else Path(job.source)
     with _opened(job) as (stream, read):
         size = None  # a regular file's size, as fstat gives it
+        mode = None  # and its permissions, for its copy
         if source is not None:
             status = read or os.fstat(stream.fileno())
             outcome.identity = (status.st_size, status.st_mtime_ns)
-            size = status.st_size if stat.S_ISREG(status.st_mode) else None
+            if stat.S_ISREG(status.st_mode):
+                size, mode = status.st_size, stat.S_IMODE(status.st_mode)
         head = stream.read(_HEAD)
         if job.format is None and size is not None:
             from rewriter.containers.formats import sniff_container
@@ -968,7 +970,7 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             )
             outcome.identity = _identity_now(job.target, outcome.identity)
     else:
-        write_atomically(Path(job.target), output, mode=mode_of(source), root=_root(job), sync=settings.sync)
+        write_atomically(Path(job.target), output, mode=mode, root=_root(job), sync=settings.sync)
     return outcome
 
 
