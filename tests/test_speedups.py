@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 import rewriter.css.syntax
 import rewriter.document.encoding
+import rewriter.document.process
 import rewriter.html.engine
 import rewriter.html.plain
 import rewriter.html.tags
@@ -55,6 +56,7 @@ HOMES = {
     "utf8_splice": rewriter.document.encoding,
     "conditional_head": rewriter.html.engine,
     "flattened": rewriter.html.engine,
+    "classified_quickly": rewriter.document.process,
 }
 
 
@@ -278,7 +280,9 @@ def test_named_start_tags(text: str, name: str, data: st.DataObject) -> None:
     if starts:  # each line of the text, and one position past its end: ValueError, from both
         elements.append(_Element((1, len(text)), "x", "html") if data.draw(st.booleans()) else elements[0])
     named = _same("named_start_tags", text, elements, None, name)
-    assert not isinstance(named, list) or all(text[element.position[1] + 1 :].lower().startswith(name) for element in named)
+    assert not isinstance(named, list) or all(
+        text[element.position[1] + 1 :].lower().startswith(name) for element in named
+    )
     lines = [0, *(match.end() for match in re.finditer("\n", text))]
     by_line = [
         _Element(None if e.position is None else _line_and_column(lines, e.position[1]), "x", "html") for e in elements
@@ -381,6 +385,24 @@ def test_conditional_head(text: str, start: int) -> None:
     _same("conditional_head", text, start)
     for at in range(len(text) + 1):
         _same("conditional_head", text, at)
+
+
+# --- classified_quickly ---------------------------------------------------------------------------------------------
+
+_REFERENCE_PIECES = ["", "#", "a", "Z", "0", "+", "-", ".", ":", "/", "é", "\u212a", " ", "http:", "1:", "a1+-.:"]
+
+
+@given(
+    st.lists(st.one_of(st.sampled_from(_REFERENCE_PIECES), _any_text), max_size=4).map("".join),
+    st.sampled_from([("same-document", None, None), None]),
+    st.sampled_from([("absolute", None, None), None]),
+    st.booleans(),
+)
+@settings(max_examples=3000, deadline=None)
+def test_classified_quickly(reference: str, same: Any, absolute: Any, rfc1808: bool) -> None:
+    answer = _same("classified_quickly", same, absolute, rfc1808, _classify, reference)
+    if same is None and absolute is None:
+        assert answer == _classify(reference)
 
 
 # --- flattened ------------------------------------------------------------------------------------------------------

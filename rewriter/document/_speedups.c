@@ -2137,6 +2137,50 @@ conditional_head(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* ------------------------------------------------------------------------ */
+/* A reference's classification without a base                               */
+/* ------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(classified_quickly_doc,
+             "classified_quickly(same_document, absolute, rfc1808, classify, reference) -> tuple\n\n"
+             "classify(reference), but same_document for '' or '#...', absolute for 'scheme:...' (see "
+             "rewriter.document.process).");
+
+static inline int
+is_ascii_alpha(Py_UCS4 c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static PyObject *
+classified_quickly(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "classified_quickly takes 5 arguments");
+        return NULL;
+    }
+    PyObject *same_document = args[0], *absolute = args[1], *reference = args[4];
+    int rfc1808 = PyObject_IsTrue(args[2]);
+    Text t;
+    if (rfc1808 < 0 || text_init(&t, reference) < 0)
+        return NULL;
+    if (same_document != Py_None && (t.n == 0 || CH(&t, 0) == '#'))
+        return Py_NewRef(same_document);
+    if (absolute != Py_None && t.n > 0) {
+        /* RFC 3986 §3.1: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":"; RFC 1808 lets any of them start it. */
+        Py_ssize_t i = 0;
+        for (; i < t.n; i++) {
+            Py_UCS4 c = CH(&t, i);
+            int letter = is_ascii_alpha(c), other = (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
+            if (!letter && !(other && (i > 0 || rfc1808)))
+                break;
+        }
+        if (i > 0 && i < t.n && CH(&t, i) == ':')
+            return Py_NewRef(absolute);
+    }
+    return PyObject_CallOneArg(args[3], reference);
+}
+
+/* ------------------------------------------------------------------------ */
 /* The parser's text on one line                                             */
 /* ------------------------------------------------------------------------ */
 
@@ -2194,6 +2238,7 @@ static PyMethodDef methods[] = {
     {"scan_css", (PyCFunction)scan_css, METH_O, scan_css_doc},
     {"conditional_head", (PyCFunction)(void (*)(void))conditional_head, METH_FASTCALL, conditional_head_doc},
     {"flattened", (PyCFunction)flattened, METH_O, flattened_doc},
+    {"classified_quickly", (PyCFunction)(void (*)(void))classified_quickly, METH_FASTCALL, classified_quickly_doc},
     {NULL, NULL, 0, NULL},
 };
 

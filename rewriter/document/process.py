@@ -32,7 +32,7 @@ from rewriter.document.encoding import (
     utf8_splice,
 )
 from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status, new_link
-from rewriter.document.speedups import COMPILED
+from rewriter.document.speedups import COMPILED, twin
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.url.base import Layer, base_element_problem, handed_down
 from rewriter.url.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
@@ -104,6 +104,34 @@ _NO_BASE: tuple[Status, None, str] = (
 )
 
 
+Classification = tuple[Status, str | None, str | None]  # (status, resolved URL, reason)
+
+
+@twin
+def classified_quickly(
+    same_document: Classification | None,
+    absolute: Classification | None,
+    rfc1808: bool,
+    classify: Callable[[str], Classification],
+    reference: str,
+) -> Classification:
+    """``classify(reference)``, but without the call for the two answers that need no base:
+    *same_document* (when not None) for an empty reference or one that starts with "#", and
+    *absolute* (when not None) for one that starts with a scheme and its ":" (RFC 3986 §3.1,
+    or RFC 1808's syntax with *rfc1808*). :class:`Context` passes what its own classification
+    would answer, as a partial: two in three of a page's references, in C.
+
+    >>> same, absolute, rewritten = ("same-document", None, None), ("absolute", None, None), ("rewritten", "x", None)
+    >>> [classified_quickly(same, absolute, False, lambda r: rewritten, r)[0] for r in ("#a", "g:h", "g")]
+    ['same-document', 'absolute', 'rewritten']
+    """
+    if same_document is not None and (not reference or reference[0] == "#"):
+        return same_document
+    if absolute is not None and scheme_prefix("rfc1808" if rfc1808 else "rfc3986")(reference) is not None:
+        return absolute
+    return classify(reference)
+
+
 class Context:
     """The base of one document and the policy, classifying one reference at a time:
     its status, the URL to write, and the reason when it is left (cached per reference)."""
@@ -137,6 +165,15 @@ class Context:
         )
         self.resolve_one = self.resolver.resolve if self.resolver is not None else None
         self.keep_same_document = not policy.same_document
+        # What _classify answers without a base, asked first (classified_quickly): a same-document
+        # reference kept; an absolute one when a scheme alone says so and no relink may change it.
+        self.classify_new: Callable[[str], Classification] = partial(
+            classified_quickly,
+            _SAME_DOCUMENT if self.keep_same_document else None,
+            _ABSOLUTE if self.scheme_match is not None and policy.relink is None else None,
+            policy.rules == "rfc1808",
+            self._classify,
+        )
 
     def with_base(self, base: str, layer: Layer) -> Context:
         return Context(base, layer, self.policy, self.codec, self.in_noscript)
@@ -192,7 +229,7 @@ class Context:
         """(status, resolved URL, reason) for one reference (whitespace already stripped)."""
         known = self.classified.get(reference)
         if known is None:
-            known = self.classified[reference] = self._classify(reference)
+            known = self.classified[reference] = self.classify_new(reference)
         return known
 
     def link(

@@ -679,7 +679,7 @@ def _elements_links(
         return
     text, line_starts, flat = document.text, document.line_starts, document.flat
     lazy = policy.lazy_attributes
-    classify_new, classified, found, edits = context._classify, context.classified, result.found, result.edits
+    classify_new, classified, found, edits = context.classify_new, context.classified, result.found, result.edits
     base, layer = context.base, context.layer
     value_of = _VALUE_OF
     new = new_link
@@ -795,7 +795,7 @@ def _elements_links_compiled(
         foreign_tables,
         table_of,
         context.classified,
-        context._classify,
+        context.classify_new,
         (Link, context.base, context.layer),
         result.found,
         result.edits,
