@@ -2187,14 +2187,6 @@ classified_quickly(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 PyDoc_STRVAR(flattened_doc, "flattened(text) -> str\n\n"
                             "text with each LF and CR a space: a copy made in one pass, or text itself.");
 
-/* Each LF and CR from index first on of the copy's code units (kind T) made a space. */
-#define FLATTEN(T)                                                                                                     \
-    do {                                                                                                               \
-        T *d = (T *)PyUnicode_DATA(out);                                                                               \
-        for (Py_ssize_t i = first; i < t.n; i++)                                                                       \
-            d[i] = d[i] == '\n' || d[i] == '\r' ? (T)' ' : d[i];                                                         \
-    } while (0)
-
 static PyObject *
 flattened(PyObject *module, PyObject *text)
 {
@@ -2204,22 +2196,18 @@ flattened(PyObject *module, PyObject *text)
     Py_ssize_t lf = find_char(&t, 0, '\n'), cr = find_char(&t, 0, '\r');
     if (lf < 0 && cr < 0)
         return PyUnicode_Substring(text, 0, t.n); /* text itself, as an exact str */
-    Py_ssize_t first = lf < 0 ? cr : cr < 0 ? lf : (lf < cr ? lf : cr);
     /* The same characters but ASCII ones, so the same widest one: the copy is of text's kind. */
     PyObject *out = PyUnicode_New(t.n, PyUnicode_MAX_CHAR_VALUE(text));
     if (out == NULL)
         return NULL;
     memcpy(PyUnicode_DATA(out), t.data, (size_t)t.n * (size_t)t.kind);
-    switch (t.kind) {
-    case PyUnicode_1BYTE_KIND:
-        FLATTEN(Py_UCS1);
-        break;
-    case PyUnicode_2BYTE_KIND:
-        FLATTEN(Py_UCS2);
-        break;
-    default:
-        FLATTEN(Py_UCS4);
-    }
+    /* Each one found as str.find finds it (memchr), in the copy: lines run to tens of characters. */
+    void *data = PyUnicode_DATA(out);
+    Text copy = {t.kind, data, t.n, out};
+    for (Py_ssize_t at = lf; at >= 0; at = find_char(&copy, at + 1, '\n'))
+        PyUnicode_WRITE(t.kind, data, at, ' ');
+    for (Py_ssize_t at = cr; at >= 0; at = find_char(&copy, at + 1, '\r'))
+        PyUnicode_WRITE(t.kind, data, at, ' ');
     return out;
 }
 

@@ -167,12 +167,17 @@ class Context:
         self.keep_same_document = not policy.same_document
         # What _classify answers without a base, asked first (classified_quickly): a same-document
         # reference kept; an absolute one when a scheme alone says so and no relink may change it.
-        self.classify_new: Callable[[str], Classification] = partial(
-            classified_quickly,
-            _SAME_DOCUMENT if self.keep_same_document else None,
-            _ABSOLUTE if self.scheme_match is not None and policy.relink is None else None,
-            policy.rules == "rfc1808",
-            self._classify,
+        # Without the C extension, _classify itself: the same answers, one Python call fewer.
+        self.classify_new: Callable[[str], Classification] = (
+            partial(
+                classified_quickly,
+                _SAME_DOCUMENT if self.keep_same_document else None,
+                _ABSOLUTE if self.scheme_match is not None and policy.relink is None else None,
+                policy.rules == "rfc1808",
+                self._classify,
+            )
+            if COMPILED
+            else self._classify
         )
 
     def with_base(self, base: str, layer: Layer) -> Context:
