@@ -11,7 +11,11 @@ the engine decodes them:
 - scan_css: the text of every ``<style>`` element and every quoted ``style`` value;
 - utf8_offsets: 400 sorted offsets per page with a character outside ASCII;
 - utf8_splice: the same pages (UTF-8), 400 prefixes put in at those offsets;
-- conditional_head: every ``<!--[`` of every page, one call each from the last one found.
+- conditional_head: every ``<!--[`` of every page, one call each from the last one found;
+- flattened: every page's text, as the engine makes its parser's one line;
+- named_start_tags: the elements the engine selects in each page, for ``base`` and ``noscript``;
+- classified_quickly: every attribute value of every page that holds a URL (as ``<a>``'s table
+  says), classified as the engine's loop asks, a relative one through a Python function.
 
 Each round times both implementations over the whole input (CPU time, the cyclic garbage
 collector paused as the engine pauses it), the order alternating from round to round. It
@@ -40,13 +44,13 @@ from typing import Any
 import turbohtml
 
 from rewriter.css import syntax  # noqa: F401 (the modules of the twins: imported, they are named)
-from rewriter.document import speedups
+from rewriter.document import process, speedups  # noqa: F401 (classified_quickly's twin)
 from rewriter.document.encoding import ESCAPE, decode_checked, sniff
 from rewriter.document.model import Link
 from rewriter.html import (
     engine,  # noqa: F401 (conditional_head's twin)
     plain,
-    tags,  # noqa: F401
+    tags,
 )
 from rewriter.html.table import attributes_of, selector
 
@@ -166,6 +170,27 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
 
         return run
 
+    def flat(impl: Any) -> Work:
+        return lambda inputs: [impl.flattened(text) for text in inputs]
+
+    def named(impl: Any) -> Work:
+        names = ("base", "noscript")
+        return lambda inputs: [impl.named_start_tags(text, els, None, name) for text, els in inputs for name in names]
+
+    same, absolute = ("same-document", None, None), ("absolute", None, None)
+
+    def quick(impl: Any) -> Work:
+        return lambda inputs: [impl.classified_quickly(same, absolute, False, relative, value) for value in inputs]
+
+    values = [
+        value.strip(" \t\n\f\r")
+        for text, ats in starts
+        for at in ats
+        for name, (start, end, _) in tags.tag_attributes(text, at)[0].items()
+        if name in table and name != "style"
+        for value in [text[start:end]]
+    ]
+
     errors = {True: ESCAPE, False: "surrogatepass"}
     splices = [
         (text, text.encode("utf-8", errors[escaped]), [(at, at, "http://h/") for at in ats], escaped)
@@ -181,6 +206,9 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
         "utf8_offsets": (utf8, offsets),
         "utf8_splice": (splice, splices),
         "conditional_head": (heads, texts),
+        "flattened": (flat, texts),
+        "named_start_tags": (named, selected),
+        "classified_quickly": (quick, values),
     }
 
 
@@ -198,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     texts = load(None if args.quick else args.corpus)
     print(f"{len(texts)} pages, {sum(map(len, texts)) / 1e6:.1f} M characters, {args.rounds} rounds, CPU time")
-    print(f"{'function':16} {'inputs':>8} {'Python s':>10} {'C s':>10} {'Python / C':>11}")
+    print(f"{'function':18} {'inputs':>8} {'Python s':>10} {'C s':>10} {'Python / C':>11}")
     for name, (make, inputs) in workloads(texts).items():
         runs = {"Python": make(SimpleNamespace(**speedups.reference)), "C": make(speedups.compiled)}
         if runs["Python"](inputs) != runs["C"](inputs):
@@ -215,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
                 gc.enable()
         ratios = [python / max(c, 1e-9) for python, c in zip(seconds["Python"], seconds["C"], strict=True)]
         print(
-            f"{name:16} {len(inputs):>8} {statistics.median(seconds['Python']):>10.4f} "
+            f"{name:18} {len(inputs):>8} {statistics.median(seconds['Python']):>10.4f} "
             f"{statistics.median(seconds['C']):>10.4f} {statistics.median(ratios):>10.1f}x"
         )
     return 0

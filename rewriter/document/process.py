@@ -165,20 +165,6 @@ class Context:
         )
         self.resolve_one = self.resolver.resolve if self.resolver is not None else None
         self.keep_same_document = not policy.same_document
-        # What _classify answers without a base, asked first (classified_quickly): a same-document
-        # reference kept; an absolute one when a scheme alone says so and no relink may change it.
-        # Without the C extension, _classify itself: the same answers, one Python call fewer.
-        self.classify_new: Callable[[str], Classification] = (
-            partial(
-                classified_quickly,
-                _SAME_DOCUMENT if self.keep_same_document else None,
-                _ABSOLUTE if self.scheme_match is not None and policy.relink is None else None,
-                policy.rules == "rfc1808",
-                self._classify,
-            )
-            if COMPILED
-            else self._classify
-        )
 
     def with_base(self, base: str, layer: Layer) -> Context:
         return Context(base, layer, self.policy, self.codec, self.in_noscript)
@@ -234,8 +220,25 @@ class Context:
         """(status, resolved URL, reason) for one reference (whitespace already stripped)."""
         known = self.classified.get(reference)
         if known is None:
-            known = self.classified[reference] = self.classify_new(reference)
+            known = self.classified[reference] = self._classify(reference)
         return known
+
+    def classifier(self) -> Callable[[str], Classification]:
+        """:meth:`_classify`, for the engine's loops over a page's references: with the C
+        extension, the answers that need no base are given first (:func:`classified_quickly`:
+        a same-document reference kept; an absolute one when a scheme alone says so and no
+        relink may change it). Made for each loop, never kept on the context: a callable that
+        holds the context, kept by it, would be a reference cycle, which only the cyclic
+        collector frees, and the engine pauses it."""
+        if not COMPILED:
+            return self._classify  # the same answers, one Python call fewer
+        return partial(
+            classified_quickly,
+            _SAME_DOCUMENT if self.keep_same_document else None,
+            _ABSOLUTE if self.scheme_match is not None and self.policy.relink is None else None,
+            self.policy.rules == "rfc1808",
+            self._classify,
+        )
 
     def link(
         self, element: str, attribute: str, kind: Kind, reference: str, start: int, end: int

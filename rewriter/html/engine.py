@@ -684,7 +684,7 @@ def _elements_links(
         return
     text, line_starts, flat = document.text, document.line_starts, document.flat
     lazy = policy.lazy_attributes
-    classify_new, classified, found, edits = context.classify_new, context.classified, result.found, result.edits
+    classify_new, classified, found, edits = context.classifier(), context.classified, result.found, result.edits
     base, layer = context.base, context.layer
     value_of = _VALUE_OF
     new = new_link
@@ -800,7 +800,7 @@ def _elements_links_compiled(
         foreign_tables,
         table_of,
         context.classified,
-        context.classify_new,
+        context.classifier(),
         (Link, context.base, context.layer),
         result.found,
         result.edits,
