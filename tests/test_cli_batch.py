@@ -649,6 +649,33 @@ def test_no_fsync_writes_the_same_files_and_report_without_a_single_fsync(
         assert (tmp_path / f"{out}.jsonl").read_bytes().replace(f"{out}/".encode(), b"") == report
 
 
+def test_a_serial_run_syncs_each_output_folder_once_a_batch_and_every_file_before_its_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for number in range(40):  # two batches of the serial executor (32 jobs at most)
+        folder = tmp_path / "in" / ("a" if number % 2 else "b")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"p{number:02}.html").write_bytes(b'<a href="x.html">')
+    synced: list[tuple[str, bool]] = []  # (what was synced, whether every page was written then)
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        written = len(list((tmp_path / "out").rglob("*.html")))
+        synced.append(("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file", written == 40))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.chdir(tmp_path)
+    assert main(["rewrite", "in", "-o", "out", "--url", "http://h/", "-j", "1", "-q"]) == 0
+    capsys.readouterr()
+    kinds = [kind for kind, _ in synced]
+    # Each page before its rename; the first batch's two folders (a/'s 20 pages, b/'s first 12)
+    # when its 32 pages are written, the second's one (b/'s last 8) at the end.
+    assert kinds == ["file"] * 32 + ["folder"] * 2 + ["file"] * 8 + ["folder"]
+    assert synced[-1] == ("folder", True)
+    assert all((tmp_path / "out" / path.relative_to(tmp_path / "in")).exists() for path in (tmp_path / "in").rglob("*"))
+
+
 # --------------------------------------------------------------------------
 # Configuration files
 # --------------------------------------------------------------------------

@@ -342,3 +342,30 @@ def test_a_backup_already_linked_to_the_old_file_leaves_no_temporary(tmp_path: P
     files.write_atomically(path, b"new", backup=".orig")
     assert sorted(entry.name for entry in tmp_path.iterdir()) == ["page.html", "page.html.orig"]
     assert path.read_bytes() == b"new" and (tmp_path / "page.html.orig").read_bytes() == b"old"
+
+
+def test_within_folder_syncs_deferred_each_folder_is_synced_once_when_the_block_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[str] = []  # what each fsync was of, in order
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with files.folder_syncs_deferred():
+        for name in ("a", "b", "c"):
+            files.write_atomically(tmp_path / "one" / f"{name}.html", b"x")
+        with files.replacing(tmp_path / "two" / "d.html") as replacement:
+            replacement.stream.write(b"streamed")
+        assert synced == ["file"] * 4  # each file before its rename; no folder yet
+        assert (tmp_path / "one" / "a.html").read_bytes() == b"x"  # renamed at once all the same
+    assert synced == ["file"] * 4 + ["folder"] * 2
+    files.write_atomically(tmp_path / "one" / "e.html", b"x")  # outside a block: at once, as ever
+    assert synced[-2:] == ["file", "folder"]
+    with pytest.raises(ZeroDivisionError), files.folder_syncs_deferred():
+        files.write_atomically(tmp_path / "three" / "f.html", b"x")
+        1 / 0  # noqa: B018 - a failure later in the block: what was renamed is synced all the same
+    assert synced[-2:] == ["file", "folder"]

@@ -5,8 +5,9 @@ Every module that writes a file goes through this one:
 - :func:`write_atomically` (and :func:`replacing`, for output that is streamed) puts new
   content at a path in one rename. A temporary file is written beside it (or in a scratch
   folder of the same file system, such as a Maildir's ``tmp/``), fsynced, given its mode and
-  renamed over the path; then the folder is fsynced. A reader, a crash or a ``kill -9`` sees
-  the old content or the new, never a part. The old file can be kept as a backup (made in one
+  renamed over the path; then the folder is fsynced (within :func:`folder_syncs_deferred`, once
+  for many files, when the block ends). A reader, a crash or a ``kill -9`` sees the old content
+  or the new, never a part. The old file can be kept as a backup (made in one
   rename), and a file that another process changed since it was read is left alone
   (:class:`Refused`).
 - :meth:`Folder.write_new` creates a file that must not exist yet: no existing file or
@@ -46,6 +47,7 @@ not replaced
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import os
 import re
@@ -64,6 +66,7 @@ __all__ = [
     "Folder",
     "Refused",
     "Replacement",
+    "folder_syncs_deferred",
     "identity",
     "is_temporary",
     "kind_of",
@@ -316,6 +319,40 @@ class Folder:
             self.fd = None
 
 
+# The folders renamed into within folder_syncs_deferred (None outside it): per thread and task.
+_DEFERRED: contextvars.ContextVar[set[Path] | None] = contextvars.ContextVar("deferred_folder_syncs", default=None)
+
+
+@contextlib.contextmanager
+def folder_syncs_deferred() -> Iterator[None]:
+    """Within the block, :func:`replacing` leaves the fsync of the folder it renamed a file into
+    to the block's end: one for each folder, not one for each file. Each file's own content is
+    synced before its rename as always, so a crash at any moment leaves the old content or the
+    new (never a part); what the block defers is only that a rename made in it survives a crash
+    of the system, which holds once the block has ended, and so before its caller reports
+    any of its files written (the batch of a run's jobs: ``rewriter.run.batch.run_batch``).
+    Each folder sync costs a journal commit and a flush of the disk's cache: the corpus's 320
+    pages written with one each took twice the CPU of the files' own fsyncs.
+
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> with folder_syncs_deferred():
+    ...     for name in ("a.html", "b.html"):
+    ...         write_atomically(folder / name, b"<p>")
+    >>> sorted(path.name for path in folder.iterdir())
+    ['a.html', 'b.html']
+    >>> import shutil; shutil.rmtree(folder)
+    """
+    pending: set[Path] = set()
+    token = _DEFERRED.set(pending)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+        for path in sorted(pending):
+            Folder(path, None).sync()
+
+
 def _check_unchanged(folder: Folder, name: str, expect: os.stat_result) -> None:
     """Refuse to replace *name* when it is no longer the file read (*expect*, its status then):
     another process wrote it, replaced it or removed it meanwhile, and its change would be lost."""
@@ -440,7 +477,11 @@ def replacing(
                     _check_unchanged(folder, path.name, expect)
             work.replace(temporary, path.name, into=folder)
             if sync:
-                folder.sync()
+                deferred = _DEFERRED.get()
+                if deferred is None:
+                    folder.sync()
+                else:
+                    deferred.add(folder.path)
         except BaseException:
             work.unlink(temporary)
             raise

@@ -52,6 +52,7 @@ from rewriter.disk.files import (
     Folder,
     Refused,
     Replacement,
+    folder_syncs_deferred,
     is_temporary,
     kind_of,
     mode_of,
@@ -677,18 +678,21 @@ REPORT_INLINE = 256 << 10  # a job's report lines above this go to the work fold
 def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
     """Do each job of a batch (:func:`run_job`); with ``report_text``, each outcome's records
     become JSON Lines text here, in the worker, and when they are many (a piece of a large
-    mbox holds millions of links) a file in the run's work folder."""
+    mbox holds millions of links) a file in the run's work folder. The folders the batch
+    wrote into are fsynced once each, when it ends (:func:`~rewriter.disk.files.folder_syncs_deferred`):
+    every outcome it returns is of a file that survives a crash."""
     outcomes = []
-    for job in jobs:
-        outcome = run_job(job, settings)
-        if settings.report_text and outcome.records:
-            from rewriter.run.report import json_lines
+    with folder_syncs_deferred():
+        for job in jobs:
+            outcome = run_job(job, settings)
+            if settings.report_text and outcome.records:
+                from rewriter.run.report import json_lines
 
-            outcome.report = json_lines(outcome.records)
-            outcome.records = []
-            if settings.work is not None and len(outcome.report) > REPORT_INLINE:
-                _report_aside(job, outcome, settings.work, sync=settings.sync)
-        outcomes.append(outcome)
+                outcome.report = json_lines(outcome.records)
+                outcome.records = []
+                if settings.work is not None and len(outcome.report) > REPORT_INLINE:
+                    _report_aside(job, outcome, settings.work, sync=settings.sync)
+            outcomes.append(outcome)
     return outcomes
 
 
