@@ -172,6 +172,7 @@ def test_cli_benchmark_runs_in_quick_mode() -> None:
     assert "rewriter rewrite -j 1" in out and "lxml script" in out
     assert "lxml script CPU / rewriter CPU: median of the rounds' ratios" in out
     assert "... with --no-fsync" in out and "rewriter --no-fsync CPU (not the target's figure)" in out
+    assert "of which user CPU: rewriter" in out
 
 
 def test_html_benchmark_runs_in_quick_mode() -> None:
