@@ -16,7 +16,7 @@ changing speed falls on both alike. The figure is CPU time (user and system, fro
 of the child process, what the machine's other load changes least; wall time is printed beside
 it. It prints each one's median CPU seconds, wall seconds and MB/s, and the median of the
 rounds' own ratios (lxml CPU / rewriter CPU), then the user CPU alone and its ratio: the rest
-is system time, where the fsyncs are. Children read their modules from compiled bytecode,
+is system time, where the syncs are. Children read their modules from compiled bytecode,
 as an installed package does (a scratch PYTHONPYCACHEPREFIX, filled by an untimed run).
 --pure runs rewriter with REWRITER_PURE=1 (its Python twins, not its C extension).
 --no-fsync also times ``rewriter rewrite ... --no-fsync`` in each round and prints it as a third,
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"of which user CPU: rewriter {statistics.median(user['rewriter']):.3f} s, lxml script "
         f"{statistics.median(user['lxml']):.3f} s, {statistics.median(users):.2f}x (the rest is system time: "
-        "reading, creating and writing the files, and rewriter's fsyncs)"
+        "reading, creating and writing the files, and rewriter's syncs)"
     )
     if args.no_fsync:
         spared = [theirs / max(ours, 1e-9) for theirs, ours in zip(cpu["lxml"], cpu["no-fsync"], strict=True)]

@@ -24,6 +24,7 @@ from conftest import err_lines, run_cli
 from rewriter.cli.commands import main
 from rewriter.containers.mailbox import iter_mbox
 from rewriter.css.stylesheet import rewrite_css
+from rewriter.disk.files import CommitGroup
 from rewriter.html.engine import Link, rewrite_html
 from rewriter.mime.message import rewrite_message
 
@@ -628,7 +629,13 @@ def test_no_fsync_writes_the_same_files_and_report_without_a_single_fsync(
 ) -> None:
     mixed_tree(tmp_path / "in")
     monkeypatch.chdir(tmp_path)
-    synced = fsync_calls
+    synced = fsync_calls  # and each sync of a batch's pages (CommitGroup), as the fd of a folder synced
+
+    def group_sync(fd: int) -> None:
+        synced.append(fd)
+        os.fsync(fd)  # a folder's: its file system's syncfs, for the test
+
+    monkeypatch.setattr(CommitGroup, "create", classmethod(lambda group: group(group_sync)))
 
     def run(out: str, *options: str) -> tuple[int, int]:
         synced.clear()
@@ -636,7 +643,7 @@ def test_no_fsync_writes_the_same_files_and_report_without_a_single_fsync(
         return code, len(synced)
 
     code, default = run("synced")
-    assert default >= 2 * 10  # each output file and its folder (pages, messages, the mbox, the Maildir's, copies)
+    assert default >= 10  # the pages' syncs, and each other output file (messages, the mbox, the Maildir's, copies)
     assert run("unsynced", "--no-fsync") == (code, 0)
     (tmp_path / "rewriter.toml").write_text("no-fsync = true\n", encoding="utf-8")
     assert run("configured") == (code, 0)
@@ -649,31 +656,48 @@ def test_no_fsync_writes_the_same_files_and_report_without_a_single_fsync(
         assert (tmp_path / f"{out}.jsonl").read_bytes().replace(f"{out}/".encode(), b"") == report
 
 
-def test_a_serial_run_syncs_each_output_folder_once_a_batch_and_every_file_before_its_rename(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_a_serial_run_puts_each_batch_of_pages_in_place_after_one_sync_of_their_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fsync_calls: list[int]
 ) -> None:
     for number in range(40):  # two batches of the serial executor (32 jobs at most)
         folder = tmp_path / "in" / ("a" if number % 2 else "b")
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"p{number:02}.html").write_bytes(b'<a href="x.html">')
-    synced: list[tuple[str, bool]] = []  # (what was synced, whether every page was written then)
-    real_fsync = os.fsync
+    synced: list[int] = []  # at each sync of a batch, how many pages were in place
 
-    def fsync(fd: int) -> None:
-        written = len(list((tmp_path / "out").rglob("*.html")))
-        synced.append(("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file", written == 40))
-        real_fsync(fd)
+    def group_sync(fd: int) -> None:
+        synced.append(len(list((tmp_path / "out").rglob("p*.html"))))
+        os.fsync(fd)
 
-    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(CommitGroup, "create", classmethod(lambda group: group(group_sync)))
     monkeypatch.chdir(tmp_path)
     assert main(["rewrite", "in", "-o", "out", "--url", "http://h/", "-j", "1", "-q"]) == 0
     capsys.readouterr()
-    kinds = [kind for kind, _ in synced]
-    # Each page before its rename; the first batch's two folders (a/'s 20 pages, b/'s first 12)
-    # when its 32 pages are written, the second's one (b/'s last 8) at the end.
-    assert kinds == ["file"] * 32 + ["folder"] * 2 + ["file"] * 8 + ["folder"]
-    assert synced[-1] == ("folder", True)
-    assert all((tmp_path / "out" / path.relative_to(tmp_path / "in")).exists() for path in (tmp_path / "in").rglob("*"))
+    # Each batch: its content synced with none of its pages in place, then renamed in, then synced
+    # again (one file system); no page synced on its own.
+    assert synced == [0, 32, 32, 40]
+    assert len(fsync_calls) == len(synced)  # the batches' syncs (made with fsync here) and no other
+    assert not [path for path in (tmp_path / "out").rglob("*") if path.name.startswith(".")]  # no temporary left
+    for path in (tmp_path / "in").rglob("*.html"):
+        assert (tmp_path / "out" / path.relative_to(tmp_path / "in")).read_bytes() == b'<a href="http://h/x.html">'
+
+
+def test_a_page_its_batch_cannot_put_in_place_fails_alone_and_stays_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("a", "b", "c"):
+        (tmp_path / "in").mkdir(exist_ok=True)
+        (tmp_path / "in" / f"{name}.html").write_bytes(b'<a href="x.html">')
+    (tmp_path / "out" / "b.html").mkdir(parents=True)  # a folder where b.html's output goes: no rename over it
+    (tmp_path / "out" / "b.html" / "kept").write_bytes(b"")
+    monkeypatch.setattr(CommitGroup, "create", classmethod(lambda group: group(os.fsync)))
+    monkeypatch.chdir(tmp_path)
+    assert main(["rewrite", "in", "-o", "out", "--url", "http://h/", "-j", "1", "-q"]) == 1
+    said = capsys.readouterr().err
+    assert "b.html" in said and "not written" in said and "a.html" not in said and "c.html" not in said
+    assert (tmp_path / "out" / "a.html").read_bytes() == (tmp_path / "out" / "c.html").read_bytes()
+    assert (tmp_path / "out" / "b.html" / "kept").exists()
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["a.html", "b.html", "c.html"]
 
 
 # --------------------------------------------------------------------------

@@ -369,3 +369,58 @@ def test_within_folder_syncs_deferred_each_folder_is_synced_once_when_the_block_
         files.write_atomically(tmp_path / "three" / "f.html", b"x")
         1 / 0  # noqa: B018 - a failure later in the block: what was renamed is synced all the same
     assert synced[-2:] == ["file", "folder"]
+
+
+def test_a_commit_group_puts_its_files_in_place_together_after_one_sync(tmp_path: Path) -> None:
+    synced: list[list[str]] = []  # at each sync, the pages in place
+
+    def syncfs(fd: int) -> None:
+        synced.append(sorted(path.name for path in tmp_path.rglob("*.html") if not files.is_temporary(path.name)))
+
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "a.html").write_bytes(b"old")
+    group = files.CommitGroup(syncfs)
+    group.write(tmp_path / "one" / "a.html", b"new a", key="a")
+    group.write(tmp_path / "two" / "b.html", b"new b", mode=0o640, key="b")
+    assert (tmp_path / "one" / "a.html").read_bytes() == b"old"  # nothing in place before the commit
+    assert not (tmp_path / "two" / "b.html").exists()
+    assert group.commit() == {}
+    assert synced == [["a.html"], ["a.html", "b.html"]]  # the contents, then the renames: one file system
+    assert (tmp_path / "one" / "a.html").read_bytes() == b"new a"
+    assert stat.S_IMODE((tmp_path / "two" / "b.html").stat().st_mode) == 0o640
+    assert not [path for path in tmp_path.rglob("*") if files.is_temporary(path.name)]
+    if sys.platform.startswith("linux") and tuple(map(int, os.uname().release.split(".")[:2])) >= (5, 8):
+        assert isinstance(files.CommitGroup.create(), files.CommitGroup)
+
+
+def test_a_commit_group_that_cannot_sync_or_gives_up_leaves_every_file_as_it_was(tmp_path: Path) -> None:
+    def failing(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    (tmp_path / "a.html").write_bytes(b"old")
+    group = files.CommitGroup(failing)
+    group.write(tmp_path / "a.html", b"new", key=0)
+    group.write(tmp_path / "b.html", b"new", key=1)
+    failures = group.commit()
+    assert sorted(failures) == [0, 1] and "could not be synced: Input/output error" in failures[0]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.html"]
+    assert (tmp_path / "a.html").read_bytes() == b"old"
+    group = files.CommitGroup(os.fsync)
+    group.write(tmp_path / "a.html", b"new", key=0)
+    group.discard()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.html"]
+    assert (tmp_path / "a.html").read_bytes() == b"old" and group.commit() == {}
+
+
+def test_a_commit_group_fsyncs_one_by_one_the_files_of_a_file_system_whose_syncfs_may_do_less(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync_calls: list[int]
+) -> None:
+    monkeypatch.setattr(files, "SYNCFS_FILE_SYSTEMS", frozenset())  # as on a FUSE or network file system
+    synced: list[int] = []
+    group = files.CommitGroup(synced.append)
+    for name in ("a", "b"):
+        group.write(tmp_path / f"{name}.html", name.encode(), key=name)
+    assert group.commit() == {}
+    assert synced == []  # no syncfs
+    assert len(fsync_calls) == 3  # each file before its rename, then their folder
+    assert (tmp_path / "a.html").read_bytes() == b"a" and (tmp_path / "b.html").read_bytes() == b"b"

