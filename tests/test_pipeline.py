@@ -281,7 +281,7 @@ def test_a_worker_killed_mid_run_costs_a_retry_named_in_the_summary(tmp_path: Pa
 
 
 @linux_only
-@pytest.mark.parametrize("executor", ["processes", pytest.param("dask", marks=needs_dask)])
+@pytest.mark.parametrize("executor", ["serial", "processes", pytest.param("dask", marks=needs_dask)])
 def test_a_killed_run_resumed_finishes_without_touching_what_was_done(tmp_path: Path, executor: str) -> None:
     site = tmp_path / "site"
     many_pages(site, 300, 40)
