@@ -993,7 +993,7 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             )
             outcome.identity = _identity_now(job.target, outcome.identity)
     elif (group := commit_group()) is not None:  # put in place with its batch (run_batch)
-        group.write(Path(job.target), output, mode=mode, root=_root(job), key=group.key)
+        group.write(Path(job.target), output, mode=mode, root=_root(job))
     else:
         write_atomically(Path(job.target), output, mode=mode, root=_root(job), sync=settings.sync)
     return outcome
