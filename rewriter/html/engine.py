@@ -126,7 +126,8 @@ def conditional_head(text: str, start: int) -> int:
 def flattened(text: str) -> str:
     """*text* with each line feed and carriage return a space: one line, so that a start
     tag's column is its offset (see :class:`ParsedDocument`); *text* itself when it has none.
-    Compiled, one pass that copies and replaces, a third of the time of two ``str.replace``.
+    Compiled, one copy and then memchr for each line break in it (two ``str.replace`` copy
+    twice when both occur); on the corpus about the time of ``str.replace``.
 
     >>> flattened("<p>\\r\\n<a\\rhref=x>")
     '<p>  <a href=x>'

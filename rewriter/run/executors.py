@@ -101,7 +101,8 @@ class Executor(Protocol):
 
 class Serial:
     """Every job in this process, one after another, in order, up to 32 a batch: a batch's
-    folders are fsynced once, when it ends (``rewriter.run.batch.run_batch``)."""
+    pages are made durable and put in place together when it ends, its folders synced once
+    (``rewriter.run.batch.run_batch``)."""
 
     workers = 1
     batch = 32
