@@ -2,16 +2,23 @@
 its Python reference; with one, the extension is built and used.
 
 Each case installs a copy of the project (its sources, without any built extension) into a
-throwaway virtual environment that sees this interpreter's packages (the dependencies are
-not installed again: ``--no-deps``; pip fetches the build backend, setuptools, as for any
-install from source), then runs a rewrite there, from a folder outside the project, so
-that the installed package is the one imported.
+throwaway virtual environment that sees the packages of the interpreter running the tests
+(the dependencies are not installed again: ``--no-deps``; pip fetches the build backend,
+setuptools, as for any install from source), then runs a rewrite there, from a folder
+outside the project, so that the installed package is the one imported.
+
+"This interpreter's packages" are its own site-packages folders, whatever it is: the base
+interpreter, or a virtual environment (the README's set-up), whose packages the base
+interpreter does not see. ``venv.create(system_site_packages=True)`` would give the base
+interpreter's instead (a venv is always made from the base one), so the new environment
+gets a ``.pth`` file that adds the running interpreter's folders after its own.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 import venv
@@ -39,11 +46,32 @@ def _project_copy(target: Path) -> Path:
     return target
 
 
+def _running_site_folders() -> list[str]:
+    """The folders this interpreter imports its installed packages from."""
+    folders = [*site.getsitepackages()]
+    if site.ENABLE_USER_SITE:
+        folders.append(site.getusersitepackages())
+    return [folder for folder in dict.fromkeys(folders) if os.path.isdir(folder)]
+
+
+def _environment_seeing_this_one(environment_dir: Path) -> Path:
+    """A new virtual environment that imports from its own site-packages first, then from the
+    running interpreter's (their ``.pth`` files processed, as in the running one); its python."""
+    venv.create(environment_dir, system_site_packages=False, with_pip=False)
+    python = environment_dir / "bin" / "python"
+    own = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    lines = [f"import site; site.addsitedir({folder!r})" for folder in _running_site_folders()]
+    # "zz": after the environment's own .pth files, so that the installed copy is found first.
+    (Path(own) / "zz_running_interpreter.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return python
+
+
 def _install(tmp_path: Path, **environment: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     project = _project_copy(tmp_path / "project")
-    environment_dir = tmp_path / "venv"
-    venv.create(environment_dir, system_site_packages=True, with_pip=False)
-    python = environment_dir / "bin" / "python"
+    python = _environment_seeing_this_one(tmp_path / "venv")
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "REWRITER_PURE")}
     env |= environment
     # This interpreter's pip, installing into the new environment's site-packages.
