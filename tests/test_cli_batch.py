@@ -823,9 +823,24 @@ def test_require_base_and_quiet_from_a_file_are_undone_on_the_command_line(tmp_p
         ("rewriter.toml", 'jobs = "2"\n', "'jobs'", "must be an integer"),
         ("rewriter.toml", "quiet = 1\n", "'quiet'", "must be true or false"),
         ("rewriter.toml", 'rules = "rfc9999"\n', "'rules'", "must be one of rfc1808, rfc2396, rfc3986, whatwg"),
-        ("rewriter.toml", "in-place = true\n", "'in-place'", "can only be given on the command line"),
-        ("rewriter.toml", 'output = "out"\n', "'output'", "can only be given on the command line"),
-        ("pyproject.toml", "[tool.rewriter]\nin_place = true\n", "'in_place'", "can only be given on the command line"),
+        (
+            "rewriter.toml",
+            "in-place = true\n",
+            "'in-place'",
+            "can only be given on the command line: it makes a run modify its inputs",
+        ),
+        (
+            "rewriter.toml",
+            'output = "out"\n',
+            "'output'",
+            "can only be given on the command line: it names a path to write",
+        ),
+        (
+            "pyproject.toml",
+            "[tool.rewriter]\nin_place = true\n",
+            "'in_place'",
+            "can only be given on the command line: it makes a run modify its inputs",
+        ),
         ("pyproject.toml", "[tool.rewriter]\nfoo-bar = 1\n", "'foo-bar'", "is not an option of rewriter"),
     ],
 )

@@ -239,6 +239,9 @@ def test_url_map_entry_naming_a_file_outside_the_input_is_said(tmp_path: Path) -
     ]
 
 
+REFUSED = "the map is not used, and nothing was done"
+
+
 @pytest.mark.parametrize(
     ("name", "text", "expected"),
     [
@@ -264,8 +267,12 @@ def test_a_url_map_that_cannot_be_used_is_a_usage_error_and_nothing_is_written(
         write(tmp_path / name, text)
     done = rewriter(tmp_path, "rewrite", "SITE/", "-o", "OUT/", "--url-map", name)
     assert done.returncode == 2
-    [line] = err_lines(done)
+    line, *summary = err_lines(done)
     assert line.startswith(f"rewriter rewrite: {expected}"), line
+    # A bad line is named, then the map is refused as a whole.
+    assert summary == (
+        [] if text is None else [f"rewriter rewrite: --url-map {name}: 1 line cannot be used: {REFUSED}"]
+    )
     assert not (tmp_path / "OUT").exists()
 
 
@@ -873,8 +880,9 @@ def test_load_url_map_pairs_and_unmatched_lines(tmp_path: Path) -> None:
 
 def test_load_url_map_names_the_bad_line(tmp_path: Path) -> None:
     table = write(tmp_path / "map.csv", "path,url\na.html,http://m.test/a\nb.html,c.html,d\n")
-    with pytest.raises(CollectionError, match=r"line 3"):
+    with pytest.raises(CollectionError, match=r"1 line cannot be used") as refused:
         load_url_map(table, [str(tmp_path)])
+    assert refused.value.problems == (f"--url-map {table}, line 3: needs two fields, path,url (found 3)",)
     with pytest.raises(CollectionError, match=r"cannot be read"):
         load_url_map(tmp_path / "absent.csv", [str(tmp_path)])
 

@@ -1315,6 +1315,8 @@ def _locations(args: argparse.Namespace, err: TextIO | _Escaping) -> str | None:
         try:
             mapped, unmatched = load_url_map(Path(mapping), [tree for tree in trees if tree])
         except CollectionError as error:
+            for problem in error.problems:  # each line that cannot be used, on a line of its own
+                err.write(f"rewriter {args.verb}: {problem}\n")
             return str(error)
         if unmatched:
             line, name = unmatched[0]

@@ -5,9 +5,14 @@ The nearest ``rewriter.toml`` (its top-level keys), or ``pyproject.toml`` with a
 above it that has one, as ruff and black find theirs (a ``pyproject.toml`` without the table
 is passed over). Keys are the long option names,
 with dashes or underscores: ``rules = "whatwg"``, ``jobs = 2``, ``exclude = ["*.min.css"]``.
-Options given on the command line win. Options that choose what is written where
-(``output``, ``in-place``) are refused: a file left in a folder must never make a
-later run modify its inputs.
+Options given on the command line win.
+
+A configuration file is trusted to shape how a run reads and rewrites, never to choose what
+it writes, where it connects or what else it reads: a file left in a folder (an unpacked
+archive, a cloned repository) is met by every run below it. :data:`KEYS` classifies every
+option, one by one; a key refused there is a usage error that names the file and the key,
+and the same option on the command line stays allowed. A key that is not in the table is
+not an option of rewriter.
 
 >>> import pathlib, tempfile
 >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -21,13 +26,78 @@ later run modify its inputs.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["REFUSED", "ConfigError", "load"]
+__all__ = ["KEYS", "REFUSED", "ConfigError", "Key", "load"]
 
-# Never taken from a file: where the output goes, and whether inputs are changed.
-REFUSED = frozenset({"output", "in_place", "files"})
+
+class Key(NamedTuple):
+    """Whether a configuration file may set an option, and why (said when it is refused)."""
+
+    allowed: bool
+    why: str
+
+
+_SHAPES = Key(True, "it shapes how the inputs are read and rewritten, and names no path or address")
+_SAYS = Key(True, "it shapes what the run says on standard error or output")
+_OPERAND = Key(False, "it names what the command works on, which is the command line's to say")
+
+# Every option a configuration file can name (by its argparse destination), and whether it is
+# taken from one. Refused: a path to write, an address to connect to, a file to read beyond
+# the inputs, and what the command works on. tests/test_security_config.py holds this table
+# to the parser's options: a new option is refused from a file until it is classified here.
+KEYS: Mapping[str, Key] = {
+    # How references resolve and which links are rewritten
+    "rules": _SHAPES,
+    "non_strict": _SHAPES,
+    "absolutize_fragments": _SHAPES,
+    "absolutize_local": _SHAPES,
+    "remove_base": _SHAPES,
+    "no_lazy": _SHAPES,
+    "no_conditional_comments": _SHAPES,
+    "canonical_base": _SHAPES,
+    "require_base": _SHAPES,
+    # How the inputs are read: their retrieval URL, charset, format (strings, no file is opened)
+    "url": _SHAPES,
+    "url_root": _SHAPES,
+    "charset": _SHAPES,
+    "format": _SHAPES,
+    # Which files of a folder given on the command line are taken, and how a run is cut up
+    "include": _SHAPES,
+    "exclude": _SHAPES,
+    "no_copy_others": Key(True, "it can only leave files out of an output folder the command line named"),
+    "max_size": _SHAPES,
+    "piece_size": _SHAPES,
+    "jobs": Key(True, "it sets how many local worker processes share the run; they connect nowhere"),
+    "no_fsync": Key(
+        True, "the same bytes reach the same paths, still atomically; only a crash of the system may lose them"
+    ),
+    # What is said
+    "quiet": _SAYS,
+    "verbose": _SAYS,
+    "json": _SAYS,
+    # Paths written, and whether inputs are changed
+    "output": Key(False, "it names a path to write"),
+    "single_file": Key(False, "it names a path to write"),
+    "report": Key(False, "it names a path to write"),
+    "in_place": Key(False, "it makes a run modify its inputs"),
+    "backup": Key(False, "it names the files written beside each input"),
+    # Connections
+    "dask": Key(False, "it chooses a Dask scheduler to connect to, or a cluster to start that listens on ports"),
+    # Files read beyond the inputs
+    "url_map": Key(False, "it names a file to read beyond the inputs"),
+    "file": Key(False, "it names a file to read beyond the inputs"),
+    "resume": Key(False, "it makes a run trust the journal an earlier run left in the output and skip what it names"),
+    # What the command works on
+    "files": _OPERAND,
+    "base": _OPERAND,
+    "references": _OPERAND,
+}
+
+# Never taken from a file.
+REFUSED = frozenset(name for name, key in KEYS.items() if not key.allowed)
 
 
 class ConfigError(ValueError):
@@ -77,7 +147,10 @@ def _normalised(path: Path, table: dict[str, Any]) -> dict[str, Any]:
     settings: dict[str, Any] = {}
     for key, value in table.items():
         name = key.replace("-", "_")
-        if name in REFUSED:
-            raise ConfigError(f"{path}: {key!r} can only be given on the command line")
+        known = KEYS.get(name)
+        if known is None:
+            raise ConfigError(f"{path}: {key!r} is not an option of rewriter")
+        if not known.allowed:
+            raise ConfigError(f"{path}: {key!r} can only be given on the command line: {known.why}")
         settings[name] = value
     return settings

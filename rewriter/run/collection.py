@@ -24,15 +24,16 @@ module holds what the command line knows about such a collection:
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
-from collections.abc import Mapping
+import stat
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
+from rewriter.disk.files import kind_of
 from rewriter.policy import Kept
 from rewriter.url.base import usable_as_base
 from rewriter.url.resolve import scheme_of
@@ -58,7 +59,12 @@ _HOST_FOLDER = re.compile(
 
 
 class CollectionError(ValueError):
-    """An --url-root or --url-map that cannot be used; the message names the value or line."""
+    """An --url-root or --url-map that cannot be used; the message names the value or the
+    file, and *problems* each line of the file that cannot be used (its number, the reason)."""
+
+    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems)
 
 
 def path_url(root: str, relative: str) -> str:
@@ -156,28 +162,56 @@ def check_root(value: str) -> str | None:
     return None
 
 
+# An --url-map file is read whole, before the run, within these bounds: a map is short lines of a
+# path and a URL, and a file past them is no map a tool wrote. A line: a path (PATH_MAX is 4,096
+# bytes) and a URL (servers refuse request lines over about 8 KB). The whole file: a million
+# entries of 250 bytes. JSON Lines: an entry is one object; nesting is allowed for fields of
+# other tools' (left alone), up to a depth Python's JSON reader never nears (it stops near 1,000).
+MAP_MAX_BYTES = 256 << 20
+MAP_MAX_LINE = 64 << 10
+MAP_MAX_NESTING = 32
+# The bad lines named, at most; a count says how many more there are.
+MAP_SHOWN = 100
+
+
 def load_url_map(path: Path, trees: list[str]) -> tuple[dict[str, str], list[tuple[int, str]]]:
     """The pairs of an --url-map file: CSV lines ``path,url`` (a first line ``path,url`` is
     a heading), or JSON Lines ``{"path": ..., "url": ...}`` (told by the name ending in
-    ``.jsonl`` or ``.ndjson``, or the first character being ``{``). A path is looked up
-    under each input folder of *trees*, else as given (relative to the working folder).
+    ``.jsonl`` or ``.ndjson``, or the first character being ``{``), one entry a line. A path
+    is looked up under each input folder of *trees*, else as given (relative to the working
+    folder).
 
     Returns (absolute path: URL, and the (line, path) of each pair that named no file).
-    Raises :class:`CollectionError` naming the line for one that cannot be read.
+    Raises :class:`CollectionError` for a file that is not a regular one, or is larger than
+    :data:`MAP_MAX_BYTES`, and for a map with lines that cannot be used (longer than
+    :data:`MAP_MAX_LINE` bytes, not UTF-8, a NUL, not CSV or JSON, nested deeper than
+    :data:`MAP_MAX_NESTING`, wrong types, a URL that cannot be a base): each is in its
+    ``problems``, with its number and the reason, and no line of the map is used.
     """
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as error:
-        raise CollectionError(f"--url-map {path}: cannot be read: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise CollectionError(f"--url-map {path}: not UTF-8 (byte {error.start})") from None
-    json_lines = path.suffix.lower() in (".jsonl", ".ndjson") or text.lstrip()[:1] == "{"
-    pairs = _json_pairs(path, text) if json_lines else _csv_pairs(path, text)
+    data = _map_bytes(path)
+    json_lines = path.suffix.lower() in (".jsonl", ".ndjson") or data.removeprefix(_BOM).lstrip()[:1] == b"{"
+    pairs: list[tuple[int, str, str]] = []
+    problems: list[str] = []
+    for number, raw in enumerate(data.removeprefix(_BOM).split(b"\n"), 1):
+        raw = raw.removesuffix(b"\r")
+        if not raw.strip():
+            continue
+        entry = _map_entry(raw, number, json_lines)
+        if isinstance(entry, str):
+            problems.append(f"--url-map {path}, line {number}: {entry}")
+        elif entry is not None:
+            pairs.append((number, *entry))
+    if problems:
+        count = len(problems)
+        raise CollectionError(
+            f"--url-map {path}: {count:,} line{'s' if count > 1 else ''} cannot be used"
+            + (f" ({count - MAP_SHOWN:,} not named)" if count > MAP_SHOWN else "")
+            + ": the map is not used, and nothing was done",
+            problems[:MAP_SHOWN],
+        )
     mapped: dict[str, str] = {}
     unmatched: list[tuple[int, str]] = []
     for line, name, url in pairs:
-        if not usable_as_base(url):
-            raise CollectionError(f"--url-map {path}, line {line}: {url!r} is not an absolute URL that can be a base")
         candidates = [os.path.join(tree, name) for tree in trees] + [name]
         found = next(
             (path for path in candidates if os.path.isfile(path) and any(_within(path, tree) for tree in trees)),
@@ -190,6 +224,144 @@ def load_url_map(path: Path, trees: list[str]) -> tuple[dict[str, str], list[tup
     return mapped, unmatched
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
+def _map_bytes(path: Path) -> bytes:
+    """The bytes of the map file *path*: a regular file (through a symbolic link the command
+    line named), at most :data:`MAP_MAX_BYTES`. O_NONBLOCK: opening a named pipe does not
+    wait for a writer, so that it can be refused."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        handle = os.open(path, flags)
+    except OSError as error:
+        raise CollectionError(f"--url-map {path}: cannot be read: {error.strerror or error}") from None
+    try:
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode):
+            raise CollectionError(
+                f"--url-map {path}: {kind_of(status.st_mode)}, not a regular file "
+                "(a map is read whole before the run: save a command's output to a file first)"
+            )
+        if status.st_size > MAP_MAX_BYTES:
+            raise CollectionError(
+                f"--url-map {path}: {status.st_size:,} bytes, over the {MAP_MAX_BYTES:,} a map may hold"
+            )
+        stream = os.fdopen(handle, "rb")
+    except BaseException:
+        os.close(handle)
+        raise
+    with stream:
+        try:
+            data = stream.read(MAP_MAX_BYTES + 1)
+        except OSError as error:
+            raise CollectionError(f"--url-map {path}: cannot be read: {error.strerror or error}") from None
+    if len(data) > MAP_MAX_BYTES:  # it grew while it was read
+        raise CollectionError(f"--url-map {path}: over the {MAP_MAX_BYTES:,} bytes a map may hold")
+    return data
+
+
+def _map_entry(line: bytes, number: int, json_lines: bool) -> tuple[str, str] | str | None:
+    """(path, URL) of one line of a map; why it cannot be used; or None for a CSV heading."""
+    if len(line) > MAP_MAX_LINE:
+        return f"{len(line):,} bytes long, over the {MAP_MAX_LINE:,} a line of a map may hold"
+    nul = line.find(b"\0")
+    if nul >= 0:
+        return f"a NUL byte (byte {nul + 1} of the line), which no path or URL holds"
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"not UTF-8 (byte {error.start + 1} of the line: {error.reason})"
+    entry = _json_entry(text) if json_lines else _csv_entry(text, number)
+    if entry is None or isinstance(entry, str):
+        return entry
+    name, url = entry
+    for field_name, value in (("path", name), ("url", url)):
+        if "\0" in value:
+            return f"the {field_name} holds a NUL character, which no path or URL holds"
+        if any("\ud800" <= character <= "\udfff" for character in value):
+            return f"the {field_name} holds a lone surrogate (an escape that is no character)"
+    if not usable_as_base(url):
+        return f"{_quoted(url)} is not an absolute URL that can be a base"
+    return name, url
+
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number"}
+
+
+def _json_type(value: object) -> str:
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)  # null, true, false
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+# What JSON nests, and the escapes and quotes that tell a string's brackets from the structure's.
+_JSON_STRUCTURE = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
+
+
+def _json_nesting(text: str) -> int:
+    """How deep arrays and objects nest in the JSON *text* (counted as far as
+    :data:`MAP_MAX_NESTING` + 1: the reader's own recursion is never reached)."""
+    depth = deepest = 0
+    in_string = False
+    for token in _JSON_STRUCTURE.finditer(text):
+        mark = token.group()
+        if mark[0] == "\\":
+            continue  # an escape: inside a string, never a quote or a bracket
+        if mark == '"':
+            in_string = not in_string
+        elif in_string:
+            continue
+        elif mark in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAP_MAX_NESTING:
+                break
+        else:
+            depth -= 1
+    return deepest
+
+
+def _json_entry(text: str) -> tuple[str, str] | str:
+    nesting = _json_nesting(text)
+    if nesting > MAP_MAX_NESTING:
+        return f"JSON nested more than {MAP_MAX_NESTING} deep"
+    try:
+        entry = json.loads(text)
+    except ValueError as error:
+        return f"not JSON: {error}"
+    if not isinstance(entry, dict):
+        return f'needs one JSON object, {{"path": "...", "url": "..."}} (found {_json_type(entry)})'
+    for key in ("path", "url"):
+        if key not in entry:
+            return f'needs one JSON object, {{"path": "...", "url": "..."}} (no "{key}")'
+        if not isinstance(entry[key], str):
+            return f'"{key}" must be a string (found {_json_type(entry[key])})'
+    return entry["path"], entry["url"].strip()
+
+
+def _csv_entry(text: str, number: int) -> tuple[str, str] | str | None:
+    import csv  # only for an --url-map file
+
+    try:
+        row = next(csv.reader([text], strict=True), [])
+    except csv.Error as error:
+        return f"not CSV: {error}"
+    if not row or (len(row) == 1 and not row[0].strip()):
+        return None
+    if len(row) != 2:
+        return f"needs two fields, path,url (found {len(row)})"
+    name, url = row[0], row[1].strip()
+    if number == 1 and (name.strip().lower(), url.lower()) == ("path", "url"):
+        return None  # a heading
+    return name, url
+
+
+def _quoted(text: str) -> str:
+    """*text* quoted for a message, cut at 80 characters: a line of a map may be long."""
+    return repr(text) if len(text) <= 80 else repr(text[:80]) + "..."
+
+
 # Paths compared without regard to case (Windows): commonpath's own comparison is kept there.
 _CASELESS = os.path.normcase("A") != "A"
 
@@ -198,39 +370,6 @@ def _within(path: str, tree: str) -> bool:
     """Whether *path* is *tree* or lies under it (lexically: links are not followed)."""
     top, here = _absolute(tree), _absolute(path)
     return os.path.commonpath([top, here]) == top
-
-
-def _json_pairs(path: Path, text: str) -> list[tuple[int, str, str]]:
-    pairs = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError as error:
-            raise CollectionError(f"--url-map {path}, line {number}: not JSON: {error}") from None
-        if not isinstance(entry, dict) or not all(isinstance(entry.get(key), str) for key in ("path", "url")):
-            raise CollectionError(f'--url-map {path}, line {number}: needs {{"path": "...", "url": "..."}}')
-        pairs.append((number, entry["path"], entry["url"].strip()))
-    return pairs
-
-
-def _csv_pairs(path: Path, text: str) -> list[tuple[int, str, str]]:
-    import csv  # only for an --url-map file
-
-    pairs = []
-    reader = csv.reader(io.StringIO(text, newline=""))
-    for row in reader:
-        number = reader.line_num
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue
-        if len(row) != 2:
-            raise CollectionError(f"--url-map {path}, line {number}: needs two fields, path,url (found {len(row)})")
-        name, url = row[0], row[1].strip()
-        if number == 1 and (name.strip().lower(), url.lower()) == ("path", "url"):
-            continue  # a heading
-        pairs.append((number, name, url))
-    return pairs
 
 
 def _same_resource(first: str, second: str) -> bool:
