@@ -307,7 +307,76 @@ class ParsedDocument:
             self._noscript = ([], [])
             self.tree = turbohtml.parse_fragment(parser_text, "noscript", scripting=False)
         else:
-            self.tree = turbohtml.parse(parser_text, scripting=True, allow_declarative_shadow_roots=False)
+            self.tree = _parse(parser_text)
+            self._framesets_as_browsers_build()
+
+    def _framesets_as_browsers_build(self) -> None:
+        """Ignore each ``<frameset>`` that a browser ignores because a ``<template>`` came first.
+
+        A start tag "template" sets the frameset-ok flag to "not ok" (HTML §13.2.6.4.4 "in
+        head", which "in body" and every other mode defer to), so that a later ``<frameset>``
+        "in body" is ignored (§13.2.6.4.7), and so is one in template contents (§13.2.6.4.18
+        sends it to "in body"); only in "before head", "in head" and "after head" is one taken
+        whatever the flag. turbohtml never sets the flag for a template: after
+        ``<p><template></template>`` its ``<frameset>`` took the body's place, and every link
+        before it in the body and after it was lost, where a browser keeps them all.
+
+        So when the tree is a frameset document and a ``<template`` comes before its
+        ``<frameset>``, the mode there is asked of a parse of the text before it with a
+        ``<meta>`` after: in ``<head>`` means one of those three modes (the frameset stays);
+        elsewhere, with a template element made before it, the browser ignores this
+        ``<frameset>`` and every later one (the flag never goes back, nor the mode to "after
+        head"). Each is then read as ``<frame`` and three spaces, which every mode ignores as
+        it ignores a ``<frameset>`` there (§13.2.6.4.7: "frame", parse error, ignored; the
+        same length, so every offset holds), and the text is parsed again.
+        """
+        frameset = _top_frameset(self.tree)
+        if frameset is None:
+            return
+        at = self.offset(frameset)
+        text = self.parser_text
+        if _TEMPLATE_TAG.search(text, 0, at) is None or not self._frameset_ignored(text[:at]):
+            return
+        self.parser_text = text[:at] + _FRAMESET_TAG.sub(_as_frame, text[at:])
+        self.tree = _parse(self.parser_text)
+
+    def _frameset_ignored(self, before: str) -> bool:
+        """Whether a browser ignores a ``<frameset>`` that comes after *before* (where a start
+        tag may begin): a template element was made, and the insertion mode is not one that
+        takes a ``<frameset>`` whatever the flag (see :meth:`_framesets_as_browsers_build`)."""
+        probed = self._probe(before)
+        if probed is None or _in_head(probed[1]):
+            return False
+        tree, probe = probed
+        made = [t for t in tree.select("template") if t.namespace == _HTML and t.position is not None]
+        if not made:
+            return False  # the flag is as turbohtml keeps it
+        if any(getattr(ancestor, "tag", None) == "template" for ancestor in probe.ancestors):
+            return True  # in template contents, in head or in body: ignored either way
+        # turbohtml also takes a <head> or a second <html> start tag "after head" for "anything
+        # else" and opens a body there, where a browser ignores the one and merges the other's
+        # attributes, still "after head". Read without those tags (spaces, the same length),
+        # the text shows the browser's mode.
+        own = {self.offset(element) for element in tree.select("html, head") if element.position is not None}
+        stray = [match for match in _HEAD_OR_HTML_TAG.finditer(before) if match.start() not in own]
+        if not stray:
+            return True
+        blanked = list(before)
+        for match in stray:
+            end = tag_end(before, match.start())
+            blanked[match.start() : end] = [c if c in "\r\n" else " " for c in before[match.start() : end]]
+        probed = self._probe("".join(blanked))
+        return probed is not None and not _in_head(probed[1])
+
+    def _probe(self, before: str) -> tuple[turbohtml.Document, turbohtml.Element] | None:
+        """The ``<meta>`` put after *before* and parsed with it: where it lands tells the
+        insertion mode there (it goes to the head in "before head", "in head" and "after head")."""
+        at = len(before)
+        tree = _parse(before + "<meta>")
+        for meta in tree.select("meta"):
+            if meta.position is not None and self.offset(meta) == at:
+                return tree, meta
+        return None
 
     def as_parsed(self, piece: str) -> str:
         """*piece* of the text as the parser saw it, to compare with the tree's strings."""
@@ -391,6 +460,37 @@ class ParsedDocument:
     def start_tag_end(self, element: turbohtml.Element) -> int:
         """The offset just past *element*'s start tag."""
         return tag_end(self.text, self.offset(element))
+
+
+def _parse(text: str) -> turbohtml.Document:
+    """The tree a browser builds of a document: scripting on, no declarative shadow roots."""
+    return turbohtml.parse(text, scripting=True, allow_declarative_shadow_roots=False)
+
+
+# Start tags by name, where the name ends as a tag name does (HTML §13.2.5.8).
+_FRAMESET_TAG = re.compile(r"<[fF][rR][aA][mM][eE][sS][eE][tT](?=[\t\n\f\r />])")
+_TEMPLATE_TAG = re.compile(r"<[tT][eE][mM][pP][lL][aA][tT][eE](?=[\t\n\f\r />])")
+_HEAD_OR_HTML_TAG = re.compile(r"<(?:[hH][eE][aA][dD]|[hH][tT][mM][lL])(?=[\t\n\f\r />])")
+
+
+def _as_frame(match: re.Match[str]) -> str:
+    """``<frameset`` read as ``<frame`` and three spaces (its case kept)."""
+    return match.group()[:6] + "   "
+
+
+def _top_frameset(tree: turbohtml.Document | turbohtml.Element) -> turbohtml.Element | None:
+    """The ``<frameset>`` that took the body's place, from a start tag (a frameset document)."""
+    for node in tree.children:
+        if isinstance(node, turbohtml.Element) and node.tag == "html":
+            for child in node.children:
+                if isinstance(child, turbohtml.Element) and child.tag == "frameset" and child.namespace == _HTML:
+                    return child if child.position is not None else None
+    return None
+
+
+def _in_head(element: turbohtml.Element) -> bool:
+    parent = element.parent
+    return getattr(parent, "tag", None) == "head" and getattr(parent, "namespace", None) == _HTML
 
 
 @lru_cache(maxsize=64)
