@@ -222,7 +222,9 @@ def test_a_parsable_base_still_counts(href: str) -> None:
 # "in body" defers to), so a later <frameset> "in body" (§13.2.6.4.7), or in template contents
 # (§13.2.6.4.18, which sends it to "in body"), is ignored, and the body with every link in it and
 # after it stays. Only "before head", "in head" and "after head" take a <frameset> whatever the flag.
-# A page that made its body vanish behind a <frameset> kept every link from being found.
+# A page that made its body vanish behind a <frameset> kept every link from being found. And a stray
+# <head> (ignored) or second <html> (its attributes merged) "after head" opens no body (§13.2.6.4.6):
+# the head's <base> and <link> after it stay for the frameset, which is built there whatever the flag.
 
 
 @dataclass(frozen=True)
@@ -317,6 +319,27 @@ FRAMESET_CASES = [
         True,
     ),
     FramesetCase(
+        "a stray head start tag after head keeps the head's base for the frames",
+        '</head><head><base href="http://b.example/"><frameset><frame src=f></frameset>',
+        "http://b.example/",
+        (("frame", "src", "f", "http://b.example/f"),),
+        True,
+    ),
+    FramesetCase(
+        "a stray html start tag after head keeps the head's link",
+        "</head><html lang=x><link rel=stylesheet href=s.css><frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("link", "href", "s.css", _at("s.css")), ("frame", "src", "f", _at("f"))),
+        True,
+    ),
+    FramesetCase(
+        "a template with text in head, a stray head start tag: the frameset stays",
+        "<template>x</template></head><head><frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("frame", "src", "f", _at("f")),),
+        False,
+    ),
+    FramesetCase(
         "template in head, then the frameset: a frameset document",
         "<template><a href=t>t</a></template><frameset><frame src=f></frameset><a href=after>",
         None,
@@ -391,12 +414,12 @@ def _links_of(data: str) -> tuple[str | None, tuple[tuple[str, str, str, str | N
 
 
 @pytest.mark.parametrize("case", FRAMESET_CASES, ids=[case.name for case in FRAMESET_CASES])
-def test_a_frameset_after_a_template_is_read_as_a_browser_reads_it(case: FramesetCase) -> None:
+def test_a_frameset_is_read_as_a_browser_reads_it(case: FramesetCase) -> None:
     assert _links_of(case.data) == (case.base, case.links)
 
 
 @pytest.mark.parametrize("case", FRAMESET_CASES, ids=[case.name for case in FRAMESET_CASES])
-def test_a_frameset_after_a_template_is_rewritten_and_nothing_else(case: FramesetCase) -> None:
+def test_a_frameset_page_is_rewritten_and_nothing_else(case: FramesetCase) -> None:
     """Each link of the browser's DOM is rewritten; every other byte stays (the frame of an ignored
     frameset, the raw text of a <noframes>, the <base> a frameset ignores)."""
     result = rewrite_html(case.data.encode(), url=URL, policy=Policy(rules="whatwg"))

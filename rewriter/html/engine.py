@@ -308,6 +308,7 @@ class ParsedDocument:
             self.tree = turbohtml.parse_fragment(parser_text, "noscript", scripting=False)
         else:
             self.tree = _parse(parser_text)
+            self._stray_heads_ignored()
             self._framesets_as_browsers_build()
 
     def _framesets_as_browsers_build(self) -> None:
@@ -347,26 +348,40 @@ class ParsedDocument:
         probed = self._probe(before)
         if probed is None or _in_head(probed[1]):
             return False
-        tree, probe = probed
-        made = [t for t in tree.select("template") if t.namespace == _HTML and t.position is not None]
-        if not made:
-            return False  # the flag is as turbohtml keeps it
-        if any(getattr(ancestor, "tag", None) == "template" for ancestor in probe.ancestors):
-            return True  # in template contents, in head or in body: ignored either way
-        # turbohtml also takes a <head> or a second <html> start tag "after head" for "anything
-        # else" and opens a body there, where a browser ignores the one and merges the other's
-        # attributes, still "after head". Read without those tags (spaces, the same length),
-        # the text shows the browser's mode.
-        own = {self.offset(element) for element in tree.select("html, head") if element.position is not None}
-        stray = [match for match in _HEAD_OR_HTML_TAG.finditer(before) if match.start() not in own]
-        if not stray:
-            return True
-        blanked = list(before)
-        for match in stray:
-            end = tag_end(before, match.start())
-            blanked[match.start() : end] = [c if c in "\r\n" else " " for c in before[match.start() : end]]
-        probed = self._probe("".join(blanked))
-        return probed is not None and not _in_head(probed[1])
+        # Elsewhere (in body, in template contents), the flag decides: "not ok" once a template
+        # element was made; otherwise as turbohtml keeps it.
+        return any(t.namespace == _HTML and t.position is not None for t in probed[0].select("template"))
+
+    def _stray_heads_ignored(self) -> None:
+        """Read as a browser does a ``<head>`` start tag, or a second ``<html>`` one, met in
+        "after head": the one is ignored and the other's attributes go to the html element,
+        the mode staying "after head" (HTML §13.2.6.4.6, "in body" for ``<html>``). turbohtml
+        takes either for "anything else" and opens a body there; a ``<frameset>`` after it
+        then took that body's place with the head's elements after the tag in it (a
+        ``<base>``, a ``<link>``), or was ignored where a browser builds it.
+
+        Only before a ``<frameset`` (elsewhere a head element in a body is the same link
+        site), for the first few such tags before it (a constant number of parses whatever the
+        page): each met in the head's modes (a ``<meta>`` there goes to the head, see
+        :meth:`_probe`) is read as spaces, which those modes take as nothing or as a text
+        node, never a body; the same length, so every offset holds.
+        """
+        text = self.parser_text
+        last = deque(_FRAMESET_TAG.finditer(text), maxlen=1)  # the last: no stray tag after it matters
+        if not last:
+            return
+        own = {self.offset(element) for element in self.tree.select("html, head") if element.position is not None}
+        stray = [match.start() for match in _HEAD_OR_HTML_TAG.finditer(text, 0, last[0].start())]
+        stray = [start for start in stray if start not in own][:_STRAY_TAGS]
+        blanked = text
+        for start in stray:
+            probed = self._probe(blanked[:start])
+            if probed is not None and _in_head(probed[1]):
+                end = tag_end(blanked, start)
+                blanked = blanked[:start] + re.sub(r"[^\r\n]", " ", blanked[start:end]) + blanked[end:]
+        if blanked != text:
+            self.parser_text = blanked
+            self.tree = _parse(blanked)
 
     def _probe(self, before: str) -> tuple[turbohtml.Document, turbohtml.Element] | None:
         """The ``<meta>`` put after *before* and parsed with it: where it lands tells the
@@ -470,6 +485,7 @@ def _parse(text: str) -> turbohtml.Document:
 # Start tags by name, where the name ends as a tag name does (HTML §13.2.5.8).
 _FRAMESET_TAG = re.compile(r"<[fF][rR][aA][mM][eE][sS][eE][tT](?=[\t\n\f\r />])")
 _TEMPLATE_TAG = re.compile(r"<[tT][eE][mM][pP][lL][aA][tT][eE](?=[\t\n\f\r />])")
+_STRAY_TAGS = 8  # stray <head> and <html> tags read before a <frameset> (ParsedDocument._stray_heads_ignored)
 _HEAD_OR_HTML_TAG = re.compile(r"<(?:[hH][eE][aA][dD]|[hH][tT][mM][lL])(?=[\t\n\f\r />])")
 
 
