@@ -212,3 +212,247 @@ def test_a_parsable_base_still_counts(href: str) -> None:
     for rules in ("rfc2396", "rfc3986"):
         result = find_links(f'<base href="{href}"><a href=x>', url=URL, policy=Policy(rules=rules))
         assert (result.base, result.layer) == (href, "base-element")
+
+
+# --------------------------------------------------------------------------
+# Issue 9 (a): a <frameset> after a <template>
+# --------------------------------------------------------------------------
+#
+# A start tag "template" sets the frameset-ok flag to "not ok" (HTML §13.2.6.4.4 "in head", which
+# "in body" defers to), so a later <frameset> "in body" (§13.2.6.4.7), or in template contents
+# (§13.2.6.4.18, which sends it to "in body"), is ignored, and the body with every link in it and
+# after it stays. Only "before head", "in head" and "after head" take a <frameset> whatever the flag.
+# A page that made its body vanish behind a <frameset> kept every link from being found. And a stray
+# <head> (ignored) or second <html> (its attributes merged) "after head" opens no body (§13.2.6.4.6):
+# the head's <base> and <link> after it stay for the frameset, which is built there whatever the flag.
+
+
+@dataclass(frozen=True)
+class FramesetCase:
+    """``#data``, the base a browser uses (None: the retrieval URL), the links of its DOM but a
+    ``<base>``'s (element, attribute, reference, resolved), and whether html5lib 1.1, which has no
+    template support (a ``<template>`` is an element of the body there, with no effect on the
+    flag), builds the same: it does where the outcome does not hang on the template."""
+
+    name: str
+    data: str
+    base: str | None
+    links: tuple[tuple[str, str, str, str], ...]
+    html5lib_agrees: bool
+
+
+def _at(reference: str, base: str = "http://h.example/dir/") -> str:
+    return base + reference
+
+
+FRAMESET_CASES = [
+    FramesetCase(
+        "template in body: the frameset is ignored and the body stays",
+        "<a href=q></a><template></template><frameset><frame src=f></frameset><a href=after>a</a>",
+        None,
+        (("a", "href", "q", _at("q")), ("a", "href", "after", _at("after"))),
+        False,
+    ),
+    FramesetCase(
+        "template with content in a paragraph, frames and noframes after it",
+        '<p><a href=i></a><template><b></b><a href=t></a></template><frameset cols="50%,50%"><frame src=f>'
+        "<noframes><a href=n>n</a></noframes></frameset><a href=after>",
+        None,
+        (("a", "href", "i", _at("i")), ("a", "href", "t", _at("t")), ("a", "href", "after", _at("after"))),
+        False,
+    ),
+    FramesetCase(
+        "a frameset in open template contents in body is ignored",
+        "<div><template><frameset><frame src=f></frameset><a href=in>",
+        None,
+        (("a", "href", "in", _at("in")),),
+        False,
+    ),
+    FramesetCase(
+        "template in head, an element between: the frameset is ignored",
+        "<template></template><div></div><frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("a", "href", "after", _at("after")),),
+        False,
+    ),
+    FramesetCase(
+        "nested templates in head, an element between: the frameset is ignored",
+        "<template><template></template></template><div></div><frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("a", "href", "after", _at("after")),),
+        False,
+    ),
+    FramesetCase(
+        "a base after an ignored frameset is the page's base",
+        '<a href=q><template></template><frameset><base href="http://b.example/"><frame src=f></frameset>'
+        "<a href=after>",
+        "http://b.example/",
+        (("a", "href", "q", "http://b.example/q"), ("a", "href", "after", "http://b.example/after")),
+        False,
+    ),
+    FramesetCase(
+        "upper case, attributes",
+        "<P><TEMPLATE></TEMPLATE><FrameSet rows=*><FRAME SRC=f></FrameSet><A HREF=after>",
+        None,
+        (("a", "href", "after", _at("after")),),
+        False,
+    ),
+    FramesetCase(
+        "a stray head start tag after head, then an element: the frameset is ignored",
+        "<template></template></head><head><div></div><frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("a", "href", "after", _at("after")),),
+        False,
+    ),
+    FramesetCase(
+        "a stray head start tag after head is ignored: the frameset stays",
+        "<template></template></head><head><frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("frame", "src", "f", _at("f")),),
+        True,
+    ),
+    FramesetCase(
+        "a second html start tag after head merges: the frameset stays",
+        "<template></template></head><html lang=x><frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("frame", "src", "f", _at("f")),),
+        True,
+    ),
+    FramesetCase(
+        "a stray head start tag after head keeps the head's base for the frames",
+        '</head><head><base href="http://b.example/"><frameset><frame src=f></frameset>',
+        "http://b.example/",
+        (("frame", "src", "f", "http://b.example/f"),),
+        True,
+    ),
+    FramesetCase(
+        "a stray html start tag after head keeps the head's link",
+        "</head><html lang=x><link rel=stylesheet href=s.css><frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("link", "href", "s.css", _at("s.css")), ("frame", "src", "f", _at("f"))),
+        True,
+    ),
+    FramesetCase(
+        "a template with text in head, a stray head start tag: the frameset stays",
+        "<template>x</template></head><head><frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("frame", "src", "f", _at("f")),),
+        False,
+    ),
+    FramesetCase(
+        "template in head, then the frameset: a frameset document",
+        "<template><a href=t>t</a></template><frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("a", "href", "t", _at("t")), ("frame", "src", "f", _at("f"))),
+        False,  # html5lib puts the template in a body, which the frameset then replaces
+    ),
+    FramesetCase(
+        "template in head, white space and a comment, then the frameset",
+        "<head><template>x</template></head> <!--c--> <frameset><frame src=f></frameset>",
+        None,
+        (("frame", "src", "f", _at("f")),),
+        False,  # html5lib's template is in a body, its text sets the flag: the frameset is ignored
+    ),
+    FramesetCase(
+        "an empty template in head, then the frameset",
+        "<template></template><frameset><frame src=f><noframes><a href=n></a></noframes></frameset>",
+        None,
+        (("frame", "src", "f", _at("f")),),
+        True,
+    ),
+    FramesetCase(
+        "a base inside a kept frameset is ignored",
+        '<template></template><frameset><base href="http://evil.example/"><frame src=f></frameset>',
+        None,
+        (("frame", "src", "f", _at("f")),),
+        True,
+    ),
+    FramesetCase(
+        "template in head, then text: the frameset is ignored",
+        "<template></template>text<frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("a", "href", "after", _at("after")),),
+        True,
+    ),
+    FramesetCase(
+        "a body start tag before the template: ignored",
+        "<body><template></template><frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("a", "href", "after", _at("after")),),
+        True,
+    ),
+    FramesetCase(
+        "an SVG template is no template: the frameset stays",
+        "<svg><template></template></svg><frameset><frame src=f></frameset><a href=after>",
+        None,
+        (("frame", "src", "f", _at("f")),),
+        True,
+    ),
+    FramesetCase(
+        "a frameset with no template before it stays",
+        "<a href=q><frameset><frame src=f><frameset><frame src=g></frameset></frameset><a href=after>",
+        None,
+        (("frame", "src", "f", _at("f")), ("frame", "src", "g", _at("g"))),
+        True,
+    ),
+    FramesetCase(
+        "a template after the frameset changes nothing",
+        "<frameset><frame src=f></frameset><template><a href=t></a></template><a href=after>",
+        None,
+        (("frame", "src", "f", _at("f")),),
+        True,
+    ),
+]
+
+
+def _links_of(data: str) -> tuple[str | None, tuple[tuple[str, str, str, str | None], ...]]:
+    result = find_links(data, url=URL, policy=Policy(rules="whatwg"))
+    links = tuple(
+        (link.element, link.attribute, link.original, link.resolved) for link in result.links if link.element != "base"
+    )
+    return (None if result.layer == "retrieval-url" else result.base), links
+
+
+@pytest.mark.parametrize("case", FRAMESET_CASES, ids=[case.name for case in FRAMESET_CASES])
+def test_a_frameset_is_read_as_a_browser_reads_it(case: FramesetCase) -> None:
+    assert _links_of(case.data) == (case.base, case.links)
+
+
+@pytest.mark.parametrize("case", FRAMESET_CASES, ids=[case.name for case in FRAMESET_CASES])
+def test_a_frameset_page_is_rewritten_and_nothing_else(case: FramesetCase) -> None:
+    """Each link of the browser's DOM is rewritten; every other byte stays (the frame of an ignored
+    frameset, the raw text of a <noframes>, the <base> a frameset ignores)."""
+    result = rewrite_html(case.data.encode(), url=URL, policy=Policy(rules="whatwg"))
+    expected = case.data.encode()
+    for _, attribute, reference, resolved in reversed(case.links):
+        # Each reference is written once in the data, after its attribute's "=".
+        for spelling in (attribute, attribute.upper()):
+            start = expected.find(f"{spelling}={reference}".encode())
+            if start >= 0:
+                break
+        assert start >= 0
+        value = start + len(spelling) + 1
+        expected = expected[:value] + resolved.encode() + expected[value + len(reference) :]
+    if case.base is not None:
+        expected = expected.replace(b'<base href="http://b.example/">', b"")
+        result = rewrite_html(case.data.encode(), url=URL, policy=Policy(rules="whatwg", remove_base=True))
+    assert result.output == expected
+
+
+def _html5lib_links(data: str) -> list[tuple[str, str, str]]:
+    root = _PARSER.parse(data, scripting=True)
+    return [
+        (element.tag[len(HTML_NS) :], name, value)
+        for element in root.iter()
+        if isinstance(element.tag, str) and element.tag != HTML_NS + "base"
+        for name, value in element.items()
+        if name in ("href", "src")
+    ]
+
+
+@pytest.mark.parametrize("case", [case for case in FRAMESET_CASES if case.html5lib_agrees], ids=lambda case: case.name)
+def test_html5lib_finds_the_same_link_sites_where_templates_do_not_decide(case: FramesetCase) -> None:
+    assert _html5lib_links(case.data) == [
+        (element, attribute, reference) for element, attribute, reference, _ in case.links
+    ]
+    assert _html5lib_base(case.data) is None or case.base is not None

@@ -36,8 +36,11 @@ _DEVICES = frozenset(
     {"con", "prn", "aux", "nul", "conin$", "conout$"}
     | {f"{port}{digit}" for port in ("com", "lpt") for digit in "0123456789\u00b9\u00b2\u00b3"}
 )
-# Forbidden in a name on Windows or POSIX, or a path separator anywhere; C0 and DEL.
-_UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*]')
+# Forbidden in a name on Windows or POSIX, or a path separator anywhere; the C0 controls,
+# DEL and the C1 controls; the line and paragraph separators (a name shown on two lines);
+# lone surrogates (a byte that was not UTF-8, which no file system name can hold as such).
+# Each becomes "_": it stood where something was, and a listing should show it.
+_UNSAFE = re.compile('[\x00-\x1f\x7f-\x9f<>:"/\\\\|?*\u2028\u2029\ud800-\udfff]')
 LIMIT = 120  # bytes of UTF-8: well under the 255 of ext4, APFS and NTFS, room for "-999"
 
 # One name for each type that goes by several (RFC 9239 §6: JavaScript is text/javascript).
@@ -121,7 +124,9 @@ def safe_name(raw: str, content_type: str | None = None, *, limit: int = LIMIT) 
     """One path segment made from *raw* (a URL path, a file name, a Content-ID).
 
     The last segment after any ``/`` or ``\\`` is kept and percent-decoded; characters
-    that Windows or POSIX forbid become ``_``; leading dots and trailing dots and spaces
+    that Windows or POSIX forbid, controls (C0, DEL, C1), line and paragraph separators
+    become ``_``; invisible format characters (bidirectional controls, zero-width
+    characters: :func:`_visible`) are dropped; leading dots and trailing dots and spaces
     go (no hidden files, no ``..``); a Windows device name gets a ``_`` before it; the
     name is cut to *limit* bytes of UTF-8. Never empty.
 
@@ -147,7 +152,7 @@ def safe_name(raw: str, content_type: str | None = None, *, limit: int = LIMIT) 
     text = raw.replace("\\", "/")
     text = text.split("?", 1)[0].split("#", 1)[0] if "://" in text else text
     text = unquote(text.rstrip("/").rsplit("/", 1)[-1], errors="replace")
-    text = unicodedata.normalize("NFC", _UNSAFE.sub("_", text)).strip(" ").lstrip(".").rstrip(". ")
+    text = unicodedata.normalize("NFC", _UNSAFE.sub("_", _visible(text))).strip(" ").lstrip(".").rstrip(". ")
     stem, dot, extension = text.rpartition(".")
     if not dot or not stem:
         stem, extension = text, ""
@@ -167,6 +172,22 @@ def safe_name(raw: str, content_type: str | None = None, *, limit: int = LIMIT) 
     room = limit - len(extension.encode("utf-8"))
     stem = stem.encode("utf-8")[:room].decode("utf-8", "ignore")
     return (stem.rstrip(". ") or "file") + extension
+
+
+def _visible(text: str) -> str:
+    """*text* without its format characters (Unicode category Cf): the bidirectional controls
+    and isolates (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), the zero-width
+    characters (U+200B-U+200D, U+2060, U+FEFF), the soft hyphen, the tag characters. None
+    has a glyph of its own, so a name keeps its look without them; with them it may show
+    another (``invoice\u202efdp.exe`` shown as ``invoiceexe.pdf``) or two names may look
+    the same. Dropped rather than replaced, as nothing was seen where they were.
+
+    >>> _visible("invoice\u202efdp.exe"), _visible("\ufeffa\u200bb")
+    ('invoicefdp.exe', 'ab')
+    """
+    if text.isascii():
+        return text
+    return "".join(character for character in text if unicodedata.category(character) != "Cf")
 
 
 def _key(name: str) -> str:

@@ -307,7 +307,91 @@ class ParsedDocument:
             self._noscript = ([], [])
             self.tree = turbohtml.parse_fragment(parser_text, "noscript", scripting=False)
         else:
-            self.tree = turbohtml.parse(parser_text, scripting=True, allow_declarative_shadow_roots=False)
+            self.tree = _parse(parser_text)
+            self._stray_heads_ignored()
+            self._framesets_as_browsers_build()
+
+    def _framesets_as_browsers_build(self) -> None:
+        """Ignore each ``<frameset>`` that a browser ignores because a ``<template>`` came first.
+
+        A start tag "template" sets the frameset-ok flag to "not ok" (HTML §13.2.6.4.4 "in
+        head", which "in body" and every other mode defer to), so that a later ``<frameset>``
+        "in body" is ignored (§13.2.6.4.7), and so is one in template contents (§13.2.6.4.18
+        sends it to "in body"); only in "before head", "in head" and "after head" is one taken
+        whatever the flag. turbohtml never sets the flag for a template: after
+        ``<p><template></template>`` its ``<frameset>`` took the body's place, and every link
+        before it in the body and after it was lost, where a browser keeps them all.
+
+        So when the tree is a frameset document and a ``<template`` comes before its
+        ``<frameset>``, the mode there is asked of a parse of the text before it with a
+        ``<meta>`` after: in ``<head>`` means one of those three modes (the frameset stays);
+        elsewhere, with a template element made before it, the browser ignores this
+        ``<frameset>`` and every later one (the flag never goes back, nor the mode to "after
+        head"). Each is then read as ``<frame`` and three spaces, which every mode ignores as
+        it ignores a ``<frameset>`` there (§13.2.6.4.7: "frame", parse error, ignored; the
+        same length, so every offset holds), and the text is parsed again.
+        """
+        frameset = _top_frameset(self.tree)
+        if frameset is None:
+            return
+        at = self.offset(frameset)
+        text = self.parser_text
+        if _TEMPLATE_TAG.search(text, 0, at) is None or not self._frameset_ignored(text[:at]):
+            return
+        self.parser_text = text[:at] + _FRAMESET_TAG.sub(_as_frame, text[at:])
+        self.tree = _parse(self.parser_text)
+
+    def _frameset_ignored(self, before: str) -> bool:
+        """Whether a browser ignores a ``<frameset>`` that comes after *before* (where a start
+        tag may begin): a template element was made, and the insertion mode is not one that
+        takes a ``<frameset>`` whatever the flag (see :meth:`_framesets_as_browsers_build`)."""
+        probed = self._probe(before)
+        if probed is None or _in_head(probed[1]):
+            return False
+        # Elsewhere (in body, in template contents), the flag decides: "not ok" once a template
+        # element was made; otherwise as turbohtml keeps it.
+        return any(t.namespace == _HTML and t.position is not None for t in probed[0].select("template"))
+
+    def _stray_heads_ignored(self) -> None:
+        """Read as a browser does a ``<head>`` start tag, or a second ``<html>`` one, met in
+        "after head": the one is ignored and the other's attributes go to the html element,
+        the mode staying "after head" (HTML §13.2.6.4.6, "in body" for ``<html>``). turbohtml
+        takes either for "anything else" and opens a body there; a ``<frameset>`` after it
+        then took that body's place with the head's elements after the tag in it (a
+        ``<base>``, a ``<link>``), or was ignored where a browser builds it.
+
+        Only before a ``<frameset`` (elsewhere a head element in a body is the same link
+        site), for the first few such tags before it (a constant number of parses whatever the
+        page): each met in the head's modes (a ``<meta>`` there goes to the head, see
+        :meth:`_probe`) is read as spaces, which those modes take as nothing or as a text
+        node, never a body; the same length, so every offset holds.
+        """
+        text = self.parser_text
+        last = deque(_FRAMESET_TAG.finditer(text), maxlen=1)  # the last: no stray tag after it matters
+        if not last:
+            return
+        own = {self.offset(element) for element in self.tree.select("html, head") if element.position is not None}
+        stray = [match.start() for match in _HEAD_OR_HTML_TAG.finditer(text, 0, last[0].start())]
+        stray = [start for start in stray if start not in own][:_STRAY_TAGS]
+        blanked = text
+        for start in stray:
+            probed = self._probe(blanked[:start])
+            if probed is not None and _in_head(probed[1]):
+                end = tag_end(blanked, start)
+                blanked = blanked[:start] + re.sub(r"[^\r\n]", " ", blanked[start:end]) + blanked[end:]
+        if blanked != text:
+            self.parser_text = blanked
+            self.tree = _parse(blanked)
+
+    def _probe(self, before: str) -> tuple[turbohtml.Document, turbohtml.Element] | None:
+        """The ``<meta>`` put after *before* and parsed with it: where it lands tells the
+        insertion mode there (it goes to the head in "before head", "in head" and "after head")."""
+        at = len(before)
+        tree = _parse(before + "<meta>")
+        for meta in tree.select("meta"):
+            if meta.position is not None and self.offset(meta) == at:
+                return tree, meta
+        return None
 
     def as_parsed(self, piece: str) -> str:
         """*piece* of the text as the parser saw it, to compare with the tree's strings."""
@@ -391,6 +475,38 @@ class ParsedDocument:
     def start_tag_end(self, element: turbohtml.Element) -> int:
         """The offset just past *element*'s start tag."""
         return tag_end(self.text, self.offset(element))
+
+
+def _parse(text: str) -> turbohtml.Document:
+    """The tree a browser builds of a document: scripting on, no declarative shadow roots."""
+    return turbohtml.parse(text, scripting=True, allow_declarative_shadow_roots=False)
+
+
+# Start tags by name, where the name ends as a tag name does (HTML §13.2.5.8).
+_FRAMESET_TAG = re.compile(r"<[fF][rR][aA][mM][eE][sS][eE][tT](?=[\t\n\f\r />])")
+_TEMPLATE_TAG = re.compile(r"<[tT][eE][mM][pP][lL][aA][tT][eE](?=[\t\n\f\r />])")
+_STRAY_TAGS = 8  # stray <head> and <html> tags read before a <frameset> (ParsedDocument._stray_heads_ignored)
+_HEAD_OR_HTML_TAG = re.compile(r"<(?:[hH][eE][aA][dD]|[hH][tT][mM][lL])(?=[\t\n\f\r />])")
+
+
+def _as_frame(match: re.Match[str]) -> str:
+    """``<frameset`` read as ``<frame`` and three spaces (its case kept)."""
+    return match.group()[:6] + "   "
+
+
+def _top_frameset(tree: turbohtml.Document | turbohtml.Element) -> turbohtml.Element | None:
+    """The ``<frameset>`` that took the body's place, from a start tag (a frameset document)."""
+    for node in tree.children:
+        if isinstance(node, turbohtml.Element) and node.tag == "html":
+            for child in node.children:
+                if isinstance(child, turbohtml.Element) and child.tag == "frameset" and child.namespace == _HTML:
+                    return child if child.position is not None else None
+    return None
+
+
+def _in_head(element: turbohtml.Element) -> bool:
+    parent = element.parent
+    return getattr(parent, "tag", None) == "head" and getattr(parent, "namespace", None) == _HTML
 
 
 @lru_cache(maxsize=64)
