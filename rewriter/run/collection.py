@@ -156,17 +156,21 @@ def check_root(value: str) -> str | None:
     return None
 
 
-def load_url_map(path: Path, trees: list[str]) -> tuple[dict[str, str], list[tuple[int, str]]]:
+def load_url_map(
+    path: Path, trees: list[str], *, data: bytes | None = None
+) -> tuple[dict[str, str], list[tuple[int, str]]]:
     """The pairs of an --url-map file: CSV lines ``path,url`` (a first line ``path,url`` is
     a heading), or JSON Lines ``{"path": ..., "url": ...}`` (told by the name ending in
     ``.jsonl`` or ``.ndjson``, or the first character being ``{``). A path is looked up
     under each input folder of *trees*, else as given (relative to the working folder).
+    *data*: the file's bytes, when the caller has read them (to know what it read: a
+    journal keeps their digest).
 
     Returns (absolute path: URL, and the (line, path) of each pair that named no file).
     Raises :class:`CollectionError` naming the line for one that cannot be read.
     """
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = (path.read_bytes() if data is None else data).decode("utf-8-sig")
     except OSError as error:
         raise CollectionError(f"--url-map {path}: cannot be read: {error.strerror or error}") from None
     except UnicodeDecodeError as error:
