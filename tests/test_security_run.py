@@ -31,7 +31,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rewriter.disk.files import Refused, temporary_name
@@ -326,6 +326,11 @@ ENTRIES = st.fixed_dictionaries(
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entries=st.lists(ENTRIES | JSON, max_size=4), tail=st.binary(max_size=12))
+@example(entries=[{"key": "a\0b\0write", "identity": [1, 2], "outcome": [1]}], tail=b"")
+@example(
+    entries=[{"key": "a\0b\0write", "identity": [1, 2], "outcome": {"shown": "x", "report_file": "/etc/passwd"}}],
+    tail=b"{",
+)
 def test_any_journal_is_read_or_refused_never_a_crash(
     tmp_path_factory: object, entries: list[object], tail: bytes
 ) -> None:
