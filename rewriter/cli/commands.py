@@ -38,6 +38,7 @@ from rewriter.url.resolve import RULES, Resolver, UnresolvableReference
 if TYPE_CHECKING:
     from rewriter.run.batch import Job, Outcome, Settings
     from rewriter.run.journal import Journal
+    from rewriter.run.pipeline import Leftovers
     from rewriter.run.report import ReportFile
 
 EXIT_OK = 0
@@ -515,6 +516,9 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     journal = _journal(args, err, batch)
     if isinstance(journal, int):
         return journal
+    from rewriter.run.pipeline import Leftovers
+
+    leftovers = Leftovers()  # the temporary files a killed run left where this one writes
     executor = _executor(args, err)
     if isinstance(executor, int):
         return executor
@@ -532,11 +536,14 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         if args.report:
             try:
+                from rewriter.disk.files import remove_temporaries_of
+
+                leftovers.removed += remove_temporaries_of(Path(args.report))
                 report = _report_file(Path(args.report), sync=settings.sync)
             except OSError as error:
                 err.write(f"rewriter rewrite: cannot write the report {args.report}: {error.strerror or error}\n")
                 return EXIT_SOME_FAILED
-        for item in _released(plan, settings, executor, journal):
+        for item in _released(plan, settings, executor, journal, leftovers):
             if isinstance(item, str):
                 progress.write(item)
                 run.unplanned += 1
@@ -544,8 +551,8 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 continue
             if report is not None:
                 report.add(item.report)
-                if item.report_file is not None:
-                    report.add_file(Path(item.report_file))
+                if item.report_file is not None and journal is not None:  # the work folder's (checked)
+                    report.add_file(Path(item.report_file), root=journal.root)
             item.report = ""
             if item.output is not None:
                 try:
@@ -583,11 +590,18 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(_summary(run.figures, time.perf_counter() - started, run.unplanned) + "\n")
         for line in run.closing():
             err.write(line + "\n")
+    if leftovers.removed and not args.quiet:
+        plural = "file" if leftovers.removed == 1 else "files"
+        err.write(f"rewriter: removed {leftovers.removed:,} temporary {plural} a killed run left\n")
     return status
 
 
 def _released(
-    plan: Iterable[Job | str], settings: Settings, executor: object, journal: Journal | None
+    plan: Iterable[Job | str],
+    settings: Settings,
+    executor: object,
+    journal: Journal | None,
+    leftovers: Leftovers | None = None,
 ) -> Iterator[Outcome | str]:
     """The pipeline's outcomes; before forking workers, the engines are imported (so that
     each worker starts with them) and the collector's objects frozen."""
@@ -604,7 +618,7 @@ def _released(
         warm_up()
         gc.freeze()
     try:
-        yield from execute(plan, settings, executor, journal=journal)  # type: ignore[arg-type]
+        yield from execute(plan, settings, executor, journal=journal, leftovers=leftovers)  # type: ignore[arg-type]
     finally:
         if forking:
             gc.unfreeze()
@@ -679,6 +693,7 @@ _JOURNAL_OPTIONS = (
 def _journal(args: argparse.Namespace, err: TextIO, batch: bool) -> Journal | int | None:
     """The run's journal (None for a run that keeps none: standard output, or one small
     file), or the exit status of why it cannot be kept."""
+    from rewriter.disk.files import Refused
     from rewriter.run.journal import Journal, JournalError, work_folder_for
 
     if args.output in (None, "-") and not args.in_place:
@@ -696,22 +711,47 @@ def _journal(args: argparse.Namespace, err: TextIO, batch: bool) -> Journal | in
         as_folder = as_folder or any(Path(name).is_dir() for name in args.files if name != "-")
         folder = work_folder_for(output, folder=as_folder)
     fingerprint = {name: _plain(getattr(args, name, None)) for name in _JOURNAL_OPTIONS}
-    existed = (folder / "journal.jsonl").exists()
-    if args.resume and not existed and not args.quiet:
-        err.write(f"rewriter rewrite: no journal at {folder}: nothing to resume, the run starts from the beginning\n")
-    elif existed and not args.resume and not args.quiet:
-        err.write(
-            f"rewriter rewrite: {folder} holds the journal of a run that did not finish: starting over "
-            "(--resume goes on from where it stopped)\n"
-        )
+    fingerprint.update(_contents(args))
+    existed = os.path.lexists(folder / "journal.jsonl")
     try:
-        return Journal.open(folder, fingerprint, resume=args.resume)
+        journal = Journal.open(folder, fingerprint, resume=args.resume)
     except JournalError as error:
         err.write(f"rewriter rewrite: cannot resume: {error}\n")
+        return EXIT_USAGE
+    except Refused as error:  # a link or a pipe where the run keeps its own files: nothing done
+        err.write(f"rewriter rewrite: cannot keep the journal in {folder}: {error}\n")
         return EXIT_USAGE
     except OSError as error:
         err.write(f"rewriter rewrite: cannot keep the journal in {folder}: {error.strerror or error}\n")
         return EXIT_SOME_FAILED
+    if args.resume and not existed and not args.quiet:
+        err.write(f"rewriter rewrite: no journal at {folder}: nothing to resume, the run starts from the beginning\n")
+    elif existed and not args.resume and not args.quiet:
+        err.write(
+            f"rewriter rewrite: {folder} held the journal of a run that did not finish: starting over "
+            "(--resume goes on from where it stopped)\n"
+        )
+    return journal
+
+
+def _contents(args: argparse.Namespace) -> dict[str, object]:
+    """The digests of the files whose content decides the outputs, for the journal's
+    fingerprint: the --url-map file the run read, and the configuration file (a resumed run
+    whose map or configuration changed would mix old outputs and new)."""
+    import hashlib  # only for a run that keeps a journal
+
+    found: dict[str, object] = {}
+    content = getattr(args, "url_map_content", None)
+    if content is not None:
+        found["url_map_sha256"] = hashlib.sha256(content).hexdigest()
+    configuration = getattr(args, "configuration", None)
+    if configuration is not None:
+        try:
+            digest = hashlib.sha256(Path(configuration).read_bytes()).hexdigest()
+        except OSError as error:
+            digest = f"unreadable: {error.strerror or error}"
+        found["configuration"] = [str(configuration), digest]
+    return found
 
 
 def _same_path(one: Path, other: Path) -> bool:
@@ -1204,14 +1244,14 @@ def _lists_from_config(args: argparse.Namespace) -> None:
             delattr(args, name)
 
 
-def _apply_config(parser: _Parser, folder: Path) -> None:
+def _apply_config(parser: _Parser, folder: Path) -> Path | None:
     """Defaults from rewriter.toml or pyproject's [tool.rewriter] (see rewriter.cli.config):
-    each key must be an option of some verb, with a value of its type."""
+    each key must be an option of some verb, with a value of its type. The file read, if any."""
     from rewriter.cli.config import ConfigError, load
 
     path, settings = load(folder)
     if not settings:
-        return
+        return path
     known: dict[str, _Option] = {}
     for verb in parser.verbs.values():
         for option in verb.options.values():
@@ -1230,6 +1270,7 @@ def _apply_config(parser: _Parser, folder: Path) -> None:
                 verb.set_defaults(**{_CONFIG_LIST + name: value})
             else:
                 verb.set_defaults(**{name: value})
+    return path
 
 
 def _config_value(path: Path | None, option: _Option, value: object) -> object:
@@ -1307,13 +1348,15 @@ def _locations(args: argparse.Namespace, err: TextIO | _Escaping) -> str | None:
     root, mapping = getattr(args, "url_root", None), getattr(args, "url_map", None)
     if root is None and mapping is None:
         return None
-    from rewriter.run.collection import CollectionError, Locations, load_url_map
+    from rewriter.run.collection import CollectionError, Locations, load_url_map, read_url_map
 
     mapped: dict[str, str] = {}
     if mapping is not None:
         trees = [name if os.path.isdir(name) else os.path.dirname(name) for name in args.files if name != "-"]
         try:
-            mapped, unmatched = load_url_map(Path(mapping), [tree for tree in trees if tree])
+            data = read_url_map(Path(mapping))
+            args.url_map_content = data  # what the run used: a journal keeps its digest
+            mapped, unmatched = load_url_map(Path(mapping), [tree for tree in trees if tree], data=data)
         except CollectionError as error:
             for problem in error.problems:  # each line that cannot be used, on a line of its own
                 err.write(f"rewriter {args.verb}: {problem}\n")
@@ -1337,9 +1380,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         folder: Path | None = Path.cwd()
     except OSError as error:  # the shell's folder was deleted (or moved out of reach) under it
         folder, lost = None, error.strerror or str(error)
+    configuration = None  # the configuration file read: its content decides outputs too
     try:
         if folder is not None:
-            _apply_config(parser, folder)
+            configuration = _apply_config(parser, folder)
     except ValueError as error:
         arguments = sys.argv[1:] if argv is None else list(argv)
         if not any(argument in ("-h", "--help", "--version") for argument in arguments):
@@ -1356,6 +1400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verb is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    args.configuration = configuration
     _lists_from_config(args)
     problem = _option_problem(args) or _locations(args, err)
     if problem is not None:

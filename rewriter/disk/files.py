@@ -17,7 +17,11 @@ Every module that writes a file goes through this one:
   or a tree rewritten in place) one level at a time, and a symbolic link below the root is
   refused.
 - :func:`temporary_name` names our temporary files, and :func:`is_temporary` recognises
-  them (a killed run can leave one; a folder walk must not take it for an input).
+  them (a killed run can leave one; a folder walk must not take it for an input);
+  :meth:`Folder.remove_temporaries` removes those a killed run left.
+- :func:`open_regular` reads a file the run wrote itself (a run's journal, pieces and
+  reports), and :meth:`Folder.remove_tree` removes a folder of them: never through a
+  symbolic link, and only regular files are read.
 - :func:`mode_of` and :func:`kind_of`: a file's permissions for its copy, and what a file
   that is not a regular one is, for messages.
 
@@ -78,6 +82,7 @@ __all__ = [
     "is_temporary",
     "kind_of",
     "mode_of",
+    "open_regular",
     "remove_temporaries_of",
     "replacing",
     "temporaries_in",
@@ -132,29 +137,43 @@ def is_temporary(name: str) -> bool:
     return name.startswith(".") and TEMPORARY_PREFIX in name and name.endswith(TEMPORARY_SUFFIX)
 
 
-def temporaries_in(folder: Path) -> dict[str, list[str]]:
+def temporaries_in(folder: Path, root: Path | None = None) -> dict[str, list[str]]:
     """Our temporary files in *folder*, by the name of the file each was written for (only
-    those whose name was kept whole: see :func:`remove_temporaries_of`)."""
+    those whose name was kept whole: see :func:`remove_temporaries_of`). Under *root*, no
+    symbolic link below it is followed to reach *folder*."""
     found: dict[str, list[str]] = {}
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(folder):
-            match = _TEMPORARY.fullmatch(entry.name)
-            if match and len(os.fsencode(match[1])) <= NAME_ROOM and entry.is_file(follow_symlinks=False):
-                found.setdefault(match[1], []).append(entry.name)
+    with contextlib.suppress(OSError), Folder.open(folder, root, make=False) as opened:
+        for name in opened.temporaries():
+            match = _TEMPORARY.fullmatch(name)
+            if match and len(os.fsencode(match[1])) <= NAME_ROOM:
+                found.setdefault(match[1], []).append(name)
     return found
 
 
-def remove_temporaries_of(path: Path) -> int:
+def remove_temporaries_of(path: Path, root: Path | None = None) -> int:
     """Remove the temporary files a writer of *path* that was killed left beside it (only
     when its name was short enough to be kept whole in theirs: a cut name could be another
     file's, still being written); how many were removed. For a job done again after its
-    worker died."""
+    worker died. Under *root*, no symbolic link below it is followed."""
     removed = 0
-    for temporary in temporaries_in(path.parent).get(path.name, ()):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path.parent / temporary)
-            removed += 1
+    try:
+        folder = Folder.open(path.parent, root, make=False)
+    except OSError:
+        return 0
+    with folder:
+        for name in folder.temporaries():
+            match = _TEMPORARY.fullmatch(name)
+            if match and match[1] == path.name and len(os.fsencode(match[1])) <= NAME_ROOM:
+                removed += folder.unlink_regular(name)
     return removed
+
+
+def open_regular(path: Path, root: Path | None) -> BinaryIO:
+    """*path*, a file the run wrote itself, opened for reading: under *root* no symbolic link
+    below it is followed, the file itself is never a link, and only a regular file is read
+    (:class:`Refused` names what was found instead)."""
+    with Folder.open(path.parent, root, make=False) as folder:
+        return os.fdopen(folder.open_file(path.name), "rb")
 
 
 def kind_of(mode: int) -> str:
@@ -302,6 +321,82 @@ class Folder:
         """Remove the entry *name*, if it is there."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.at(name), dir_fd=self.fd)
+
+    def unlink_regular(self, name: str) -> int:
+        """Remove *name* when it is a regular file (a link, a folder or a pipe of that name is
+        left as it is): 1 if it was removed, else 0."""
+        status = self.status(name)
+        if status is None or not stat.S_ISREG(status.st_mode):
+            return 0
+        try:
+            os.unlink(self.at(name), dir_fd=self.fd)
+        except FileNotFoundError:
+            return 0
+        return 1
+
+    def temporaries(self) -> list[str]:
+        """The names of our temporary files in the folder that are regular files (a link or
+        anything else of such a name is not ours)."""
+        with os.scandir(self.fd if self.fd is not None else self.path) as scan:
+            return [
+                entry.name
+                for entry in scan
+                if _TEMPORARY.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)
+            ]
+
+    def remove_temporaries(self) -> int:
+        """Remove every temporary file of ours in the folder (a killed run's: each is a
+        regular file named by :func:`temporary_name`; nothing else, nothing through a link);
+        how many were removed."""
+        return sum(self.unlink_regular(name) for name in self.temporaries())
+
+    def open_file(self, name: str, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
+        """A descriptor of the regular file *name*, opened with *flags* (``O_CREAT|O_EXCL`` for
+        a new one), never through a symbolic link; a link, a pipe, a device or a folder of
+        that name is refused (:class:`Refused`), and a pipe is never waited on."""
+        flags |= O_NOFOLLOW | O_CLOEXEC | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        if not _BY_DESCRIPTOR:  # no O_NOFOLLOW to rely on: checked first
+            status = self.status(name)
+            if status is not None and not stat.S_ISREG(status.st_mode):
+                raise Refused(f"{self.path / name} is {kind_of(status.st_mode)}; it is not followed or read")
+        try:
+            handle = os.open(self.at(name), flags, mode, dir_fd=self.fd)
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.EMLINK):  # EMLINK: FreeBSD's O_NOFOLLOW on a link
+                raise Refused(f"{self.path / name} is a symbolic link; it is not followed") from None
+            raise
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode):
+            os.close(handle)
+            raise Refused(f"{self.path / name} is {kind_of(status.st_mode)}, not a regular file; it is not read")
+        if flags & getattr(os, "O_NONBLOCK", 0) and hasattr(os, "set_blocking"):
+            os.set_blocking(handle, True)
+        return handle
+
+    def remove_tree(self, name: str) -> None:
+        """Remove the entry *name* and, for a folder, everything in it, without following a
+        symbolic link: a link found anywhere is removed itself, never what it names."""
+        status = self.status(name)
+        if status is None:
+            return
+        if not stat.S_ISDIR(status.st_mode):
+            self.unlink(name)
+            return
+        try:
+            inner = Folder.open(self.path / name, self.path, make=False) if self.fd is None else None
+            if inner is None:
+                assert self.fd is not None
+                inner = Folder(self.path / name, os.open(name, _O_FOLDER | O_NOFOLLOW, dir_fd=self.fd))
+        except OSError:  # swapped for a link (or removed) since the check: removed as an entry
+            self.unlink(name)
+            return
+        with inner:
+            with os.scandir(inner.fd if inner.fd is not None else inner.path) as scan:
+                names = [entry.name for entry in scan]
+            for each in names:
+                inner.remove_tree(each)
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(self.at(name), dir_fd=self.fd)
 
     def replace(self, source: str, target: str, *, into: Folder | None = None) -> None:
         """Rename *source* over *target* (in the folder *into*, by default this one)."""

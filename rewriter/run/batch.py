@@ -660,6 +660,65 @@ def outcome_json(outcome: Outcome) -> dict[str, object]:
 _OUTCOME_DEFAULTS = tuple((name, getattr(Outcome("x"), name)) for name in _OUTCOME_FIELDS if name != "shown")
 
 
+_OUTCOME_TYPES: dict[str, type] = {
+    "shown": str,
+    "state": str,
+    "ok": bool,
+    "messages": list,
+    "warnings": list,
+    "details": list,
+    "records": list,
+    "rows": list,
+    "report": str,
+    "format": str,
+    "report_file": str,
+    "retried": str,
+}
+_STATES = frozenset(("rewritten", "unchanged", "failed", "copied"))
+_COUNTS = ("rewritten", "kept", "local", "relative", "no_base", "bytes_in", "bytes_out")
+_LARGEST = 1 << 63  # counts and sizes are 64-bit integers
+
+
+def outcome_problem(value: dict[str, object], report_file: Path, *, piece: bool) -> str | None:
+    """Why *value*, an outcome read back from a journal, is not one :func:`outcome_json` writes
+    (each field checked: its type, its range, no field but theirs); None when it is one. The
+    one file it may name is *report_file*, the work folder's for its job; *piece*: whether
+    its job is a piece of a container."""
+    known = {*_OUTCOME_FIELDS, "identity", "piece"}
+    if "shown" not in value:
+        return "its outcome has no shown"
+    for name, field_value in value.items():
+        if name not in known:
+            return f"its outcome has an unknown field {name[:40]!r}"
+        if name in _COUNTS:
+            if type(field_value) is not int or not 0 <= field_value < _LARGEST:
+                return f"its outcome's {name} is not a count"
+            continue
+        if name in ("identity", "piece"):
+            size = 2 if name == "identity" else 5
+            if (
+                not isinstance(field_value, list)
+                or len(field_value) != size
+                or not all(type(item) is int and -_LARGEST <= item < _LARGEST for item in field_value[:4])
+                or (name == "piece" and type(field_value[4]) is not bool)
+            ):
+                return f"its outcome's {name} is not {size} integers"
+            continue
+        if not isinstance(field_value, _OUTCOME_TYPES[name]) or (name != "ok" and type(field_value) is bool):
+            return f"its outcome's {name} is not a {_OUTCOME_TYPES[name].__name__}"
+        if name in ("messages", "warnings", "details") and not all(isinstance(item, str) for item in field_value):  # type: ignore[attr-defined]
+            return f"its outcome's {name} are not all text"
+        if name in ("records", "rows") and not all(isinstance(item, dict) for item in field_value):  # type: ignore[attr-defined]
+            return f"its outcome's {name} are not all objects"
+    if value.get("state", "unchanged") not in _STATES:
+        return "its outcome's state is not one a run gives"
+    if "report_file" in value and value["report_file"] != str(report_file):
+        return f"its outcome names a file that is not this run's report of the job ({value['report_file']!r})"
+    if "piece" in value and not piece:
+        return "its outcome is of a piece, and its job is not"
+    return None
+
+
 def outcome_from_json(value: dict[str, object]) -> Outcome:
     """The :class:`Outcome` :func:`outcome_json` wrote."""
     outcome = Outcome(str(value["shown"]))
@@ -717,12 +776,12 @@ def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
 
 def _report_aside(job: Job, outcome: Outcome, work: str, *, sync: bool = True) -> None:
     """Put *outcome*'s report lines in a file of the work folder (atomically), named by the job."""
-    import hashlib
+    from rewriter.run.journal import report_path
 
-    key = job_key(job).encode("utf-8", "surrogateescape")
-    path = Path(work) / "reports" / f"{hashlib.sha256(key).hexdigest()[:32]}.jsonl"
-    try:
-        write_atomically(path, outcome.report.encode("utf-8", "surrogateescape"), root=Path(work), sync=sync)
+    path = report_path(Path(work), job_key(job))
+    try:  # no symbolic link followed from the folder the work folder lies in
+        data = outcome.report.encode("utf-8", "surrogateescape")
+        write_atomically(path, data, root=Path(work).parent, sync=sync)
     except OSError:
         return  # kept in the outcome: slower, never lost
     outcome.report, outcome.report_file = "", str(path)
@@ -1153,8 +1212,8 @@ def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
         from rewriter.run.pipeline import pieces_path
 
-        with replacing(pieces_path(settings.work, job), sync=settings.sync) as replacement:
-            each(replacement.stream)
+        with replacing(pieces_path(settings.work, job), root=Path(settings.work).parent, sync=settings.sync) as out:
+            each(out.stream)
     return outcome
 
 
@@ -1275,8 +1334,8 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
             return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
         from rewriter.run.pipeline import pieces_path
 
-        with replacing(pieces_path(settings.work, job), sync=settings.sync) as replacement:
-            each(replacement.stream, job.target.endswith(".gz"))
+        with replacing(pieces_path(settings.work, job), root=Path(settings.work).parent, sync=settings.sync) as out:
+            each(out.stream, job.target.endswith(".gz"))
     elif job.target is None:
         with open(job.source, "rb") as head:
             gzip = head.read(2) == b"\x1f\x8b"  # to standard output: the input's own compression

@@ -38,7 +38,16 @@ from rewriter.policy import Kept
 from rewriter.url.base import usable_as_base
 from rewriter.url.resolve import scheme_of
 
-__all__ = ["AUTO_ROOTS", "CollectionError", "LocalCopies", "Locations", "is_host_folder", "load_url_map", "path_url"]
+__all__ = [
+    "AUTO_ROOTS",
+    "CollectionError",
+    "LocalCopies",
+    "Locations",
+    "is_host_folder",
+    "load_url_map",
+    "path_url",
+    "read_url_map",
+]
 
 # --url-root values that read the host from the folder names a mirror was written with.
 AUTO_ROOTS = {"auto": "http", "auto:http": "http", "auto:https": "https"}
@@ -174,12 +183,15 @@ MAP_MAX_NESTING = 32
 MAP_SHOWN = 100
 
 
-def load_url_map(path: Path, trees: list[str]) -> tuple[dict[str, str], list[tuple[int, str]]]:
+def load_url_map(
+    path: Path, trees: list[str], *, data: bytes | None = None
+) -> tuple[dict[str, str], list[tuple[int, str]]]:
     """The pairs of an --url-map file: CSV lines ``path,url`` (a first line ``path,url`` is
     a heading), or JSON Lines ``{"path": ..., "url": ...}`` (told by the name ending in
     ``.jsonl`` or ``.ndjson``, or the first character being ``{``), one entry a line. A path
     is looked up under each input folder of *trees*, else as given (relative to the working
-    folder).
+    folder). *data*: the file's bytes, when the caller has read them with
+    :func:`read_url_map` (to know what it read: a journal keeps their digest).
 
     Returns (absolute path: URL, and the (line, path) of each pair that named no file).
     Raises :class:`CollectionError` for a file that is not a regular one, or is larger than
@@ -188,7 +200,8 @@ def load_url_map(path: Path, trees: list[str]) -> tuple[dict[str, str], list[tup
     :data:`MAP_MAX_NESTING`, wrong types, a URL that cannot be a base): each is in its
     ``problems``, with its number and the reason, and no line of the map is used.
     """
-    data = _map_bytes(path)
+    if data is None:
+        data = read_url_map(path)
     json_lines = path.suffix.lower() in (".jsonl", ".ndjson") or data.removeprefix(_BOM).lstrip()[:1] == b"{"
     pairs: list[tuple[int, str, str]] = []
     problems: list[str] = []
@@ -227,7 +240,7 @@ def load_url_map(path: Path, trees: list[str]) -> tuple[dict[str, str], list[tup
 _BOM = b"\xef\xbb\xbf"
 
 
-def _map_bytes(path: Path) -> bytes:
+def read_url_map(path: Path) -> bytes:
     """The bytes of the map file *path*: a regular file (through a symbolic link the command
     line named), at most :data:`MAP_MAX_BYTES`. O_NONBLOCK: opening a named pipe does not
     wait for a writer, so that it can be refused."""

@@ -14,17 +14,25 @@ is taken from the journal, so that the summary and ``--report`` are those of a r
 stopped. A journal written with other options is refused (its outputs would not be the
 ones asked for). A run that goes to its end removes its work folder.
 
-Only JSON is read back (never pickle): a work folder planted in an output folder can make a
-resumed run skip jobs, but never run code.
+The work folder lies in the tree it serves, where a worker on another machine (Dask) finds
+it, and it is untrusted as that tree is. It is made, opened and removed through
+:mod:`rewriter.disk.files`: no symbolic link is followed there, a link (or a pipe) met where
+the run keeps its files is named and refused (:class:`~rewriter.disk.files.Refused`), and it
+is removed without following one. The journal is untrusted input: only JSON is read back
+(never pickle), each entry is checked field by field (:func:`entry_problem`), a report file
+it names must be the one this run would have written for that job, and a journal with an
+entry that fails is refused with the line and the reason (:class:`JournalError`); only an
+unfinished last line (a run killed while writing it) is passed over, and cut off.
 
 >>> import tempfile, pathlib
 >>> folder = pathlib.Path(tempfile.mkdtemp()) / ".rewriter-run"
 >>> journal = Journal.open(folder, {"rules": "rfc3986"}, resume=False)
->>> offset = journal.record("page.html", (10, 5), {"state": "rewritten"})
+>>> key = "page.html\\0out/page.html\\0write"  # its input, its output, what is done
+>>> offset = journal.record(key, (10, 5), {"shown": "page.html", "state": "rewritten"})
 >>> journal.read(offset)["outcome"]
-{'state': 'rewritten'}
+{'shown': 'page.html', 'state': 'rewritten'}
 >>> again = Journal.open(folder, {"rules": "rfc3986"}, resume=True)
->>> again.done("page.html", (10, 5)) is not None, again.done("page.html", (11, 5))
+>>> again.done(key, (10, 5)) is not None, again.done(key, (11, 5))
 (True, None)
 >>> again.close(finished=True); folder.exists()
 False
@@ -35,23 +43,29 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
+import stat
 from pathlib import Path
 from typing import Any
+
+from rewriter.disk.files import Folder, Refused, kind_of
 
 __all__ = [
     "WORK_FOLDER",
     "Journal",
     "JournalError",
+    "entry_problem",
     "identity_of",
     "is_work_folder",
     "piece_path",
+    "report_path",
     "work_folder_for",
 ]
 
 WORK_FOLDER = ".rewriter-run"
 _JOURNAL = "journal.jsonl"
 _VERSION = 1
+_KEY_ROOM = 1 << 16  # characters of a key: two paths and a number (PATH_MAX is 4096 bytes)
+_INTEGER = 1 << 63  # counts, sizes and times are 64-bit integers
 
 
 class JournalError(ValueError):
@@ -83,52 +97,57 @@ class Journal:
         self.stream = stream
         self.earlier = earlier  # key -> (identity, offset) of the jobs a killed run had done
 
+    @property
+    def root(self) -> Path:
+        """The folder the work folder lies in: below it, no symbolic link is followed."""
+        return self.folder.parent
+
     @classmethod
     def open(cls, folder: Path, fingerprint: dict[str, object], *, resume: bool) -> Journal:
         """The journal in *folder* for a run with *fingerprint* (its options). With
         *resume*, the jobs an earlier run with the same options finished are kept (a
-        journal of other options raises :class:`JournalError`); otherwise it starts empty."""
+        journal of other options, or one that fails its checks, raises :class:`JournalError`);
+        otherwise it starts empty. A symbolic link at the work folder, its journal or its
+        ``pieces``/``reports`` folders raises :class:`~rewriter.disk.files.Refused`."""
         path = folder / _JOURNAL
         earlier: dict[str, tuple[tuple[int, int], int]] = {}
         header = {"rewriter-journal": _VERSION, "options": fingerprint}
-        if resume and path.exists():
-            earlier = cls._read_earlier(path, header)
-            stream = open(path, "ab")  # noqa: SIM115 - held for the run
-        else:
-            if folder.exists():
-                shutil.rmtree(folder / "pieces", ignore_errors=True)
-            folder.mkdir(parents=True, exist_ok=True)
-            stream = open(path, "wb")  # noqa: SIM115 - held for the run
-            stream.write(_line(header))
-            stream.flush()
-        (folder / "pieces").mkdir(exist_ok=True)
-        return cls(folder, stream, earlier)
-
-    @staticmethod
-    def _read_earlier(path: Path, header: dict[str, object]) -> dict[str, tuple[tuple[int, int], int]]:
-        earlier: dict[str, tuple[tuple[int, int], int]] = {}
-        with open(path, "rb") as stream:
-            first = stream.readline()
-            try:
-                found = json.loads(first)
-            except ValueError:
-                raise JournalError(f"{path}: not a journal of rewriter") from None
-            if not isinstance(found, dict) or found.get("rewriter-journal") != _VERSION:
-                raise JournalError(f"{path}: not a journal of this version of rewriter")
-            if found.get("options") != header["options"]:
-                raise JournalError(f"{path}: written by a run with other options; rerun without --resume to start over")
-            while True:
-                offset = stream.tell()
-                line = stream.readline()
-                if not line.endswith(b"\n"):
-                    break  # the end, or a line the killed run did not finish
+        with Folder.open(folder, folder.parent, make=True) as work:
+            for name in ("pieces", "reports"):
+                inner = work.status(name)
+                if inner is not None and not stat.S_ISDIR(inner.st_mode):
+                    raise Refused(f"{folder / name} is {kind_of(inner.st_mode)}, not a folder; it is not followed")
+            found = work.status(_JOURNAL)
+            if found is not None and not stat.S_ISREG(found.st_mode):
+                raise Refused(f"{path} is {kind_of(found.st_mode)}; the journal is never read or written through one")
+            if resume and found is not None:
+                stream = os.fdopen(work.open_file(_JOURNAL, os.O_RDWR), "r+b")
                 try:
-                    entry = json.loads(line)
-                    key, identity = entry["key"], entry["identity"]
-                    earlier[str(key)] = ((int(identity[0]), int(identity[1])), offset)
-                except (ValueError, KeyError, TypeError, IndexError):
-                    continue  # a damaged line: that job is done again
-        return earlier
+                    names = os.fstat(stream.fileno()).st_nlink
+                    if names != 1:  # another name of it could lie outside the tree: never appended to
+                        raise Refused(f"{path} has {names} names (hard links); a journal has one")
+                    earlier, end = _read_earlier(stream, path, header, folder)
+                    stream.truncate(end)  # a line the killed run did not finish: appended to, it would be damaged
+                    stream.seek(end)
+                    if end == 0:  # killed before its header was whole: nothing was done
+                        stream.write(_line(header))
+                        stream.flush()
+                except BaseException:
+                    stream.close()
+                    raise
+            else:
+                for name in ("pieces", "reports"):  # a killed run's, removed: never through a link
+                    work.remove_tree(name)
+                work.unlink(_JOURNAL)  # a killed run's (a regular file: checked above)
+                stream = os.fdopen(work.open_file(_JOURNAL, os.O_RDWR | os.O_CREAT | os.O_EXCL), "r+b")
+                stream.write(_line(header))
+                stream.flush()
+        try:
+            Folder.open(folder / "pieces", folder.parent).close()
+        except BaseException:
+            stream.close()
+            raise
+        return cls(folder, stream, earlier)
 
     def done(self, key: str, identity: tuple[int, int] | None) -> int | None:
         """Where the journal holds the outcome of the job *key* done by an earlier run on
@@ -148,22 +167,128 @@ class Journal:
         return offset
 
     def read(self, offset: int) -> dict[str, Any]:
-        """The entry at *offset* (from :meth:`record` or :meth:`done`)."""
-        with open(self.folder / _JOURNAL, "rb") as stream:
-            stream.seek(offset)
-            entry: dict[str, Any] = json.loads(stream.readline())
-            return entry
+        """The entry at *offset* (from :meth:`record` or :meth:`done`), read from the journal
+        this run holds open (never opened again by its name)."""
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = os.pread(self.stream.fileno(), 1 << 16, offset + len(line))
+            if not chunk:
+                break
+            line += chunk[: chunk.find(b"\n") + 1] if b"\n" in chunk else chunk
+        entry: dict[str, Any] = json.loads(line)
+        return entry
+
+    def holds(self, path: Path) -> bool:
+        """Whether the file *path* of the work folder (a piece, a report) is there, a regular
+        file reached through no symbolic link."""
+        try:
+            with Folder.open(path.parent, self.root, make=False) as folder:
+                found = folder.status(path.name)
+        except OSError:
+            return False
+        return found is not None and stat.S_ISREG(found.st_mode)
 
     def piece_path(self, key: str, number: int) -> Path:
         """Where the output of piece *number* of the container *key* waits."""
         return piece_path(self.folder, key, number)
 
     def close(self, *, finished: bool) -> None:
-        """Close the journal; a *finished* run removes its work folder."""
+        """Close the journal; a *finished* run removes its work folder (never through a
+        symbolic link: one found in its place is removed itself)."""
         with contextlib.suppress(OSError):
             self.stream.close()
         if finished:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            with contextlib.suppress(OSError), Folder.open(self.folder.parent, None, make=False) as parent:
+                parent.remove_tree(self.folder.name)
+
+
+def _read_earlier(
+    stream: Any, path: Path, header: dict[str, object], folder: Path
+) -> tuple[dict[str, tuple[tuple[int, int], int]], int]:
+    """The jobs of the journal *stream* (key -> (identity, offset)), and where its last whole
+    line ends. Raises :class:`JournalError` naming the line that fails its checks."""
+    earlier: dict[str, tuple[tuple[int, int], int]] = {}
+    first = stream.readline()
+    try:
+        found = json.loads(first)
+    except (ValueError, RecursionError):
+        raise JournalError(f"{path}: not a journal of rewriter") from None
+    if not isinstance(found, dict) or found.get("rewriter-journal") != _VERSION:
+        raise JournalError(f"{path}: not a journal of this version of rewriter")
+    options = found.get("options")
+    if options != header["options"]:
+        differ = _differing(options, header["options"])
+        raise JournalError(f"{path}: written by a run with other options{differ}; rerun without --resume to start over")
+    if not first.endswith(b"\n"):
+        return earlier, 0  # the header itself unfinished: nothing was done
+    number, end = 1, len(first)
+    while True:
+        offset = stream.tell()
+        line = stream.readline()
+        if not line.endswith(b"\n"):
+            return earlier, end  # the end, or a line the killed run did not finish
+        number, end = number + 1, offset + len(line)
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError) as error:
+            why = _first_line(error)
+            raise JournalError(
+                f"{path}, line {number}: not JSON ({why}); rerun without --resume to start over"
+            ) from None
+        problem = entry_problem(entry, folder)
+        if problem is not None:
+            raise JournalError(f"{path}, line {number}: {problem}; rerun without --resume to start over")
+        size, time = entry["identity"]
+        earlier[entry["key"]] = ((size, time), offset)
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).split("\n", 1)[0][:200]
+
+
+def _differing(found: object, wanted: object) -> str:
+    """Which options of a journal's header differ from this run's (for the message)."""
+    if not isinstance(found, dict) or not isinstance(wanted, dict):
+        return ""
+    names = sorted(name for name in wanted.keys() | found.keys() if found.get(name) != wanted.get(name))
+    return f" ({', '.join(str(name) for name in names[:8])})" if names else ""
+
+
+def entry_problem(entry: object, folder: Path) -> str | None:
+    """Why *entry*, a line of the journal of the work *folder*, is not one a run writes
+    (a wrong type, a field missing or added, a value out of range, a file named that is not
+    this run's own); None when it is one. Each field is checked, and the outcome's
+    (:func:`rewriter.run.batch.outcome_problem`)."""
+    from rewriter.run.batch import outcome_problem
+
+    if not isinstance(entry, dict) or set(entry) != {"key", "identity", "outcome"}:
+        return "an entry has exactly the fields key, identity and outcome"
+    key, identity, outcome = entry["key"], entry["identity"], entry["outcome"]
+    if not isinstance(key, str) or not key or len(key) > _KEY_ROOM:
+        return "its key is not a string of a run's job"
+    parts = key.split("\0")
+    if len(parts) not in (3, 4) or parts[2] not in ("dry", "write") or not parts[0]:
+        return "its key is not a run's: input, output, what was done"
+    if len(parts) == 4 and not (parts[3].isascii() and parts[3].isdigit() and len(parts[3]) < 20):
+        return "its key's piece is not a byte offset"
+    if (
+        not isinstance(identity, list)
+        or len(identity) != 2
+        or not all(type(value) is int and -_INTEGER <= value < _INTEGER for value in identity)
+    ):
+        return "its identity is not two integers (size, time)"
+    if not isinstance(outcome, dict):
+        return "its outcome is not an object"
+    return outcome_problem(outcome, report_path(folder, key), piece=len(parts) == 4)
+
+
+def report_path(folder: Path, key: str) -> Path:
+    """Where the report lines of the job *key*, when they are many, wait in the work *folder*:
+    the one file a journal entry may name."""
+    import hashlib
+
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return folder / "reports" / f"{digest}.jsonl"
 
 
 def piece_path(folder: Path, key: str, number: int) -> Path:

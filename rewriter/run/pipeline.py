@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from rewriter.run.executors import Executor
     from rewriter.run.journal import Journal
 
-__all__ = ["BATCH_BYTES", "BATCH_JOBS", "execute"]
+__all__ = ["BATCH_BYTES", "BATCH_JOBS", "Leftovers", "execute"]
 
 BATCH_JOBS = 32  # jobs sent to a worker at once: fewer round trips (Dask's cost a task)
 BATCH_BYTES = 8 << 20  # input bytes in one batch at most: the workers stay balanced
@@ -86,14 +86,17 @@ def _size(job: Job) -> int:
 
 
 def _batches(
-    plan: Iterable[Job | str], state: _State, journal: Journal | None, most: int = BATCH_JOBS
+    plan: Iterable[Job | str],
+    state: _State,
+    journal: Journal | None,
+    most: int = BATCH_JOBS,
+    leftovers: Leftovers | None = None,
 ) -> Iterator[list[Job]]:
     """The plan's jobs in batches of consecutive small jobs (a piece or a large file alone);
     problems and jobs an earlier run finished take their places without being sent."""
     batch: list[Job] = []
     places: list[int] = []
     size = 0
-    leftovers = _Leftovers()
     for item in plan:
         place = state.planned
         state.planned += 1
@@ -102,11 +105,12 @@ def _batches(
             continue
         slot = _Slot(job=item)
         state.slots[place] = slot
+        if leftovers is not None:
+            leftovers.remove(item, journal)
         if journal is not None and journal.earlier:  # a run resumed: a fresh journal has nothing done
             slot.offset = _resumed(item, journal)
             if slot.offset is not None:
                 continue
-            leftovers.remove(item, journal)
         job_size = _size(item) if most > 1 else 0  # one job a batch: no size to weigh
         if batch and (len(batch) >= most or size + job_size > BATCH_BYTES or item.piece is not None):
             state.batches[state.sent] = places
@@ -127,26 +131,51 @@ def _batches(
         yield batch
 
 
-class _Leftovers:
-    """The temporary files the killed run left, removed for each job done again (each folder
-    read once)."""
+class Leftovers:
+    """The temporary files a killed run left where this run writes, removed as each job is
+    planned (before any of its own is written): for each job, those of its output's name, of
+    its piece, of its report file, of a Maildir's messages. Only regular files named by our
+    temporary pattern (:func:`~rewriter.disk.files.temporary_name`), through no symbolic link.
+    A temporary of a name this run writes can only be a killed run's: each name is written
+    by one job. :attr:`removed` counts them."""
 
     def __init__(self) -> None:
-        self.folders: dict[Path, dict[str, list[str]]] = {}
+        self.removed = 0
+        self.folders: dict[Path, dict[str, list[str]]] = {}  # each folder read once
 
-    def remove(self, job: Job, journal: Journal) -> None:
-        from rewriter.disk.files import temporaries_in
+    def remove(self, job: Job, journal: Journal | None) -> None:
+        from rewriter.disk.files import Folder
 
         if job.dry or job.target is None:
             return
-        path = journal.piece_path(job_key(job, whole=True), job.piece.number) if job.piece else Path(job.target)
+        root = None if job.root is None else Path(job.root)
+        target = Path(job.target)
+        if job.maildir:  # its messages' temporaries, in its tmp/: the one job writing there
+            with contextlib.suppress(OSError), Folder.open(target / "tmp", root, make=False) as scratch:
+                self.removed += scratch.remove_temporaries()
+            return
+        if job.piece is None or job.piece.number == 0:
+            self._remove(target, root)
+        if journal is not None:
+            key = job_key(job, whole=job.piece is not None)
+            if job.piece is not None:
+                self._remove(journal.piece_path(key, job.piece.number), journal.root)
+            elif journal.earlier:
+                from rewriter.run.journal import report_path
+
+                self._remove(report_path(journal.folder, job_key(job)), journal.root)
+
+    def _remove(self, path: Path, root: Path | None) -> None:
+        from rewriter.disk.files import Folder, temporaries_in
+
         if path.parent not in self.folders:
             if len(self.folders) > 256:
                 self.folders.clear()  # a long run over many folders: memory stays bounded
-            self.folders[path.parent] = temporaries_in(path.parent)
-        for name in self.folders[path.parent].pop(path.name, ()):
-            with contextlib.suppress(OSError):
-                os.unlink(path.parent / name)
+            self.folders[path.parent] = temporaries_in(path.parent, root)
+        names = self.folders[path.parent].pop(path.name, ())
+        if names:
+            with contextlib.suppress(OSError), Folder.open(path.parent, root, make=False) as folder:
+                self.removed += sum(folder.unlink_regular(name) for name in names)
 
 
 def _resumed(job: Job, journal: Journal) -> int | None:
@@ -159,11 +188,12 @@ def _resumed(job: Job, journal: Journal) -> int | None:
     if offset is None:
         return None
     if job.piece is not None:
-        return offset if job.dry or journal.piece_path(job_key(job, whole=True), job.piece.number).exists() else None
+        piece = journal.piece_path(job_key(job, whole=True), job.piece.number)
+        return offset if job.dry or journal.holds(piece) else None
     if job.target is not None and not job.dry and not os.path.lexists(job.target):
         return None
     aside = journal.read(offset)["outcome"].get("report_file")
-    if aside is not None and not os.path.exists(aside):
+    if aside is not None and not journal.holds(Path(aside)):  # checked: the job's own (journal.entry_problem)
         return None  # its report lines are gone with the work folder: done again
     return offset
 
@@ -174,9 +204,12 @@ def execute(
     executor: Executor,
     *,
     journal: Journal | None = None,
+    leftovers: Leftovers | None = None,
 ) -> Iterator[Outcome | str]:
     """Do every job of *plan* with *executor*; yield, in the order of the plan, each job's
-    outcome (a piece of a container included) and each problem the plan gave (a str)."""
+    outcome (a piece of a container included) and each problem the plan gave (a str). The
+    temporary files a killed run left where the jobs write are removed first, and counted in
+    *leftovers* (a :class:`Leftovers` of the caller's, to say how many)."""
     state = _State()
     work = None if journal is None else str(journal.folder)
     assembly = _Assembly(settings.backup, sync=settings.sync)
@@ -216,7 +249,8 @@ def execute(
         for place, outcome in zip(places, result, strict=True):
             _done(state.slots[place], outcome, state, journal)
 
-    jobs = _batches(plan, state, journal, getattr(executor, "batch", BATCH_JOBS))
+    leftovers = Leftovers() if leftovers is None else leftovers
+    jobs = _batches(plan, state, journal, getattr(executor, "batch", BATCH_JOBS), leftovers)
     for index, result in executor.map(run_batch, jobs, _with_work(settings, work)):
         finish(state.batches.pop(index), result, again=False)
         yield from release()
@@ -236,9 +270,9 @@ def _forget_temporaries(job: Job, work: str | None) -> None:
     from rewriter.disk.files import remove_temporaries_of
 
     if job.piece is not None and work is not None:
-        remove_temporaries_of(pieces_path(work, job))
+        remove_temporaries_of(pieces_path(work, job), Path(work).parent)
     elif job.target is not None and not job.dry:
-        remove_temporaries_of(Path(job.target))
+        remove_temporaries_of(Path(job.target), None if job.root is None else Path(job.root))
 
 
 def _with_work(settings: Settings, work: str | None) -> Settings:
@@ -302,12 +336,20 @@ class _Assembly:
         if self.replacement is None:
             return
         piece = journal.piece_path(job_key(job, whole=True), job.piece.number)
-        if outcome.state == "failed" or not piece.exists():
+        if outcome.state == "failed" or not journal.holds(piece):
             self.failed = True
         elif not self.failed:
-            with open(piece, "rb") as stream:
-                _copy_all(stream, self.replacement.stream)
-            self.changed = self.changed or outcome.state == "rewritten"
+            from rewriter.disk.files import open_regular
+
+            try:  # through no symbolic link: the work folder lies in the tree
+                stream = open_regular(piece, journal.root)
+            except OSError as error:
+                self.failed = True
+                outcome.fail(f"not written: its piece {piece} cannot be read: {error.strerror or error}")
+            else:
+                with stream:
+                    _copy_all(stream, self.replacement.stream)
+                self.changed = self.changed or outcome.state == "rewritten"
         if job.piece.last:
             self._end(job, outcome)
 

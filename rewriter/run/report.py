@@ -94,9 +94,13 @@ class ReportFile:
         self.first = False
         self._replacement.stream.write(lines.encode("utf-8", "surrogateescape"))
 
-    def add_file(self, path: Path) -> None:
-        """A job's records, from the JSON Lines file a worker wrote, copied in chunks."""
-        with open(path, "rb") as stream:
+    def add_file(self, path: Path, root: Path | None = None) -> None:
+        """A job's records, from the JSON Lines file a worker wrote, copied in chunks; under
+        *root* (where the run's work folder lies) through no symbolic link, and only a
+        regular file (:func:`rewriter.disk.files.open_regular`)."""
+        from rewriter.disk.files import open_regular
+
+        with open_regular(path, root) as stream:
             if not self.array:
                 while chunk := stream.read(1 << 20):
                     self._replacement.stream.write(chunk)
