@@ -212,6 +212,7 @@ class _Record:
     headers: StatusAndHeaders | None = None  # its WARC heading (an ARC record's, as warcio converts it)
     http: StatusAndHeaders | None = None
     again: bool = False  # read a second time, from the decompressed data (see _Whole)
+    end: int | None = None  # where it ends (its gzip member, or its blank lines), when read whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -490,11 +491,14 @@ def _run(
             yield _Record(offset, None, False, again=True)
             continue
         item, damaged = _read(record, offset, wanted, limit)
+        end = None
         if not damaged and not _member_ends(iterator):
             problem = f"offset {offset}: the gzip member of this record is cut short (its end and checksum are missing)"
             item = WarcDamage(offset, problem) if item is None else _with_problem(item, problem)
             damaged = True
-        yield _Record(offset, item, damaged, record.rec_headers, record.http_headers)
+        elif not damaged:
+            end = iterator.offset  # warcio's, once the record is read to its end: what follows may be damage
+        yield _Record(offset, item, damaged, record.rec_headers, record.http_headers, end=end)
         if damaged:  # the container is damaged here: warcio cannot be trusted to find the next record
             stop.damage = offset
             return stop
@@ -1465,13 +1469,14 @@ def rewrite_warc_piece(
     the records a revisit refers to are still there, unchanged.
 
     The records are written as they are when *gzip* is the input's compression (the raw
-    bytes of each gzip member; every byte of the piece, damage included). Otherwise each
-    record's uncompressed bytes are the same, framed anew: one gzip member per record (Annex
-    D; a plain file's bytes from one record to the next, damage included) or, to a plain
-    output, each whole record's gzip member decompressed, and what is no whole record
-    (damage) left out, with a :class:`WarcDamage` saying so. A file that is one gzip stream is
-    framed anew from where that is found. Conversion records are gzip members of their own
-    (mtime 0, OS 255: RFC 1952 §2.3) or plain, as *gzip* says.
+    bytes of each gzip member). Otherwise each record's uncompressed bytes are the same, framed
+    anew: one gzip member per record (Annex D) or, to a plain output, each record's gzip member
+    decompressed. What is no whole record (a damaged or cut gzip member, a record cut short or
+    whose length runs into the next, junk between records) is left out, each stretch named by a
+    :class:`WarcDamage`: the output is a WARC every reader reads to its end, each page's
+    conversion record right after the page's record, whatever damage follows it. A file that is
+    one gzip stream is framed anew from where that is found. Conversion records are gzip members
+    of their own (mtime 0, OS 255: RFC 1952 §2.3) or plain, as *gzip* says.
 
     An ARC file's records cannot be kept byte for byte in a WARC: each is written as the
     WARC record warcio's ARC-to-WARC reading makes of it (its ARC fields as WARC fields,
@@ -1729,6 +1734,8 @@ class _Out:
         if record.again:
             if self.waiting and self.cursor is None:
                 self.cursor, self.waiting = record.offset, False
+                if self.pending is not None:  # its end was an offset in the file, not in the decompressed data
+                    self.pending = dataclasses.replace(self.pending, end=None)
             return
         if self.cursor is None:  # the first record read from the decompressed data, none read again
             if self.waiting and self.pending is not None:
@@ -1771,11 +1778,37 @@ class _Out:
             yield data
 
     def _flush(self, end: int | None) -> None:
+        """Write the open span, up to *end*: its record, then its conversion record, then nothing
+        of what follows the record in the span (damage, junk), which is named as left out; a
+        reader of the output reaches every record, and each page's conversion right after it."""
         start, record = self.cursor, self.pending
         assert start is not None
-        if self.arc:
+        if record is not None and record.end is not None and end is not None and record.end > end:
+            # Its length runs into the next record found, which it must not swallow: it is damaged.
+            self._leave(start, self._size(start, end), "that are no whole record")
+        elif self.arc:
             self._arc(record, start, end)
-        elif self.gzipped == self.gzip:
+        elif record is None or record.damaged:
+            self._leave(start, self._size(start, end), "that are no whole record")
+        else:
+            stop = end
+            if record.end is not None and (end is None or start <= record.end < end):
+                stop = record.end
+            self._record(record, start, stop)
+            if stop != end:
+                self._leave(stop if stop is not None else start, self._size(stop, end), "that are no whole record")
+        if self.after is not None:
+            frame = _Frame(self.target, self.gzip)
+            frame.write(self.after)
+            frame.close()
+        self.cursor, self.after = end, None
+
+    def _size(self, start: int | None, end: int | None) -> int:
+        return 0 if start is None else sum(map(len, self._chunks(start, end)))
+
+    def _record(self, record: _Record, start: int, end: int | None) -> None:
+        """A whole record's bytes [start, end): as they are, or framed anew (see :func:`rewrite_warc_piece`)."""
+        if self.gzipped == self.gzip:
             for data in self._chunks(start, end):
                 self.target.write(data)
         elif not self.gzipped:
@@ -1785,8 +1818,6 @@ class _Out:
                 frame.write(data)
             if frame is not None:
                 frame.close()
-        elif record is None or record.damaged:
-            self._leave(start, sum(map(len, self._chunks(start, end))), "that are no whole record")
         else:
             inflater = _Inflater(self._chunks(start, end))
             for data in inflater:
@@ -1794,11 +1825,6 @@ class _Out:
             if inflater.error is not None:
                 self._leave(start, None, f"of the record's gzip member: {inflater.error}")
             self._leave(start + inflater.size, inflater.rest, "after the record's gzip member")
-        if self.after is not None:
-            frame = _Frame(self.target, self.gzip)
-            frame.write(self.after)
-            frame.close()
-        self.cursor, self.after = end, None
 
     def _arc(self, record: _Record | None, start: int, end: int | None) -> None:
         """An ARC record written as the WARC record warcio reads it as (WARC 1.1 §4: heading,
@@ -1827,6 +1853,17 @@ class _Out:
             left -= len(data)
         frame.write(b"\r\n\r\n")
         frame.close()
+        # What follows the record in its span, past its line end, is damage: named, as left out.
+        tail = junk = 0
+        for data in reader.rest():
+            tail += len(data)
+            junk = junk or bool(data.strip(b"\r\n"))
+        if isinstance(chunks, _Inflater):
+            if junk:
+                self._leave(start, None, "of the record's gzip member, after the record, that are no record")
+            self._leave(start + chunks.size, chunks.rest, "after the record's gzip member")
+        elif junk:
+            self._leave(start + reader.taken, tail, "that are no whole ARC record")
 
     def _leave(self, start: int, size: int | None, what: str) -> None:
         """Say that *size* bytes (None: some) from *start* are not in the output."""
@@ -1877,21 +1914,31 @@ class _Lines:
     def __init__(self, chunks: Iterable[bytes]) -> None:
         self.chunks = iter(chunks)
         self.buffer = b""
+        self.taken = 0  # bytes handed out
 
     def _fill(self) -> bool:
         data = next(self.chunks, b"")
         self.buffer += data
         return bool(data)
 
+    def rest(self) -> Iterator[bytes]:
+        """What is left, in blocks."""
+        if self.buffer:
+            yield self.buffer
+        self.buffer = b""
+        yield from self.chunks
+
     def readline(self) -> bytes:
         while b"\n" not in self.buffer and len(self.buffer) < _BLOCK and self._fill():
             pass
         end = self.buffer.find(b"\n") + 1 or len(self.buffer)
         line, self.buffer = self.buffer[:end], self.buffer[end:]
+        self.taken += len(line)
         return line
 
     def read(self, size: int) -> bytes:
         if not self.buffer:
             self._fill()
         data, self.buffer = self.buffer[:size], self.buffer[size:]
+        self.taken += len(data)
         return data
