@@ -514,6 +514,10 @@ def damaged_inputs(tmp_path: Path) -> dict[str, Path]:
         found[f"damaged arc {name}"] = tmp_path / f"damaged-{name}.arc"
         found[f"damaged arc {name}"].write_bytes(bytes(arc))
     plain = write_collection(tmp_path / "length.warc", compress=False).read_bytes()
+    flipped = bytearray(plain)  # a byte of the style sheet changed: the record is framed whole, its block is not
+    flipped[plain.index(b"background")] ^= 0x20
+    found["flipped plain"] = tmp_path / "flipped.warc"
+    found["flipped plain"].write_bytes(bytes(flipped))
     length = plain.index(b"Content-Length: ", plain.index(b"WARC-Type: request"))
     found["no Content-Length"] = tmp_path / "bad.warc"
     found["no Content-Length"].write_bytes(
@@ -532,6 +536,7 @@ DAMAGED = [
     "damaged arc gz",
     "damaged arc plain",
     "no Content-Length",
+    "flipped plain",
 ]
 
 
@@ -554,6 +559,20 @@ def test_warc_out_of_a_damaged_input_passes_warcio_check_each_conversion_right_a
     assert any(isinstance(item, WarcDamage) and "left out of the output" in item.problem for item in items)
     joined = b"".join(run(path, piece, gzip=compress_out)[0] for piece in plan_warc(path, piece_size=1))
     assert joined == data
+
+
+@pytest.mark.parametrize("compress_out", COMPRESSIONS)
+def test_a_record_whose_block_digest_fails_is_left_out_with_no_conversion(tmp_path: Path, compress_out: bool) -> None:
+    path = damaged_inputs(tmp_path)["flipped plain"]
+    data, items = run(path, gzip=compress_out)
+    uris = [read.fields.get("WARC-Target-URI") for read in read_back(data)]
+    assert (
+        "http://h/site/s/site.css" not in uris and uris.count("http://h/site/") == 4
+    )  # request, page, conversion, revisit
+    (sheet,) = [item for item in items if isinstance(item, WarcPage) and item.uri == "http://h/site/s/site.css"]
+    assert not sheet.converted and any("block digest fails" in problem for problem in sheet.problems)
+    left = [item.problem for item in items if isinstance(item, WarcDamage) and "left out" in item.problem]
+    assert len(left) == 1 and "block digest fails" in left[0]
 
 
 def test_every_damage_reading_names_is_named_by_warc_out_too(tmp_path: Path) -> None:

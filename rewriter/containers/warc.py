@@ -213,6 +213,7 @@ class _Record:
     http: StatusAndHeaders | None = None
     again: bool = False  # read a second time, from the decompressed data (see _Whole)
     end: int | None = None  # where it ends (its gzip member, or its blank lines), when read whole
+    block_failed: bool = False  # its block is not what its WARC-Block-Digest says (WARC 1.1 §5.8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,7 +499,9 @@ def _run(
             damaged = True
         elif not damaged:
             end = iterator.offset  # warcio's, once the record is read to its end: what follows may be damage
-        yield _Record(offset, item, damaged, record.rec_headers, record.http_headers, end=end)
+        checker = getattr(record, "digest_checker", None)
+        failed = any(str(problem).startswith("block digest failed") for problem in getattr(checker, "problems", ()))
+        yield _Record(offset, item, damaged, record.rec_headers, record.http_headers, end=end, block_failed=failed)
         if damaged:  # the container is damaged here: warcio cannot be trusted to find the next record
             stop.damage = offset
             return stop
@@ -1564,6 +1567,9 @@ def _page(
             problems.append(f"offset {record.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
     changed = rewrite and result is not None and result.output != document.body
     conversion = None
+    if changed and record.block_failed:  # its bytes are not those recorded: it is left out of the output
+        problems.append(f"offset {record.offset}: its block digest fails (WARC 1.1 §5.8): no conversion")
+        changed = False
     if changed and result is not None:
         original = _arc_id(record) if container == "arc" else _header(record.headers, "WARC-Record-ID")
         if original is None:
@@ -1790,6 +1796,8 @@ class _Out:
             self._arc(record, start, end)
         elif record is None or record.damaged:
             self._leave(start, self._size(start, end), "that are no whole record")
+        elif record.block_failed:
+            self._leave(start, self._size(start, end), "of a record whose block digest fails (WARC 1.1 §5.8)")
         else:
             stop = end
             if record.end is not None and (end is None or start <= record.end < end):
