@@ -199,6 +199,33 @@ def test_a_4_gib_bomb_runs_in_flat_memory_and_is_named_and_kept(tmp_path: Path, 
     check_command(tmp_path, warc, command)
 
 
+def heading_bomb(path: Path, gib: int) -> Path:
+    """A .warc.gz whose first member inflates to a WARC heading with a line of *gib* GiB (of zeros,
+    no line end), then an ordinary page: warcio reads a line whole, however long."""
+    path.write_bytes(gzip_member(b"WARC/1.1\r\nWARC-Type: resource\r\nX-Long: ", gib * 1024) + page_record(2))
+    return path
+
+
+@pytest.mark.parametrize("command", ["rewrite", "unpack", "links"])
+def test_a_member_that_inflates_to_an_endless_heading_line_runs_in_flat_memory(tmp_path: Path, command: str) -> None:
+    warc = heading_bomb(tmp_path / "heading.warc.gz", 1)
+    if command == "rewrite":
+        out = tmp_path / "out.warc.gz"
+        peak, code, err, _ = run_measured(tmp_path, "rewrite", str(warc), "-o", str(out), "-j", "1")
+        kinds = [r.rec_type for r in ArchiveIterator(io.BytesIO(out.read_bytes()))]
+        assert kinds == ["response", "conversion"]  # the bomb's member left out, and named
+        assert "left out of the output" in err
+    elif command == "unpack":
+        out = tmp_path / "mirror"
+        peak, code, err, _ = run_measured(tmp_path, "unpack", str(warc), "-o", str(out))
+        assert (out / "bomb.example" / "after.html").exists()
+    else:
+        peak, code, err, stdout = run_measured(tmp_path, "links", str(warc))
+        assert b"http://bomb.example/next.html" in stdout
+    assert code == 1 and "offset 0: unreadable record: ValueError: a heading longer than 1,048,576 bytes" in err, err
+    assert peak < BOUND, f"{command}: peak resident size {peak / MIB:.0f} MiB (bound {BOUND / MIB:.0f} MiB)"
+
+
 # --- the limit, counted in decoded bytes ----------------------------------------------------------------------
 
 

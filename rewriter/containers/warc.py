@@ -68,6 +68,7 @@ from typing import IO, TYPE_CHECKING, BinaryIO, Union, cast
 from urllib.parse import quote, urlsplit
 
 from warcio.archiveiterator import ArchiveIterator, ARCIterator, WARCIterator
+from warcio.bufferedreaders import BufferedReader
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 
 from rewriter.bundle.unpack import declare_charset
@@ -117,6 +118,7 @@ _JAVASCRIPT = frozenset(
 _CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r\n")  # RFC 9112 §7.1 chunk-size [chunk-ext] CRLF
 _PARAMETER = re.compile(r';\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')
 _BLOCK = 1 << 20
+_HEADING = 1 << 20  # the lines of a record's headings (WARC and HTTP) read at most, together
 _LINE = 1 << 16  # a chunk-size line at most this long; coded bytes that inflate to nothing, as long: not coded
 _CODINGS = frozenset({"gzip", "deflate"})  # content codings undone (RFC 9110 §8.4.1), each inflated in steps
 _WARC_LINE = re.compile(rb"WARC/(?:1\.[01]|0\.1[78])\r?\n")  # a record's first line (WARC 1.1 §4, and before)
@@ -457,10 +459,12 @@ def _run(
         iterator = ARCIterator(reader, arc2warc=True, check_digests=digests)
     else:
         iterator = WARCIterator(reader, check_digests=digests)
+    heading = _Heading(iterator.reader)
     stop = _Stop()
     while True:
         try:
             with _captured() as noise:
+                heading.used = 0  # each record's heading has its own bound
                 record = next(iterator)
         except StopIteration:
             if _said(noise):
@@ -505,6 +509,26 @@ def _run(
         if damaged:  # the container is damaged here: warcio cannot be trusted to find the next record
             stop.damage = offset
             return stop
+
+
+class _Heading:
+    """A bound on the lines warcio reads for one record (its WARC heading, its HTTP heading, the
+    blank lines after it), taken on warcio's reader: it reads a line whole, however long, and a
+    small gzip member can inflate to a line of gigabytes. Past :data:`_HEADING` bytes the record
+    is unreadable (damage: reading goes on at the next record)."""
+
+    def __init__(self, reader: BufferedReader) -> None:
+        self.readline = reader.readline
+        self.used = 0
+        reader.readline = self.bounded
+
+    def bounded(self, length: int | None = None) -> bytes:
+        left = _HEADING - self.used
+        if left <= 0:
+            raise ValueError(f"a heading longer than {_HEADING:,} bytes")
+        line: bytes = self.readline(left if length is None or length < 0 else min(length, left))
+        self.used += len(line)
+        return line
 
 
 def _member_ends(iterator: ArchiveIterator) -> bool:
