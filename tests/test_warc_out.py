@@ -10,7 +10,9 @@ ISO-8859-1 and one with nothing to rewrite. The acceptance checks: warcio's chec
 digest problem in the output; every record but the conversion records is the input's, byte
 for byte; each conversion record's block is ``rewrite_html`` (``rewrite_css``) of the decoded
 page against its own URI and HTTP charset; and the outputs of the pieces, joined, are the
-output of the whole file.
+output of the whole file. Of a damaged input (a damaged gzip member, a record cut short, junk
+between records), the damage is left out and named, and the output still passes warcio's
+checker, each conversion record right after its page's record.
 """
 
 from __future__ import annotations
@@ -438,15 +440,19 @@ def test_the_pieces_outputs_joined_are_the_whole_files_output(tmp_path: Path, na
 
 
 @pytest.mark.parametrize("compress", COMPRESSIONS)
-def test_a_damaged_record_is_copied_as_it_is_and_named(tmp_path: Path, compress: bool) -> None:
+def test_a_damaged_record_is_left_out_and_named_and_every_other_record_kept(tmp_path: Path, compress: bool) -> None:
     path, offset = damaged_collection(tmp_path, compress)
     data, items = run(path, gzip=compress)
     damage = [item for item in items if isinstance(item, WarcDamage)]
     assert damage and any(str(offset) in item.problem for item in damage), damage
+    left = [item for item in damage if "left out of the output" in item.problem]
+    assert [item.offset for item in left] == [offset], left
     pages = [item for item in items if isinstance(item, WarcPage)]
     assert [page.uri for page in pages if page.converted] == list(EXPECTED)
-    # The output is the input with the same conversion records as the clean file's inserted: every byte kept.
-    assert removed(data, run(tmp_path / f"clean{compress}.warc", gzip=compress)[0]) == path.read_bytes()
+    # The output is the clean file's output without the damaged record: every other byte kept, in order.
+    clean = read_back(run(tmp_path / f"clean{compress}.warc", gzip=compress)[0])
+    image = [read.raw for read in clean if read.fields.get("WARC-Target-URI") == "http://h/img/logo.png"]
+    assert data == b"".join(read.raw for read in clean if read.raw not in image)
 
 
 def test_a_damaged_record_is_left_out_of_a_plain_output_which_passes_warcio_check(
@@ -475,19 +481,98 @@ def test_garbage_in_a_plain_file_goes_with_the_record_before_it_and_a_piece_star
     assert pieces[0].start == 0 and pieces[1].start == plain.index(b"WARC/1.0", 1) + len(b"junk before\r\n")
     assert pieces[3].start == len(b"junk before\r\n") + cut + len(b"no record here\r\n") * 40
     data, items = run(path, gzip=False)
-    assert [item.offset for item in items if isinstance(item, WarcDamage)] == [0, pieces[3].start - 16 * 40]
+    damage = [item for item in items if isinstance(item, WarcDamage)]
+    assert [item.offset for item in damage if "left out" not in item.problem] == [0, pieces[3].start - 16 * 40]
     assert [item.offset for item in items if isinstance(item, WarcPage)][1] == pieces[3].start
-    assert removed(data, run(clean, gzip=False)[0]) == path.read_bytes()
+    # The junk is left out (named), each page's conversion right after it: the output is the clean file's.
+    assert [item.offset for item in damage if "left out" in item.problem] == [0, pieces[3].start - 16 * 40]
+    assert data == run(clean, gzip=False)[0]
     assert b"".join(run(path, piece, gzip=False)[0] for piece in pieces) == data
 
 
-def removed(data: bytes, clean: bytes) -> bytes:
-    """*data* without the conversion records of *clean* (the same file's output, undamaged)."""
-    conversions = [read.raw for read in read_back(clean) if read.kind == "conversion"]
-    assert len(conversions) == len(EXPECTED) and all(data.count(raw) == 1 for raw in conversions)
-    for raw in conversions:
-        data = data.replace(raw, b"")
-    return data
+def damaged_inputs(tmp_path: Path) -> dict[str, Path]:
+    """Every damaged WARC and ARC the tests build, and more: damage after a page, a record cut
+    short at the end of the file, junk between records."""
+    found: dict[str, Path] = {}
+    for compress in (True, False):
+        name = "gz" if compress else "plain"
+        found[f"damaged {name}"] = damaged_collection(tmp_path, compress)[0]  # the record after the style sheet
+        clean = write_collection(tmp_path / f"whole-{name}.warc", compress=compress).read_bytes()
+        starts = record_starts(tmp_path / f"whole-{name}.warc")
+        cut = tmp_path / f"cut-{name}.warc"  # the last record (after a page) cut short
+        cut.write_bytes(clean[: (starts[-1] + len(clean)) // 2])
+        found[f"cut {name}"] = cut
+        junk = tmp_path / f"junk-{name}.warc"  # junk between the page and its style sheet, and at the end
+        junk.write_bytes(clean[: starts[3]] + b"junk\r\n" * 30 + clean[starts[3] :] + b"\x1f\x8b\x08junk")
+        found[f"junk {name}"] = junk
+        arc = bytearray(write_arc(tmp_path / f"crawl-{name}.arc", compress=compress).read_bytes())
+        offsets = [item.offset for item in iter_documents(tmp_path / f"crawl-{name}.arc")]
+        if compress:  # the style sheet's member damaged
+            arc[offsets[1] + 12 : offsets[1] + 28] = bytes(16)
+        else:
+            arc[offsets[1] : offsets[1]] = b"junk junk\n" * 3
+        found[f"damaged arc {name}"] = tmp_path / f"damaged-{name}.arc"
+        found[f"damaged arc {name}"].write_bytes(bytes(arc))
+    plain = write_collection(tmp_path / "length.warc", compress=False).read_bytes()
+    flipped = bytearray(plain)  # a byte of the style sheet changed: the record is framed whole, its block is not
+    flipped[plain.index(b"background")] ^= 0x20
+    found["flipped plain"] = tmp_path / "flipped.warc"
+    found["flipped plain"].write_bytes(bytes(flipped))
+    length = plain.index(b"Content-Length: ", plain.index(b"WARC-Type: request"))
+    found["no Content-Length"] = tmp_path / "bad.warc"
+    found["no Content-Length"].write_bytes(
+        plain[:length] + b"Content-Length: many" + plain[plain.index(b"\r\n", length) :]
+    )
+    return found
+
+
+DAMAGED = [
+    "damaged gz",
+    "damaged plain",
+    "cut gz",
+    "cut plain",
+    "junk gz",
+    "junk plain",
+    "damaged arc gz",
+    "damaged arc plain",
+    "no Content-Length",
+    "flipped plain",
+]
+
+
+@pytest.mark.parametrize("compress_out", COMPRESSIONS)
+@pytest.mark.parametrize("name", DAMAGED)
+def test_warc_out_of_a_damaged_input_passes_warcio_check_each_conversion_right_after_its_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, compress_out: bool
+) -> None:
+    path = damaged_inputs(tmp_path)[name]
+    data, items = run(path, gzip=compress_out)
+    out = tmp_path / "out.warc"
+    out.write_bytes(data)
+    warcio_check(out, capsys)
+    records = read_back(data)
+    converted = [page.uri for page in items if isinstance(page, WarcPage) and page.converted]
+    conversions = [index for index, read in enumerate(records) if read.kind == "conversion"]
+    assert [records[index].fields["WARC-Target-URI"] for index in conversions] == converted and converted
+    for index in conversions:  # the record it converts is the one just before it
+        assert records[index].fields["WARC-Refers-To"] == records[index - 1].fields["WARC-Record-ID"]
+    assert any(isinstance(item, WarcDamage) and "left out of the output" in item.problem for item in items)
+    joined = b"".join(run(path, piece, gzip=compress_out)[0] for piece in plan_warc(path, piece_size=1))
+    assert joined == data
+
+
+@pytest.mark.parametrize("compress_out", COMPRESSIONS)
+def test_a_record_whose_block_digest_fails_is_left_out_with_no_conversion(tmp_path: Path, compress_out: bool) -> None:
+    path = damaged_inputs(tmp_path)["flipped plain"]
+    data, items = run(path, gzip=compress_out)
+    uris = [read.fields.get("WARC-Target-URI") for read in read_back(data)]
+    assert (
+        "http://h/site/s/site.css" not in uris and uris.count("http://h/site/") == 4
+    )  # request, page, conversion, revisit
+    (sheet,) = [item for item in items if isinstance(item, WarcPage) and item.uri == "http://h/site/s/site.css"]
+    assert not sheet.converted and any("block digest fails" in problem for problem in sheet.problems)
+    left = [item.problem for item in items if isinstance(item, WarcDamage) and "left out" in item.problem]
+    assert len(left) == 1 and "block digest fails" in left[0]
 
 
 def test_every_damage_reading_names_is_named_by_warc_out_too(tmp_path: Path) -> None:

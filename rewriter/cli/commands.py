@@ -237,13 +237,10 @@ def build_parser() -> _Parser:
     )
     _switch(rewrite, "--quiet", "say nothing but errors: no progress bar, no line per file, no summary", short="-q")
     _switch(rewrite, "--verbose", "also name each link left relative (--report has every link)", short="-v")
-    rewrite.add_argument(
-        "--max-size",
-        metavar="SIZE",
-        type=_size,
-        default=None,
-        help="a document larger than SIZE (bytes, or with K, M, G) is copied unchanged and named, not held in "
-        "memory; each message of an mbox too, up to 64M (default: 1G)",
+    _max_size_option(
+        rewrite,
+        "a document larger than SIZE (bytes, or with K, M, G) is copied unchanged and named, not held in memory; "
+        "each message of an mbox too, up to 64M, and each body of a WARC, counted as decoded (default: 1G)",
     )
     rewrite.add_argument(
         "--piece-size",
@@ -280,6 +277,11 @@ def build_parser() -> _Parser:
     _switch(links, "--json", "one JSON object per link (JSON Lines)")
     _document_options(links)
     _collection_options(links)
+    _max_size_option(
+        links,
+        "a document larger than SIZE (bytes, or with K, M, G), or a WARC body decoded to more, "
+        "is named and not read (default: 1G)",
+    )
     links.set_defaults(run=_run_links)
 
     unpack = parser.add_verb(
@@ -306,6 +308,10 @@ def build_parser() -> _Parser:
     unpack.add_argument("files", metavar="FILE", nargs=1, help="an MHTML archive, a message, a WARC, or '-'")
     unpack.add_argument("-o", "--output", metavar="DIR", required=True, help="the folder to write (made if missing)")
     _document_options(unpack)
+    _max_size_option(
+        unpack,
+        "a body of a WARC decoded to more than SIZE (bytes, or with K, M, G) is named and not written (default: 1G)",
+    )
     unpack.set_defaults(run=_run_unpack)
 
     pack = parser.add_verb(
@@ -459,6 +465,18 @@ def _size(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("a size must be positive")
     return value
+
+
+def _max_size_option(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--max-size", metavar="SIZE", type=_size, default=None, help=help)
+
+
+def _max_size(args: argparse.Namespace) -> int:
+    """--max-size, or the run's default (a WARC body's decoded bytes are counted against it)."""
+    from rewriter.run.batch import Settings
+
+    max_size = getattr(args, "max_size", None)
+    return Settings().max_size if max_size is None else int(max_size)
 
 
 def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
@@ -877,9 +895,11 @@ def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str
                 from rewriter.run.dask import rewrite_warc_records
 
                 client = None if args.dask == "local" else args.dask
-                report = rewrite_warc_records(Path(name), folder, policy=_policy(args), client=client)
+                report = rewrite_warc_records(
+                    Path(name), folder, policy=_policy(args), client=client, max_size=_max_size(args)
+                )
             else:
-                report = rewrite_warc(Path(name), folder, policy=_policy(args))
+                report = rewrite_warc(Path(name), folder, policy=_policy(args), max_size=_max_size(args))
         except (OSError, ValueError, ImportError) as error:
             err.write(f"rewriter rewrite: {name}: {getattr(error, 'strerror', None) or error}\n")
             status = EXIT_SOME_FAILED
@@ -1115,7 +1135,7 @@ def _run_unpack(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from rewriter.containers.warc import unpack_warc
 
         try:
-            report = unpack_warc(Path(path), folder, policy=_policy(args))
+            report = unpack_warc(Path(path), folder, policy=_policy(args), max_size=_max_size(args))
         except (OSError, ValueError) as error:
             err.write(f"rewriter unpack: {name}: {getattr(error, 'strerror', None) or error}\n")
             return EXIT_SOME_FAILED

@@ -89,6 +89,7 @@ __all__ = [
     "CSS_TYPES",
     "DOCUMENT_TYPES",
     "HTML_TYPES",
+    "MAX_BODY",
     "WarcDamage",
     "WarcDocument",
     "WarcEntry",
@@ -106,6 +107,7 @@ __all__ = [
 ]
 
 MANIFEST = "manifest.json"
+MAX_BODY = 1 << 30  # the decoded bytes of one body held at most, by default (as rewriter's --max-size)
 MAX_DEPTH = 20  # folders below the host; deeper segments are folded into the file's name
 _DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443", "ftp": "21"}
 # JavaScript MIME type essences (MIME Sniffing §4.6), named by their common one for the extension.
@@ -116,6 +118,9 @@ _JAVASCRIPT = frozenset(
 _CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r\n")  # RFC 9112 §7.1 chunk-size [chunk-ext] CRLF
 _PARAMETER = re.compile(r';\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')
 _BLOCK = 1 << 20
+_HEADING = 1 << 20  # the lines of a record's headings (WARC and HTTP) read at most, together
+_LINE = 1 << 16  # a chunk-size line at most this long; coded bytes that inflate to nothing, as long: not coded
+_CODINGS = frozenset({"gzip", "deflate"})  # content codings undone (RFC 9110 §8.4.1), each inflated in steps
 _WARC_LINE = re.compile(rb"WARC/(?:1\.[01]|0\.1[78])\r?\n")  # a record's first line (WARC 1.1 §4, and before)
 _ARC_START = re.compile(rb"(?<=\n)" + ARC_LINE.pattern)  # an ARC v1 record's first line, after a line's end
 _ARC_OVERLAP = 8192  # how far an ARC record's first line may reach past a window searched for one
@@ -162,7 +167,7 @@ Source = Union[str, "os.PathLike[str]", IO[bytes]]
 Wanted = Callable[[int, str, str, "int | None", "str | None"], bool]  # offset, record type, uri, status, content type
 
 
-def iter_documents(stream_or_path: Source) -> Iterator[WarcDocument | WarcDamage]:
+def iter_documents(stream_or_path: Source, *, max_size: int = MAX_BODY) -> Iterator[WarcDocument | WarcDamage]:
     """Every ``response`` and ``resource`` record of a WARC or ARC file (plain or gzip), in file order.
 
     *stream_or_path* is a path or a binary stream (read from where it stands; only a
@@ -170,20 +175,22 @@ def iter_documents(stream_or_path: Source) -> Iterator[WarcDocument | WarcDamage
     whose records warcio reads as the WARC records they would be). The file is only read. A
     part that cannot be read comes as a :class:`WarcDamage` naming its offset, and reading
     goes on at the next record that can be found; nothing is raised. Revisit, request,
-    metadata and warcinfo records are passed over.
+    metadata and warcinfo records are passed over. A body is decoded (inflated) in steps and
+    counted: one whose decoded bytes would be more than *max_size* is not read (``body`` None, a
+    problem naming it), so that no body, however small as recorded, takes more memory than that.
     """
-    yield from _read_source(stream_or_path, None)
+    yield from _read_source(stream_or_path, None, max_size)
 
 
-def _read_source(source: Source, wanted: Wanted | None) -> Iterator[WarcDocument | WarcDamage]:
-    for event in _source_events(source, wanted):
+def _read_source(source: Source, wanted: Wanted | None, limit: int) -> Iterator[WarcDocument | WarcDamage]:
+    for event in _source_events(source, wanted, limit):
         if isinstance(event, WarcDamage):
             yield event
         elif isinstance(event, _Record) and not event.again and event.item is not None:
             yield event.item
 
 
-def _source_events(source: Source, wanted: Wanted | None) -> Iterator[_Event]:
+def _source_events(source: Source, wanted: Wanted | None, limit: int) -> Iterator[_Event]:
     if isinstance(source, (str, os.PathLike)):
         try:
             stream = open(source, "rb")  # noqa: SIM115 - the with below closes it
@@ -191,9 +198,9 @@ def _source_events(source: Source, wanted: Wanted | None) -> Iterator[_Event]:
             yield WarcDamage(0, f"cannot read {os.fspath(source)}: {error.strerror or error}")
             return
         with stream:
-            yield from _records(stream, wanted)
+            yield from _records(stream, wanted, limit=limit)
     else:
-        yield from _records(source, wanted)
+        yield from _records(source, wanted, limit=limit)
 
 
 @dataclass(slots=True)
@@ -207,6 +214,8 @@ class _Record:
     headers: StatusAndHeaders | None = None  # its WARC heading (an ARC record's, as warcio converts it)
     http: StatusAndHeaders | None = None
     again: bool = False  # read a second time, from the decompressed data (see _Whole)
+    end: int | None = None  # where it ends (its gzip member, or its blank lines), when read whole
+    block_failed: bool = False  # its block is not what its WARC-Block-Digest says (WARC 1.1 §5.8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,13 +263,20 @@ def _seekable(stream: IO[bytes]) -> bool:
 
 
 def _records(
-    stream: IO[bytes], wanted: Wanted | None, *, start: int | None = None, end: int | None = None, digests: bool = True
+    stream: IO[bytes],
+    wanted: Wanted | None,
+    *,
+    start: int | None = None,
+    end: int | None = None,
+    digests: bool = True,
+    limit: int = 0,
 ) -> Iterator[_Event]:
     """The record loop: run warcio's iterator; on damage, look for the next record and run it again from there.
 
     Reads from where *stream* stands, or from *start*, a record's offset (a piece: the kind of
     file is then told from its first bytes, not from *start*'s); stops before the first
-    record that begins at or after *end*. *digests*: whether warcio checks them.
+    record that begins at or after *end*. *digests*: whether warcio checks them. *limit*: the
+    decoded bytes of a body held at most (the bodies *wanted*).
     """
     seekable = _seekable(stream)
     reader: IO[bytes] = stream
@@ -284,7 +300,7 @@ def _records(
             except (OSError, EOFError, ValueError, zlib.error) as error:
                 yield WarcDamage(position, f"offset {position}: cannot read on from here: {_clean(str(error))}")
                 return
-        stop = yield from _run(reader, wanted, skip, container, digests, end if whole is None else None)
+        stop = yield from _run(reader, wanted, skip, container, digests, end if whole is None else None, limit)
         if stop.bounded:
             return
         skip = 0
@@ -427,7 +443,13 @@ def _unread(stream: IO[bytes], start: int, size: int) -> bool:
 
 
 def _run(
-    reader: IO[bytes], wanted: Wanted | None, skip: int, container: Container, digests: bool, bound: int | None
+    reader: IO[bytes],
+    wanted: Wanted | None,
+    skip: int,
+    container: Container,
+    digests: bool,
+    bound: int | None,
+    limit: int,
 ) -> Generator[_Event, None, _Stop]:
     """One run of warcio's iterator, until the end, damage, or a record at or after *bound*. The
     first *skip* records are passed over (read before, see :class:`_Whole`), the last of them
@@ -437,10 +459,12 @@ def _run(
         iterator = ARCIterator(reader, arc2warc=True, check_digests=digests)
     else:
         iterator = WARCIterator(reader, check_digests=digests)
+    heading = _Heading(iterator.reader)
     stop = _Stop()
     while True:
         try:
             with _captured() as noise:
+                heading.used = 0  # each record's heading has its own bound
                 record = next(iterator)
         except StopIteration:
             if _said(noise):
@@ -471,15 +495,40 @@ def _run(
         if stop.count == skip:
             yield _Record(offset, None, False, again=True)
             continue
-        item, damaged = _read(record, offset, wanted)
+        item, damaged = _read(record, offset, wanted, limit)
+        end = None
         if not damaged and not _member_ends(iterator):
             problem = f"offset {offset}: the gzip member of this record is cut short (its end and checksum are missing)"
             item = WarcDamage(offset, problem) if item is None else _with_problem(item, problem)
             damaged = True
-        yield _Record(offset, item, damaged, record.rec_headers, record.http_headers)
+        elif not damaged:
+            end = iterator.offset  # warcio's, once the record is read to its end: what follows may be damage
+        checker = getattr(record, "digest_checker", None)
+        failed = any(str(problem).startswith("block digest failed") for problem in getattr(checker, "problems", ()))
+        yield _Record(offset, item, damaged, record.rec_headers, record.http_headers, end=end, block_failed=failed)
         if damaged:  # the container is damaged here: warcio cannot be trusted to find the next record
             stop.damage = offset
             return stop
+
+
+class _Heading:
+    """A bound on the lines warcio reads for one record (its WARC heading, its HTTP heading, the
+    blank lines after it), taken on warcio's reader: it reads a line whole, however long, and a
+    small gzip member can inflate to a line of gigabytes. Past :data:`_HEADING` bytes the record
+    is unreadable (damage: reading goes on at the next record)."""
+
+    def __init__(self, reader: BufferedReader) -> None:
+        self.readline = reader.readline
+        self.used = 0
+        reader.readline = self.bounded
+
+    def bounded(self, length: int | None = None) -> bytes:
+        left = _HEADING - self.used
+        if left <= 0:
+            raise ValueError(f"a heading longer than {_HEADING:,} bytes")
+        line: bytes = self.readline(left if length is None or length < 0 else min(length, left))
+        self.used += len(line)
+        return line
 
 
 def _member_ends(iterator: ArchiveIterator) -> bool:
@@ -531,8 +580,11 @@ def _next_start(reader: IO[bytes], after: int, gzipped: bool, container: Contain
         return None
 
 
-def _read(record: ArcWarcRecord, offset: int, wanted: Wanted | None) -> tuple[WarcDocument | WarcDamage | None, bool]:
-    """The document (or damage) of one record, and whether the file is damaged within it."""
+def _read(
+    record: ArcWarcRecord, offset: int, wanted: Wanted | None, limit: int
+) -> tuple[WarcDocument | WarcDamage | None, bool]:
+    """The document (or damage) of one record, and whether the file is damaged within it. Its body
+    (when *wanted*) is decoded as it is read, *limit* bytes of it held at most (see :class:`_Body`)."""
     kind = getattr(record, "rec_type", None)
     rec_headers = record.rec_headers
     length = rec_headers.get_header("Content-Length")
@@ -570,8 +622,9 @@ def _read(record: ArcWarcRecord, offset: int, wanted: Wanted | None) -> tuple[Wa
         type_field = None  # a non-HTTP response (dns:, whois:): its body is no resource of the site
     content_type, charset = _content_type(type_field)
     keep = relevant and (wanted is None or wanted(offset, kind, uri, status, content_type))
+    reader = _Body(http, f"offset {offset}", _clean(uri, 120) or "(no URI)", limit) if keep else None
     with _captured() as noise:
-        raw, failure = _raw(record.raw_stream, keep)
+        failure = _raw(record.raw_stream, reader)
     missing = getattr(record.raw_stream, "limit", 0)
     damaged = failure is not None or (isinstance(missing, int) and missing > 0)
     if damaged:
@@ -592,8 +645,8 @@ def _read(record: ArcWarcRecord, offset: int, wanted: Wanted | None) -> tuple[Wa
     if not relevant:
         return None, False
     body: bytes | None = None
-    if keep and not damaged:
-        body, decoding = _decode(record, raw, offset)
+    if reader is not None and not damaged:
+        body, decoding = reader.finish()
         problems.extend(decoding)
     location = None
     if status is not None and 300 <= status < 400 and http is not None:
@@ -601,39 +654,19 @@ def _read(record: ArcWarcRecord, offset: int, wanted: Wanted | None) -> tuple[Wa
     return WarcDocument(uri, status, content_type, charset, body, location, offset, kind, tuple(problems)), damaged
 
 
-def _raw(stream: IO[bytes], keep: bool) -> tuple[bytes, str | None]:
-    """The rest of a record's block (or b"" when not *keep*: drained in blocks), and an error."""
-    pieces: list[bytes] = []
+def _raw(stream: IO[bytes], body: _Body | None) -> str | None:
+    """Read the rest of a record's block in blocks, each given to *body* (drained when None); the
+    error that stopped the reading, if any."""
     try:
         while True:
             data = stream.read(_BLOCK)
             if not data:
                 break
-            if keep:
-                pieces.append(data)
+            if body is not None:
+                body.feed(data)
     except Exception as error:  # a damaged gzip member, a short read: reported, never raised
-        return b"".join(pieces), _clean(str(error)) or type(error).__name__
-    return b"".join(pieces), None
-
-
-def _last_chunk(raw: bytes) -> int | None:
-    """Where the last-chunk line of a chunked body (RFC 9112 §7.1) ends; None if the framing breaks first.
-
-    >>> _last_chunk(b"3\\r\\nabc\\r\\n0\\r\\nTrailer: x\\r\\n\\r\\n"), _last_chunk(b"3\\r\\nabc\\r\\n")
-    (11, None)
-    """
-    position = 0
-    while True:
-        line = _CHUNK_LINE.match(raw, position)
-        if line is None:
-            return None
-        size = int(line.group(1), 16)
-        if size == 0:
-            return line.end()
-        position = line.end() + size
-        if raw[position : position + 2] != b"\r\n":
-            return None
-        position += 2
+        return _clean(str(error)) or type(error).__name__
+    return None
 
 
 def _content_type(value: str | None) -> tuple[str | None, str | None]:
@@ -656,54 +689,183 @@ def _content_type(value: str | None) -> tuple[str | None, str | None]:
     return (essence if "/" in essence else None), charset
 
 
-def _decode(record: ArcWarcRecord, raw: bytes, offset: int) -> tuple[bytes | None, list[str]]:
-    """Undo chunking and content coding with warcio's ``content_stream()``; None when it cannot."""
-    http = record.http_headers
-    if http is None or not raw:
-        return raw, []
-    where = f"offset {offset}"
-    transfer = [token.strip().lower() for token in (http.get_header("Transfer-Encoding") or "").split(",")]
-    transfer = [token for token in transfer if token and token != "identity"]
-    if transfer not in ([], ["chunked"]):
-        return None, [f"{where}: Transfer-Encoding {http.get_header('Transfer-Encoding')!r} cannot be undone"]
-    coding = [token.strip().lower() for token in (http.get_header("Content-Encoding") or "").split(",")]
-    coding = [token for token in coding if token and token != "identity"]
-    if len(coding) > 1 or (coding and coding[0] not in BufferedReader.get_supported_decompressors()):
-        return None, [f"{where}: Content-Encoding {http.get_header('Content-Encoding')!r} cannot be decoded here"]
-    problems: list[str] = []
-    # warcio compares the field values exactly; the in-memory headers are made to say what they mean.
-    if transfer:
-        http.replace_header("Transfer-Encoding", "chunked")
-        if not _CHUNK_LINE.match(raw):
-            problems.append(f"{where}: Transfer-Encoding is chunked, but the body is not: taken as recorded")
+class _Body:
+    """A record's payload undone as it is read, block by block: the chunked transfer coding (RFC
+    9112 §7.1), then the content coding (RFC 9110 §8.4.1: gzip or deflate), inflated in steps of
+    at most 1 MiB. The decoded bytes are counted as they come: past *limit* (``--max-size``) none
+    is kept and decoding stops, so that a small body that inflates to gigabytes is never held.
+    Nothing is raised; :meth:`finish` gives the body (None when it cannot be) and the problems."""
+
+    def __init__(self, http: StatusAndHeaders | None, where: str, name: str, limit: int) -> None:
+        self.where = where
+        self.name = name  # the record's URI, for the problem of a body over the limit
+        self.limit = limit
+        self.chunked = False
+        self.coding: str | None = None
+        self.refused: str | None = None  # a coding not undone here: the body is not given (when there is one)
+        if http is not None:
+            transfer = [token.strip().lower() for token in (http.get_header("Transfer-Encoding") or "").split(",")]
+            transfer = [token for token in transfer if token and token != "identity"]
+            coding = [token.strip().lower() for token in (http.get_header("Content-Encoding") or "").split(",")]
+            coding = [token for token in coding if token and token != "identity"]
+            if transfer not in ([], ["chunked"]):
+                self.refused = f"Transfer-Encoding {http.get_header('Transfer-Encoding')!r} cannot be undone"
+            elif len(coding) > 1 or (coding and coding[0] not in _CODINGS):
+                self.refused = f"Content-Encoding {http.get_header('Content-Encoding')!r} cannot be decoded here"
+            if self.refused is None:
+                self.chunked, self.coding = bool(transfer), (coding[0] if coding else None)
+        self.pieces: list[bytes] = []
+        self.size = 0  # decoded bytes, kept or not
+        self.fed = False
+        self.problems: list[str] = []
+        self.failure: str | None = None  # why the body cannot be given; decoding stops
+        self.over = False
+        # The chunked framing: "start" (not known to be chunked yet), "size", "data", "end" (its CRLF),
+        # "done" (the last chunk read: trailer fields are no content), "plain" (not chunked after all).
+        self.state = "start" if self.chunked else "plain"
+        self.framing = b""  # a chunk-size line (or a data's CRLF) read in part
+        self.left = 0  # bytes of the current chunk's data still to come
+        # The content coding: None when there is none, or the body turned out not to be coded.
+        self.inflater = _inflater(self.coding) if self.coding else None
+        self.raw_deflate = False  # "deflate" read as a bare deflate stream (RFC 1951), as senders do
+        self.head: list[bytes] | None = [] if self.coding else None  # coded bytes read while none inflated yet
+        self.headed = 0  # their length
+
+    def feed(self, data: bytes) -> None:
+        """The next bytes of the payload, as recorded."""
+        if not data:
+            return
+        self.fed = True
+        if self.refused or self.failure or self.over:
+            return
+        if self.state != "plain":
+            self._dechunk(data)
         else:
-            end = _last_chunk(raw)
-            if end is None:
-                return None, [f"{where}: the chunked body is cut short or malformed"]
-            raw = raw[:end] + b"\r\n"  # warcio reads no trailer section (RFC 9112 §7.1.2); none is content
-    if coding:
-        http.replace_header("Content-Encoding", coding[0])
-    live = record.raw_stream
-    record.raw_stream = io.BytesIO(raw)
-    try:
-        with _captured() as noise:
-            stream = record.content_stream()
-            body = stream.read()
-    except Exception as error:  # a decoder's own error
-        return None, [f"{where}: the body cannot be decoded: {_clean(str(error)) or type(error).__name__}"]
-    finally:
-        record.raw_stream = live
-    if _said(noise):
-        return None, [f"{where}: the body cannot be decoded: {_said(noise)}"]
-    if coding:
-        decompressor = getattr(stream, "decompressor", None)
-        if decompressor is None:
-            problems.append(f"{where}: Content-Encoding is {coding[0]}, but the body is not: taken as recorded")
-        elif not getattr(decompressor, "eof", True):
-            return None, [f"{where}: the {coding[0]} body is cut short"]
-        elif getattr(decompressor, "unused_data", b""):
-            return None, [f"{where}: data after the end of the {coding[0]} body (a second member?)"]
-    return body, problems
+            self._decode(data)
+
+    def finish(self) -> tuple[bytes | None, list[str]]:
+        """The body and the problems met (the body None when it cannot be given)."""
+        if not self.fed:
+            return b"", []
+        if self.refused:
+            return None, [f"{self.where}: {self.refused}"]
+        if not self.failure and not self.over:
+            if self.state == "start":  # no chunk-size line before the end: not chunked
+                self._not_chunked()
+            elif self.state not in ("plain", "done"):
+                self.failure = "the chunked body is cut short or malformed"
+        if not self.failure and not self.over and self.inflater is not None and not self.inflater.eof:
+            self.failure = f"the {self.coding} body is cut short"
+        if self.over:
+            return None, [*self.problems, f"{self.where}: {self.over_problem}"]
+        if self.failure:  # nothing is taken: what was to be taken as recorded is not said
+            return None, [f"{self.where}: {self.failure}"]
+        body = b"".join(self.pieces)
+        self.pieces = []
+        return body, self.problems
+
+    @property
+    def over_problem(self) -> str:
+        decoded = " decoded" if self.chunked or self.coding else ""
+        size = f"larger than {self.limit:,} bytes (--max-size)"
+        return f"the{decoded} body of {self.name} is {size}: not read, its record kept as recorded"
+
+    def _dechunk(self, data: bytes) -> None:
+        position = 0
+        while position < len(data) and self.state not in ("done", "plain") and not (self.failure or self.over):
+            if self.state == "data":
+                take = min(self.left, len(data) - position)
+                self._decode(data[position : position + take])
+                self.left -= take
+                position += take
+                if not self.left:
+                    self.state = "end"
+                continue
+            # A chunk-size line (RFC 9112 §7.1: chunk-size [chunk-ext] CRLF), or the CRLF after a chunk's data.
+            end = data.find(b"\n", position)
+            self.framing += data[position : len(data) if end < 0 else end + 1]
+            position = len(data) if end < 0 else end + 1
+            if end < 0 and len(self.framing) <= _LINE:
+                continue
+            if self.state == "end":
+                if self.framing != b"\r\n":
+                    self.failure = "the chunked body is cut short or malformed"
+                self.framing, self.state = b"", "size"
+                continue
+            line = _CHUNK_LINE.fullmatch(self.framing)
+            if line is None:
+                if self.state == "start":
+                    self._not_chunked(data[position:])
+                    return
+                self.failure = "the chunked body is cut short or malformed"
+                return
+            self.framing, self.left = b"", int(line.group(1), 16)
+            self.state = "data" if self.left else "done"
+        if self.state == "plain" and position < len(data):
+            self._decode(data[position:])
+
+    def _not_chunked(self, rest: bytes = b"") -> None:
+        """Transfer-Encoding says chunked, but the body does not begin as one: it is taken as recorded."""
+        self.problems.append(f"{self.where}: Transfer-Encoding is chunked, but the body is not: taken as recorded")
+        held, self.framing, self.state = self.framing, b"", "plain"
+        self._decode(held + rest)
+
+    def _decode(self, data: bytes) -> None:
+        if self.inflater is None:
+            self._keep(data)
+        else:
+            self._inflate(data)
+
+    def _inflate(self, data: bytes) -> None:
+        inflater = self.inflater
+        assert inflater is not None
+        if self.head is not None:
+            self.head.append(data)
+            self.headed += len(data)
+            if self.headed > _LINE:  # long enough to be sure of the coding: no falling back from here
+                self.head = None
+        try:
+            while True:
+                if inflater.eof:
+                    if data or inflater.unused_data:
+                        self.failure = f"data after the end of the {self.coding} body (a second member?)"
+                    return
+                out = inflater.decompress(data, _BLOCK)
+                if out:
+                    self.head = None  # it is coded: from here on an error is damage
+                    self._keep(out)
+                    if self.over:
+                        return
+                data = inflater.unconsumed_tail
+                if not data and len(out) < _BLOCK:  # a full step may leave output within zlib: one more
+                    if inflater.eof and inflater.unused_data:
+                        self.failure = f"data after the end of the {self.coding} body (a second member?)"
+                    return
+        except zlib.error as error:
+            if self.head is None:
+                self.failure = f"the body cannot be decoded: {_clean(str(error))}"
+                return
+        # Nothing inflated yet: a bare deflate stream for "deflate", else the body is not coded.
+        held, self.head, self.headed = b"".join(self.head), [], 0
+        if self.coding == "deflate" and not self.raw_deflate:
+            self.raw_deflate, self.inflater = True, zlib.decompressobj(-zlib.MAX_WBITS)
+            self._inflate(held)
+            return
+        self.problems.append(f"{self.where}: Content-Encoding is {self.coding}, but the body is not: taken as recorded")
+        self.inflater = self.head = None
+        self._keep(held)
+
+    def _keep(self, data: bytes) -> None:
+        self.size += len(data)
+        if self.size > self.limit:
+            self.over, self.pieces = True, []
+        elif data:
+            self.pieces.append(data)
+
+
+def _inflater(coding: str) -> zlib._Decompress:
+    """A decompressor for a content coding: gzip (RFC 1952), or deflate in its zlib wrapping (RFC 1950)."""
+    return zlib.decompressobj(16 + zlib.MAX_WBITS if coding == "gzip" else zlib.MAX_WBITS)
 
 
 # --------------------------------------------------------------------------
@@ -965,20 +1127,29 @@ def _naming_type(content_type: str | None) -> str | None:
 
 
 def rewrite_warc(
-    path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, policy: Policy = DEFAULT_POLICY
+    path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    policy: Policy = DEFAULT_POLICY,
+    max_size: int = MAX_BODY,
 ) -> WarcReport:
     """Write each HTML and CSS page of the WARC at *path* (2xx responses and resource records)
     under *out_dir*, its relative links made absolute against its own ``WARC-Target-URI``.
 
     Each output is ``rewrite_html(body, url=target_uri, charset=charset, policy=policy)``
     (``rewrite_css`` for a style sheet) of the decoded body; see the module docstring for
-    the layout. The WARC is only read; nothing is raised for what it holds.
+    the layout. The WARC is only read; nothing is raised for what it holds. A body whose decoded
+    bytes are more than *max_size* is not read, and its record is named (see :func:`iter_documents`).
     """
-    return _mirror(Path(path), Path(out_dir), policy, unpack=False)
+    return _mirror(Path(path), Path(out_dir), policy, max_size, unpack=False)
 
 
 def unpack_warc(
-    path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, policy: Policy = DEFAULT_POLICY
+    path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    policy: Policy = DEFAULT_POLICY,
+    max_size: int = MAX_BODY,
 ) -> WarcReport:
     """Write every resource of the WARC at *path* (2xx responses and resource records) under
     *out_dir*, as a mirror a browser can read offline.
@@ -988,13 +1159,14 @@ def unpack_warc(
     the relative path from the document's folder to that file (percent-encoded, fragment
     kept); every other link is made absolute. An HTML page whose charset only HTTP gave,
     and which a browser reading the file would guess otherwise, gets a ``<meta charset>``
-    first.
+    first. A body whose decoded bytes are more than *max_size* is not written, and its record is
+    named (see :func:`iter_documents`).
     """
-    return _mirror(Path(path), Path(out_dir), policy, unpack=True)
+    return _mirror(Path(path), Path(out_dir), policy, max_size, unpack=True)
 
 
-def _mirror(warc: Path, out_dir: Path, policy: Policy, *, unpack: bool) -> WarcReport:
-    opened = _open(warc, out_dir, policy, unpack=unpack)
+def _mirror(warc: Path, out_dir: Path, policy: Policy, limit: int, *, unpack: bool) -> WarcReport:
+    opened = _open(warc, out_dir, policy, limit, unpack=unpack)
     if isinstance(opened, WarcReport):
         return opened
     root, manifest, entries, planned, problems = opened
@@ -1008,7 +1180,7 @@ def _mirror(warc: Path, out_dir: Path, policy: Policy, *, unpack: bool) -> WarcR
         by_offset = {item.offset: item for item in planned if item.file is not None}
         folders = _Folders(root)
         try:
-            for item in _read_source(warc, lambda offset, *_: offset in by_offset):
+            for item in _read_source(warc, lambda offset, *_: offset in by_offset, limit):
                 if isinstance(item, WarcDocument) and item.offset in by_offset:
                     # The second pass, for one record: its body, HTML and CSS rewritten, written.
                     planned_item = by_offset[item.offset]
@@ -1021,7 +1193,7 @@ def _mirror(warc: Path, out_dir: Path, policy: Policy, *, unpack: bool) -> WarcR
 
 
 def _open(
-    warc: Path, out_dir: Path, policy: Policy, *, unpack: bool
+    warc: Path, out_dir: Path, policy: Policy, limit: int, *, unpack: bool
 ) -> tuple[Folder, str, list[_Planned], list[_Planned], list[str]] | WarcReport:
     """The first step of a mirror: the output folder, the manifest's name, every record's
     entry and the named plan of those to write (a report alone when the folder cannot be)."""
@@ -1041,7 +1213,7 @@ def _open(
         manifest = root.pick(MANIFEST)
         if manifest != MANIFEST:
             problems.append(f"{out_dir} already holds {MANIFEST}: the manifest is {manifest}")
-        entries, planned = _plan(warc, candidate, unpack, policy)
+        entries, planned = _plan(warc, candidate, unpack, policy, limit)
         _plan_names(root, planned)
     except BaseException:
         root.close()
@@ -1089,12 +1261,14 @@ def _finish(
     return WarcReport(warc, out_dir, written, frozen, documents, sum(e.links for e in frozen), tuple(problems))
 
 
-def _plan(warc: Path, candidate: Wanted, unpack: bool, policy: Policy) -> tuple[list[_Planned], list[_Planned]]:
+def _plan(
+    warc: Path, candidate: Wanted, unpack: bool, policy: Policy, limit: int
+) -> tuple[list[_Planned], list[_Planned]]:
     """The first pass: every record worth an entry, and those to write (first 2xx of each URL)."""
     entries: list[_Planned] = []
     planned: list[_Planned] = []
     first: dict[str, int] = {}
-    for item in _read_source(warc, candidate):
+    for item in _read_source(warc, candidate, limit):
         if isinstance(item, WarcDamage):
             entries.append(_Planned(item.offset, "", "", None, None, (), "", None, problems=[item.problem]))
             continue
@@ -1302,6 +1476,7 @@ def rewrite_warc_piece(
     policy: Policy = DEFAULT_POLICY,
     gzip: bool,
     rewrite: bool = True,
+    max_size: int = MAX_BODY,
 ) -> Iterator[WarcPage | WarcDamage]:
     """WARC out: write every record of *piece* (None: the whole file) of the WARC at *path* to
     *target*, each page followed by a conversion record of it rewritten; yield each page and
@@ -1321,13 +1496,14 @@ def rewrite_warc_piece(
     the records a revisit refers to are still there, unchanged.
 
     The records are written as they are when *gzip* is the input's compression (the raw
-    bytes of each gzip member; every byte of the piece, damage included). Otherwise each
-    record's uncompressed bytes are the same, framed anew: one gzip member per record (Annex
-    D; a plain file's bytes from one record to the next, damage included) or, to a plain
-    output, each whole record's gzip member decompressed, and what is no whole record
-    (damage) left out, with a :class:`WarcDamage` saying so. A file that is one gzip stream is
-    framed anew from where that is found. Conversion records are gzip members of their own
-    (mtime 0, OS 255: RFC 1952 §2.3) or plain, as *gzip* says.
+    bytes of each gzip member). Otherwise each record's uncompressed bytes are the same, framed
+    anew: one gzip member per record (Annex D) or, to a plain output, each record's gzip member
+    decompressed. What is no whole record (a damaged or cut gzip member, a record cut short or
+    whose length runs into the next, junk between records) is left out, each stretch named by a
+    :class:`WarcDamage`: the output is a WARC every reader reads to its end, each page's
+    conversion record right after the page's record, whatever damage follows it. A file that is
+    one gzip stream is framed anew from where that is found. Conversion records are gzip members
+    of their own (mtime 0, OS 255: RFC 1952 §2.3) or plain, as *gzip* says.
 
     An ARC file's records cannot be kept byte for byte in a WARC: each is written as the
     WARC record warcio's ARC-to-WARC reading makes of it (its ARC fields as WARC fields,
@@ -1337,7 +1513,9 @@ def rewrite_warc_piece(
     Pieces (:func:`plan_warc`) are independent: the outputs of a file's pieces, joined in
     order, are byte for byte the output of the whole file. With *target* None nothing is
     written (a dry run), and with ``rewrite=False`` the engine only finds links (only
-    without a target). Nothing is raised for what the file holds; errors writing *target*
+    without a target). A page whose decoded body is more than *max_size* bytes is not read
+    (its ``result`` None, a problem naming it and the limit): its record is kept as recorded,
+    with no conversion. Nothing is raised for what the file holds; errors writing *target*
     propagate. The generator must be run to its end for the output to be whole.
     """
     if target is not None and not rewrite:
@@ -1357,7 +1535,7 @@ def rewrite_warc_piece(
         out = None
         if copy is not None and target is not None:
             out = _Out(copy, target, gzipped=gzipped, gzip=gzip, arc=container == "arc", start=start)
-        for event in _records(stream, _page_body, start=start, end=end):
+        for event in _records(stream, _page_body, start=start, end=end, limit=max_size):
             if isinstance(event, _Whole):
                 if end is not None:
                     yield WarcDamage(event.position, f"offset {event.position}: {_NOT_PLANNED}")
@@ -1413,6 +1591,9 @@ def _page(
             problems.append(f"offset {record.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
     changed = rewrite and result is not None and result.output != document.body
     conversion = None
+    if changed and record.block_failed:  # its bytes are not those recorded: it is left out of the output
+        problems.append(f"offset {record.offset}: its block digest fails (WARC 1.1 §5.8): no conversion")
+        changed = False
     if changed and result is not None:
         original = _arc_id(record) if container == "arc" else _header(record.headers, "WARC-Record-ID")
         if original is None:
@@ -1583,6 +1764,8 @@ class _Out:
         if record.again:
             if self.waiting and self.cursor is None:
                 self.cursor, self.waiting = record.offset, False
+                if self.pending is not None:  # its end was an offset in the file, not in the decompressed data
+                    self.pending = dataclasses.replace(self.pending, end=None)
             return
         if self.cursor is None:  # the first record read from the decompressed data, none read again
             if self.waiting and self.pending is not None:
@@ -1625,11 +1808,39 @@ class _Out:
             yield data
 
     def _flush(self, end: int | None) -> None:
+        """Write the open span, up to *end*: its record, then its conversion record, then nothing
+        of what follows the record in the span (damage, junk), which is named as left out; a
+        reader of the output reaches every record, and each page's conversion right after it."""
         start, record = self.cursor, self.pending
         assert start is not None
-        if self.arc:
+        if record is not None and record.end is not None and end is not None and record.end > end:
+            # Its length runs into the next record found, which it must not swallow: it is damaged.
+            self._leave(start, self._size(start, end), "that are no whole record")
+        elif self.arc:
             self._arc(record, start, end)
-        elif self.gzipped == self.gzip:
+        elif record is None or record.damaged:
+            self._leave(start, self._size(start, end), "that are no whole record")
+        elif record.block_failed:
+            self._leave(start, self._size(start, end), "of a record whose block digest fails (WARC 1.1 §5.8)")
+        else:
+            stop = end
+            if record.end is not None and (end is None or start <= record.end < end):
+                stop = record.end
+            self._record(record, start, stop)
+            if stop != end:
+                self._leave(stop if stop is not None else start, self._size(stop, end), "that are no whole record")
+        if self.after is not None:
+            frame = _Frame(self.target, self.gzip)
+            frame.write(self.after)
+            frame.close()
+        self.cursor, self.after = end, None
+
+    def _size(self, start: int | None, end: int | None) -> int:
+        return 0 if start is None else sum(map(len, self._chunks(start, end)))
+
+    def _record(self, record: _Record, start: int, end: int | None) -> None:
+        """A whole record's bytes [start, end): as they are, or framed anew (see :func:`rewrite_warc_piece`)."""
+        if self.gzipped == self.gzip:
             for data in self._chunks(start, end):
                 self.target.write(data)
         elif not self.gzipped:
@@ -1639,8 +1850,6 @@ class _Out:
                 frame.write(data)
             if frame is not None:
                 frame.close()
-        elif record is None or record.damaged:
-            self._leave(start, sum(map(len, self._chunks(start, end))), "that are no whole record")
         else:
             inflater = _Inflater(self._chunks(start, end))
             for data in inflater:
@@ -1648,11 +1857,6 @@ class _Out:
             if inflater.error is not None:
                 self._leave(start, None, f"of the record's gzip member: {inflater.error}")
             self._leave(start + inflater.size, inflater.rest, "after the record's gzip member")
-        if self.after is not None:
-            frame = _Frame(self.target, self.gzip)
-            frame.write(self.after)
-            frame.close()
-        self.cursor, self.after = end, None
 
     def _arc(self, record: _Record | None, start: int, end: int | None) -> None:
         """An ARC record written as the WARC record warcio reads it as (WARC 1.1 §4: heading,
@@ -1681,6 +1885,17 @@ class _Out:
             left -= len(data)
         frame.write(b"\r\n\r\n")
         frame.close()
+        # What follows the record in its span, past its line end, is damage: named, as left out.
+        tail = junk = 0
+        for data in reader.rest():
+            tail += len(data)
+            junk = junk or bool(data.strip(b"\r\n"))
+        if isinstance(chunks, _Inflater):
+            if junk:
+                self._leave(start, None, "of the record's gzip member, after the record, that are no record")
+            self._leave(start + chunks.size, chunks.rest, "after the record's gzip member")
+        elif junk:
+            self._leave(start + reader.taken, tail, "that are no whole ARC record")
 
     def _leave(self, start: int, size: int | None, what: str) -> None:
         """Say that *size* bytes (None: some) from *start* are not in the output."""
@@ -1731,21 +1946,31 @@ class _Lines:
     def __init__(self, chunks: Iterable[bytes]) -> None:
         self.chunks = iter(chunks)
         self.buffer = b""
+        self.taken = 0  # bytes handed out
 
     def _fill(self) -> bool:
         data = next(self.chunks, b"")
         self.buffer += data
         return bool(data)
 
+    def rest(self) -> Iterator[bytes]:
+        """What is left, in blocks."""
+        if self.buffer:
+            yield self.buffer
+        self.buffer = b""
+        yield from self.chunks
+
     def readline(self) -> bytes:
         while b"\n" not in self.buffer and len(self.buffer) < _BLOCK and self._fill():
             pass
         end = self.buffer.find(b"\n") + 1 or len(self.buffer)
         line, self.buffer = self.buffer[:end], self.buffer[end:]
+        self.taken += len(line)
         return line
 
     def read(self, size: int) -> bytes:
         if not self.buffer:
             self._fill()
         data, self.buffer = self.buffer[:size], self.buffer[size:]
+        self.taken += len(data)
         return data

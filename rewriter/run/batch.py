@@ -1307,7 +1307,13 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
     def each(target: BinaryIO | None, gzip: bool) -> None:
         changed = False
         pages = rewrite_warc_piece(
-            job.source, job.piece, target, policy=settings.policy, gzip=gzip, rewrite=not job.dry
+            job.source,
+            job.piece,
+            target,
+            policy=settings.policy,
+            gzip=gzip,
+            rewrite=not job.dry,
+            max_size=settings.max_size,
         )
         for item in pages:
             if isinstance(item, WarcDamage):

@@ -277,11 +277,11 @@ def _pieces(job: Job, size: int, max_message: int) -> Iterator[Job]:
             yield dataclasses.replace(job, piece=piece)
 
 
-def _mirror_task(job: tuple[str, str, Policy]) -> WarcReport:
+def _mirror_task(job: tuple[str, str, Policy, int]) -> WarcReport:
     from rewriter.containers.warc import rewrite_warc
 
-    warc, out_dir, policy = job
-    return rewrite_warc(Path(warc), Path(out_dir), policy=policy)
+    warc, out_dir, policy, max_size = job
+    return rewrite_warc(Path(warc), Path(out_dir), policy=policy, max_size=max_size)
 
 
 def rewrite_warc_records(
@@ -293,6 +293,7 @@ def rewrite_warc_records(
     scheduler: Scheduler = "processes",
     workers: int | None = None,
     window: int = WINDOW,
+    max_size: int = 1 << 30,
 ) -> WarcReport:
     """:func:`rewriter.containers.warc.rewrite_warc` as a Dask task (the WARC read and its mirror
     written on the worker): the same files, manifest and :class:`~rewriter.containers.warc.WarcReport`.
@@ -302,7 +303,7 @@ def rewrite_warc_records(
     from rewriter.run.executors import Failed
 
     with _executor(client, scheduler, workers) as executor:
-        for _, result in executor.map(_mirror_task, [(str(warc), str(out_dir), policy)]):
+        for _, result in executor.map(_mirror_task, [(str(warc), str(out_dir), policy, max_size)]):
             if isinstance(result, Failed):
                 raise OSError(f"{warc}: the Dask task stopped: {result.reason}")
             return result
