@@ -56,6 +56,40 @@ def test_a_report_named_in_a_configuration_file_above_never_overwrites_an_input(
     assert _everything(tmp_path) == before
 
 
+@pytest.mark.parametrize(
+    ("inputs", "report", "extra"),
+    [
+        pytest.param(["site/page.html"], "site/page.html", [], id="the-input-named"),
+        pytest.param(["site/page.html"], "./site/../site/page.html", [], id="another-spelling"),
+        pytest.param(["site"], "site/page.html", ["-o", "out"], id="a-file-in-an-input-folder"),
+        pytest.param(["site"], "site/page.html", ["--in-place"], id="in-place-too"),
+        pytest.param(["site/page.html"], "link.html", [], id="a-link-to-the-input"),
+    ],
+)
+def test_a_report_on_the_command_line_never_overwrites_an_input(
+    tmp_path: Path, inputs: list[str], report: str, extra: list[str]
+) -> None:
+    """The same mistake made on the command line: --report naming an input (or a file a named
+    folder holds) would write the links over the page the run reads. Refused (exit 2), with the
+    input named, and nothing changed."""
+    work = _site(tmp_path)
+    (work / "link.html").symlink_to("site/page.html")
+    before = _everything(tmp_path)
+    done = run_cli(work, "rewrite", *inputs, "--url", URL, "--report", report, *extra)
+    assert (done.returncode, done.stdout) == (2, b""), done.stderr
+    [line] = err_lines(done)
+    assert line.startswith(f"rewriter rewrite: --report {report} would overwrite ") and "an input of this run" in line
+    assert _everything(tmp_path) == before
+
+
+def test_a_report_beside_the_inputs_is_still_written(tmp_path: Path) -> None:
+    work = _site(tmp_path)
+    done = run_cli(work, "rewrite", "site", "-o", "out", "--url", URL, "--report", "site/links.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert (work / "site" / "links.jsonl").stat().st_size > 0
+    assert (work / "site" / "page.html").read_bytes() == PAGE
+
+
 def test_a_dask_address_in_a_configuration_file_is_never_connected_to(tmp_path: Path) -> None:
     """The attack: ``dask = "tcp://..."`` in a pyproject.toml above makes a plain run hand every
     input's path to that scheduler. A listener on loopback stands for the attacker's."""

@@ -497,6 +497,27 @@ def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
     return settings if max_size is None else replace(settings, max_size=max_size)
 
 
+def _report_over_an_input(report: str | None, files: Sequence[str]) -> str | None:
+    """The input that writing the report *report* would replace: a file named among *files*, or an
+    existing file inside a folder named there (which the run reads). A report is never an input,
+    with --in-place or without: the run would read one and write the other over it."""
+    if not report or report == "-" or not os.path.lexists(report):
+        return None
+    for name in files:
+        if name == "-":
+            continue
+        try:
+            if os.path.samefile(report, name):
+                return name
+        except OSError:
+            continue
+        if os.path.isdir(name):
+            folder = os.path.realpath(name)
+            if os.path.commonpath([folder, os.path.realpath(report)]) == folder:
+                return report
+    return None
+
+
 def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from rewriter.containers.pieces import PIECE_SIZE
     from rewriter.run.batch import iter_plan
@@ -518,6 +539,10 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_USAGE
     if args.resume and not args.in_place and args.output in (None, "-"):
         err.write("rewriter rewrite: --resume needs -o or --in-place: a run to standard output keeps no journal\n")
+        return EXIT_USAGE
+    overwritten = _report_over_an_input(args.report, args.files)
+    if overwritten:
+        err.write(f"rewriter rewrite: --report {args.report} would overwrite {overwritten}, an input of this run\n")
         return EXIT_USAGE
     warc_status, args.files = _rewrite_warcs(args, err)
     if warc_status == EXIT_USAGE or not args.files:
