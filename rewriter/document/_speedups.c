@@ -567,6 +567,38 @@ unpack_pair(PyObject *pair, PyObject **first, PyObject **second)
     return -1;
 }
 
+/* line_starts[line - 1] + column when all are exact ints, line_starts is a list and line
+ * one of its lines, and the sum fits: 1 with *offset set, else 0 (the general path computes
+ * it). Nothing here calls back into Python, so the borrowed item stays the list's. */
+static int
+line_offset_quickly(PyObject *line_starts, PyObject *position, Py_ssize_t *offset)
+{
+    if (!PyList_CheckExact(line_starts) || !PyTuple_CheckExact(position) || PyTuple_GET_SIZE(position) != 2)
+        return 0;
+    PyObject *line_object = PyTuple_GET_ITEM(position, 0), *column_object = PyTuple_GET_ITEM(position, 1);
+    if (!PyLong_CheckExact(line_object) || !PyLong_CheckExact(column_object))
+        return 0;
+    Py_ssize_t line = PyLong_AsSsize_t(line_object), column = PyLong_AsSsize_t(column_object);
+    if (PyErr_Occurred()) { /* beyond Py_ssize_t */
+        PyErr_Clear();
+        return 0;
+    }
+    if (line < 1 || line > PyList_GET_SIZE(line_starts))
+        return 0;
+    PyObject *start_object = PyList_GET_ITEM(line_starts, line - 1);
+    if (!PyLong_CheckExact(start_object))
+        return 0;
+    Py_ssize_t start = PyLong_AsSsize_t(start_object);
+    if (start == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (column > 0 ? start > PY_SSIZE_T_MAX - column : start < PY_SSIZE_T_MIN - column)
+        return 0;
+    *offset = start + column;
+    return 1;
+}
+
 /* Where the start tag of element is: -2 when it has none, -1 on error. On one line (no
  * line_starts) the column is the offset, and source_col is read: no position tuple. Else
  * the offset is line_starts[line - 1] + column, computed as Python computes it (whatever
@@ -592,6 +624,15 @@ element_offset(PyObject *element, PyObject *line_starts, Py_ssize_t n)
         if (position == Py_None) {
             Py_DECREF(position);
             return -2;
+        }
+        Py_ssize_t quick;
+        if (line_offset_quickly(line_starts, position, &quick)) { /* the engine's: ints and a list */
+            Py_DECREF(position);
+            if (quick < 0 || quick >= n) {
+                PyErr_Format(PyExc_ValueError, "no start tag at %zd: a tag starts with '<'", quick);
+                return -1;
+            }
+            return quick;
         }
         int unpacked = unpack_pair(position, &line, &column);
         Py_DECREF(position);
