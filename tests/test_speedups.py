@@ -17,6 +17,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -614,3 +615,422 @@ def test_each_twins_docstring_examples_hold(name: str) -> None:
     for test in finder.find(function, name, module=module, globs=dict(vars(module))):
         runner.run(test)
     assert runner.failures == 0, f"{name}: {runner.failures} of {runner.tries} examples failed (printed above)"
+
+
+# --- hostile callers -------------------------------------------------------------------------------------------------
+# The compiled functions are safe against any caller: callbacks that empty, mutate or replace
+# what they were handed, raise or return the wrong type; offsets at and past every edge;
+# arguments of every wrong type. Each gives what its twin gives (a result, or the same kind
+# of exception), and never reads memory it does not own (.ci/sanitize runs these under
+# AddressSanitizer and UndefinedBehaviorSanitizer).
+
+
+class _Index:
+    """An integer by ``__index__`` alone, as numpy's are; *hook* runs on each conversion."""
+
+    def __init__(self, value: int, hook: Any = None) -> None:
+        self.value, self.hook = value, hook
+
+    def __index__(self) -> int:
+        if self.hook is not None:
+            self.hook()
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"_Index({self.value})"
+
+
+class _Loud:
+    """An object whose every comparison and conversion raises."""
+
+    def __eq__(self, other: object) -> bool:
+        raise ZeroDivisionError("compared")
+
+    __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __eq__
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        raise ZeroDivisionError("truth")
+
+    def __index__(self) -> int:
+        raise ZeroDivisionError("index")
+
+
+_OBJECT = object()
+_LOUD = _Loud()
+_EDGES = [-(2**64), -(2**63), -(2**63) + 1, -(2**31), -2, -1, 0, 1, 2**31, 2**63 - 1, 2**63, 2**64]
+# Every argument position of every function is given each of these in turn.
+_HOSTILE = [
+    None, True, False, *_EDGES, 1.5, 1e30, -1e30, float("nan"), "", "x", "<a href=x>", "\ud800", "é😀",
+    b"", b"<a href=x>", bytearray(b"<a>"), memoryview(b"<a>"), [], [0], [(0, 0, "x")], (), (0,), {}, {"a": {}},
+    _OBJECT, _LOUD, _Index(0), _Index(1), _Index(2**70), _Index(-1), str, tuple, Link, os.stat_result, len,
+]  # fmt: skip
+
+
+def _fresh(value: Any) -> Any:
+    """*value*, or a copy of it when it is a container a call could change."""
+    return type(value)(value) if type(value) in (list, dict, bytearray) else value
+
+
+def _outcome(function: Any, arguments: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What *function* returns or the kind of what it raises, and its arguments after it
+    (the containers it fills, or a callback changed; each callback, made afresh for each
+    run, only as one)."""
+    try:
+        result: tuple[str, Any] = ("value", function(*arguments))
+    except Exception as error:
+        result = ("error", _kind(error))
+    after = tuple("callback" if callable(value) and not isinstance(value, type) else value for value in arguments)
+    return (*result, after)
+
+
+def _same_outcome(name: str, make: Any) -> Any:
+    """*name* in C and in Python, each on the arguments *make* gives afresh: the same result
+    or exception kind, and the same arguments after."""
+    _needs_extension()
+    compiled_outcome = _outcome(getattr(compiled, name), make())
+    python_outcome = _outcome(reference[name], make())
+    assert compiled_outcome == python_outcome, (name, compiled_outcome, python_outcome)
+    return python_outcome[1]
+
+
+def _html_elements(text: str) -> list[_Element]:
+    return [_Element((1, match.start()), "a", "html") for match in re.finditer("<", text)]
+
+
+_PAGE = "<a href=x><img srcset='a 1x, b 2x' src=y><svg><a href=z></svg><BASE href=q>"
+_PAGE_ELEMENTS = _html_elements(_PAGE)
+_PAGE_ELEMENTS[2].namespace = "svg"
+
+
+_PAGE_TABLE = {"href": URL, "src": URL, "srcset": SRCSET}
+
+
+def _page_table_of(namespace: object, tag: str) -> Any:
+    return _PAGE_TABLE
+
+
+def _page_arguments() -> list[Any]:
+    """plain_links's thirteen arguments on _PAGE, fresh tables, cache and lists."""
+    return [
+        _PAGE, list(_PAGE_ELEMENTS), None, None, "html", {"a": _PAGE_TABLE, "img": _PAGE_TABLE}, {}, _page_table_of,
+        {}, _classify, (Link, "http://b/", "base-element"), [], [],
+    ]  # fmt: skip
+
+
+# A valid call of each function: its arguments, made afresh.
+_VALID: dict[str, Any] = {
+    "tag_attributes": lambda: ["<a href=x title>", 0],
+    "tag_end": lambda: ["<a href=x title>", 0],
+    "end_tag": lambda: ["<style>x</style >", "style", 0],
+    "conditional_head": lambda: ["<p><!--[if IE]>", 0],
+    "flattened": lambda: ["a\nb\r"],
+    "scan_css": lambda: ["a{background:url(x)}@import 'y';"],
+    "classified_quickly": lambda: [("same-document", None, None), ("absolute", None, None), False, _classify, "x"],
+    "utf8_offsets": lambda: ["aé😀", [0, 1, 2, 3], False],
+    "utf8_splice": lambda: ["aé😀", "aé😀".encode(), [(0, 0, "é"), (2, 3, "x")], False, str.encode],
+    "named_start_tags": lambda: [_PAGE, list(_PAGE_ELEMENTS), None, "base"],
+    "plain_links": _page_arguments,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_VALID))
+def test_every_argument_of_every_wrong_type(name: str) -> None:
+    """Each argument in turn replaced by a value of another type, or an integer past any
+    edge: the twins agree (a result, or the same kind of exception)."""
+    assert set(_VALID) == set(HOMES)
+    _same_outcome(name, _VALID[name])
+    for position in range(len(_VALID[name]())):
+        for value in _HOSTILE:
+
+            def make(position: int = position, value: Any = value) -> tuple[Any, ...]:
+                arguments = _VALID[name]()
+                arguments[position] = _fresh(value)
+                return tuple(arguments)
+
+            _same_outcome(name, make)
+
+
+# Texts of each str kind, the empty one, and huge ones (a mebibyte of each kind).
+_KIND_TEXTS = [
+    "", "<", "<a href=x>", "<a href=é></a><!--[if]>", "<a href=€></a><!--[", "<a href=😀></a><!--[</x>",
+    "<!--[\n" * (1 << 18), "<a href=é>" * (1 << 17), "€<!--[" * (1 << 18), "😀\ud800</x>" * (1 << 18),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text", _KIND_TEXTS, ids=lambda text: f"{len(text)}-{max(text, default='').encode('unicode-escape')[:10]!r}"
+)
+def test_offsets_at_and_past_every_edge(text: str) -> None:
+    """Offsets -2**64 ... 2**64, around 0 and len(text), plain and by __index__, in empty,
+    small and huge texts of each str kind."""
+    n = len(text)
+    offsets = [*_EDGES, -n - 1, -n, n - 1, n, n + 1]
+    for offset in [*offsets, *map(_Index, offsets)]:
+        _same("tag_attributes", text, offset)
+        _same("tag_end", text, offset)
+        _same("end_tag", text, "x", offset)
+        _same("conditional_head", text, offset)
+        _same("utf8_offsets", text, [offset], False)
+        _same("utf8_offsets", text, [0, offset], True)
+        for edit in ((offset, offset, "é"), (0, offset, "x"), (offset, n, "")):
+            _same("utf8_splice", text, text.encode("utf-8", "surrogatepass"), [edit], False, str.encode)
+        _same("named_start_tags", text, [_Element((1, offset), "a", "html")], None, "a")
+        _same("named_start_tags", text, [_Element((1, offset), "a", "html")], [0], "a")
+        _same("named_start_tags", text, [_Element((offset, 0), "a", "html")], [0, 1], "a")
+        _same_plain_links(text, [_Element((1, offset), "a", "html")], ({"a": {"href": URL}}, {}, {}))
+        _same_plain_links(
+            text, [_Element((offset, 0), "a", "html")], ({"a": {"href": URL}}, {}, {}), line_starts=[0, n]
+        )
+    _same("flattened", text)
+    _same("scan_css", text)
+
+
+def test_conditional_head_past_the_end_finds_nothing() -> None:
+    """The start at the largest index: no head (the C added 4 to it, overflowed, and found one
+    at 0)."""
+    _needs_extension()
+    for start in (2**63 - 1, 2**63 - 4, 2**64):
+        assert compiled.conditional_head("<!--[", start) == -1
+        assert compiled.end_tag("</x>", "x", start) == 4
+
+
+class _Hostile:
+    """An element whose attributes run *hook* when read (properties, as a hostile tree's)."""
+
+    def __init__(self, position: tuple[int, int], hook: Any, tag: str = "a", namespace: str = "html") -> None:
+        self._position, self._tag, self._namespace, self.hook = position, tag, namespace, hook
+
+    def _run(self) -> None:
+        if self.hook is not None:
+            self.hook(self)
+
+    @property
+    def position(self) -> Any:
+        self._run()
+        return self._position
+
+    @property
+    def source_col(self) -> Any:
+        self._run()
+        return self._position[1]
+
+    @property
+    def namespace(self) -> Any:
+        self._run()
+        return self._namespace
+
+    @property
+    def tag(self) -> Any:
+        self._run()
+        return self._tag
+
+
+def _emptied(elements: list[Any]) -> Any:
+    """A hook that empties *elements*, and then fills the memory it freed with other objects."""
+    junk: list[Any] = []
+
+    def hook(*_: Any) -> None:
+        elements.clear()
+        junk.extend(_Element((9, 9), "junk", "junk") for _ in range(64))
+
+    return hook
+
+
+def _plain_links_with(make: Any) -> None:
+    """plain_links in C and in Python on the arguments *make* gives afresh (each call of
+    make builds its own elements, so that each run's hooks empty their own list)."""
+    _needs_extension()
+    outcomes = [_outcome(function, make()) for function in (compiled.plain_links, reference["plain_links"])]
+    assert _comparable(outcomes[0]) == _comparable(outcomes[1])
+
+
+def _comparable(outcome: tuple[Any, ...]) -> Any:
+    """An outcome of plain_links with each element as its position, so that two runs over
+    elements of their own compare."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, (_Element, _Hostile)):
+            return ("element", value._position if isinstance(value, _Hostile) else value.position)
+        if isinstance(value, (list, tuple)) and not isinstance(value, Link):
+            return type(value)(map(plain, value))
+        return value
+
+    kind, result, arguments = outcome
+    return (
+        kind,
+        plain(result),
+        [plain(argument) for index, argument in enumerate(arguments) if index in (5, 6, 8, 11, 12)],
+    )
+
+
+@pytest.mark.parametrize("where", ["position", "namespace", "tag", "classify", "table_of"])
+@pytest.mark.parametrize("lines", [False, True])
+def test_plain_links_when_a_callback_empties_the_elements(where: str, lines: bool) -> None:
+    """A callback (an element's attribute, classify, table_of) empties the list of elements
+    plain_links was handed: the C read the freed list (a segfault); now it holds its own
+    references, and stops where Python's loop stops."""
+    text = "<a href=x><a href=y><b href=z><a href=w>"
+
+    def make() -> tuple[Any, ...]:
+        elements: list[Any] = []
+        hook = _emptied(elements)
+        for n, match in enumerate(re.finditer("<", text)):
+            trigger = where in ("position", "namespace", "tag") and n == 1
+            tag = "b" if text[match.start() + 1] == "b" else "a"
+            elements.append(
+                _Hostile((1, match.start()), hook if trigger else None, tag, "svg" if tag == "b" else "html")
+            )
+        if where == "tag":
+            elements[1]._namespace = "svg"
+
+        def classify(reference: str) -> Any:
+            if where == "classify" and reference == "y":
+                hook()
+            return _classify(reference)
+
+        def table_of(namespace: object, tag: str) -> Any:
+            if where == "table_of":
+                hook()
+            return {"href": URL}
+
+        line_starts = [0] if lines else None
+        return (
+            text, elements, line_starts, None, "html", {"a": {"href": URL}}, {}, table_of, {}, classify,
+            (Link, None, None), [], [],
+        )  # fmt: skip
+
+    _plain_links_with(make)
+
+
+def test_named_start_tags_when_an_element_empties_the_list() -> None:
+    text = "<base><base><p><base>"
+
+    def make() -> tuple[Any, ...]:
+        elements: list[Any] = []
+        hook = _emptied(elements)
+        elements += [
+            _Hostile((1, match.start()), hook if n == 1 else None) for n, match in enumerate(re.finditer("<", text))
+        ]
+        return text, elements, None, "base"
+
+    _needs_extension()
+    outcomes = [_outcome(function, make()) for function in (compiled.named_start_tags, reference["named_start_tags"])]
+    assert _comparable(outcomes[0])[:2] == _comparable(outcomes[1])[:2]
+
+
+def test_utf8_splice_when_encode_empties_the_edits() -> None:
+    """encode empties the list of edits (and fills the memory freed with other strings): the
+    C read the freed edits; now it holds its own, as Python's sorted copy does."""
+    text = "é" * 40
+
+    def make() -> tuple[Any, ...]:
+        edits = [(n, n + 1, "".join(["ü", str(n)] * 20)) for n in range(0, 40, 2)]
+        junk: list[str] = []
+
+        def encode(new: str) -> bytes:
+            edits.clear()
+            junk.extend("".join(["ä", str(n)] * 20) for n in range(200))
+            return new.encode()
+
+        return text, text.encode(), edits, False, encode
+
+    _same_outcome("utf8_splice", make)
+
+
+def test_utf8_splice_when_encode_returns_another_type() -> None:
+    """encode gives what is no bytes (a bytearray or a memoryview the twin's join took)."""
+    for returned in (None, "x", bytearray(b"x"), memoryview(b"x"), 5, b"\xff" * 3):
+        _same("utf8_splice", "aé", "aé".encode(), [(1, 2, "é")], False, lambda new, returned=returned: returned)
+
+
+def test_utf8_offsets_and_splice_when_an_offset_changes_the_list() -> None:
+    """An offset whose __index__ empties the list it is in."""
+
+    def offsets() -> tuple[Any, ...]:
+        values: list[Any] = []
+        values += [0, _Index(1, values.clear), 2, 3]
+        return "abcd", values, False
+
+    _same_outcome("utf8_offsets", offsets)
+
+    def splice() -> tuple[Any, ...]:
+        edits: list[Any] = []
+        edits += [(0, _Index(1, edits.clear), "é"), (2, 3, "x")]
+        return "abcd", b"abcd", edits, False, str.encode
+
+    _same_outcome("utf8_splice", splice)
+
+
+def _classifier(answer: Any) -> Any:
+    return lambda reference: answer() if callable(answer) else answer
+
+
+_ANSWERS = [
+    None, [], ["rewritten", "http://h/x", None], ("rewritten", "http://h/x"), ("rewritten", "http://h/x", None, 1),
+    ("rewritten", b"http://h/x", None), ("rewritten", 5, None), ("rewritten", None, None), ("relinked", None, None),
+    (_LOUD, "http://h/x", None), ("rewritten", _LOUD, None), ("rewritten", "", None), (b"rewritten", "y", None),
+    lambda: 1 / 0,
+]  # fmt: skip
+
+
+def test_plain_links_when_classify_misbehaves() -> None:
+    """classify raises or answers what is no (status, resolved, reason) with a str or None
+    resolved, or a status whose comparison raises."""
+    table = {"href": URL, "srcset": SRCSET}
+    for text in ("<a href=x>", "<a href='&amp;x'>", "<img srcset='x 1x, y'>", "<a href=''>"):
+        elements = [_Element((1, 0), "img" if "img" in text else "a", "html")]
+        for answer in _ANSWERS:
+            _same_plain_links(text, elements, ({"a": table, "img": table}, {}, {}), classify=_classifier(answer))
+
+
+def test_plain_links_when_a_link_table_is_wrong() -> None:
+    """A link table (from the tables or table_of) that is no dict, or holds what is no code."""
+    elements = [_Element((1, 0), "a", "html"), _Element((1, 10), "b", "svg")]
+    for codes in (
+        [], (), {"href": 1.0}, {"href": True}, {"href": "1"}, {"href": None}, {"href": _LOUD}, {"href": 2**70},
+        {"href": _Index(1)}, {"href": -1}, {"href": 0},
+    ):  # fmt: skip
+        _same_plain_links("<a href=x><b href=y>", elements, ({"a": codes}, {}, {"b": codes}))
+
+
+def test_plain_links_makes_only_tuples_tuple_new_would() -> None:
+    """record's type is made as tuple.__new__ makes it, which refuses a struct sequence: the
+    C made os.stat_result's with eleven items, and its deallocation read the fields past
+    them (a crash)."""
+    for link_type in (os.stat_result, time.struct_time, tuple, Link):
+        record = (link_type, None, None)
+        _same_outcome("plain_links", lambda record=record: (*_page_arguments()[:10], record, [], []))
+
+
+def test_plain_links_when_callbacks_change_the_tables_and_lists() -> None:
+    """classify and table_of clear the cache, the tables and the lists being filled, replace
+    a table's codes and plant a classification (None) in the cache: both twins see the same
+    changes at the same moments (the Python twin classified a cached None again; the C
+    refused it)."""
+
+    def make() -> tuple[Any, ...]:
+        html_tables: dict[str, Any] = {"a": {"href": URL, "src": URL}}
+        classified: dict[str, Any] = {}
+        found: list[Any] = []
+        edits: list[Any] = []
+
+        def classify(reference: str) -> Any:
+            classified.clear()
+            classified["y"] = None  # what the cache holds is the classification, whatever it is
+            html_tables.clear()
+            found.clear()
+            edits.clear()
+            html_tables["a"] = {"href": OTHER}
+            return _classify(reference)
+
+        def table_of(namespace: object, tag: str) -> Any:
+            html_tables.clear()
+            return {"src": URL}
+
+        return (
+            "<a href=x src=y><a href=qq><img src=z>", _html_elements("<a href=x src=y><a href=qq><img src=z>"),
+            None, None, "html", html_tables, {}, table_of, classified, classify, (Link, None, None), found, edits,
+        )  # fmt: skip
+
+    _plain_links_with(make)

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from rewriter.document.speedups import COMPILED, twin
+from rewriter.document.speedups import COMPILED, str_argument, twin
 
 __all__ = ["CSSURL", "Context", "Quote", "css_urls", "escape_url", "find_urls", "may_hold_urls", "scan_css"]
 
@@ -442,7 +442,7 @@ def may_hold_urls(style: object) -> bool:
 def scan_css(css: str) -> list[tuple[int, int, str, Quote, Context]]:
     """:func:`find_urls` as plain tuples, ``(start, end, value, quote, context)``: the Python
     reference of the compiled scanner, which the engines' :func:`css_urls` runs when built."""
-    return [(url.start, url.end, url.value, url.quote, url.context) for url in find_urls(css)]
+    return [(url.start, url.end, url.value, url.quote, url.context) for url in find_urls(str_argument(css))]
 
 
 def css_urls(text: str) -> list[CSSURL]:

@@ -5,6 +5,13 @@
  *
  * Every function is pure: a str and numbers in, plain tuples, lists and dicts out. Text is
  * read through PyUnicode_READ, whatever its kind; offsets are code points, as in Python.
+ *
+ * Any caller is safe, not only the engine (tests/test_speedups.py holds each function to its
+ * twin on hostile ones too): an argument's type is checked before it is read; an offset is
+ * read as operator.index reads it and clamped to the text, never trusted; nothing borrowed
+ * from a list, dict or tuple the caller can change is used after a call back into Python
+ * (a callback may empty the list it came from): what is iterated is iterated as Python's
+ * own loop would, one new reference at a time, or copied first.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -39,6 +46,37 @@ text_init(Text *t, PyObject *object)
     t->data = PyUnicode_DATA(object);
     t->n = PyUnicode_GET_LENGTH(object);
     t->object = object;
+    return 0;
+}
+
+/* An offset argument, as operator.index reads it (an int, or any __index__: TypeError for
+ * others), clamped to PY_SSIZE_T_MIN or PY_SSIZE_T_MAX when beyond them: past any text's
+ * ends either way. 0, or -1 with the exception set. */
+static int
+offset_argument(PyObject *object, Py_ssize_t *offset)
+{
+    *offset = PyNumber_AsSsize_t(object, NULL);
+    return *offset == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* The start of a search in a text of n characters, as str.find reads its start: None is 0,
+ * a negative one counts from the end (and is 0 past the start). 0, or -1 with the
+ * exception set; the start may be past the text's end (nothing is found there). */
+static int
+find_start(PyObject *object, Py_ssize_t n, Py_ssize_t *start)
+{
+    if (object == Py_None) {
+        *start = 0;
+        return 0;
+    }
+    if (!PyIndex_Check(object)) {
+        PyErr_SetString(PyExc_TypeError, "slice indices must be integers or None or have an __index__ method");
+        return -1;
+    }
+    if (offset_argument(object, start) < 0)
+        return -1;
+    if (*start < 0)
+        *start = *start + n < 0 ? 0 : *start + n; /* no overflow: n >= 0 > *start */
     return 0;
 }
 
@@ -109,7 +147,7 @@ is_html_space(Py_UCS4 c)
 /* Interned constants */
 static PyObject *s_double, *s_single, *s_empty, *s_equals; /* quotes */
 static PyObject *s_url, *s_import, *s_image_set;           /* CSS contexts */
-static PyObject *s_lower;
+static PyObject *s_lower, *s_new, *s_one;
 
 /* ------------------------------------------------------------------------ */
 /* Start tags (HTML §13.2.5.32-39)                                           */
@@ -336,8 +374,8 @@ no_start_tag(Py_ssize_t offset)
     return NULL;
 }
 
-/* The (text, index) arguments of tag_attributes, tag_end and conditional_head: 0, or -1
-   with the exception set (usage is the TypeError's message for a wrong count). */
+/* The (text, index) arguments of tag_attributes and tag_end: 0, or -1 with the exception
+   set (usage is the TypeError's message for a wrong count). */
 static int
 text_and_index(PyObject *const *args, Py_ssize_t nargs, const char *usage, Text *t, Py_ssize_t *index)
 {
@@ -347,8 +385,7 @@ text_and_index(PyObject *const *args, Py_ssize_t nargs, const char *usage, Text 
     }
     if (text_init(t, args[0]) < 0)
         return -1;
-    *index = PyLong_AsSsize_t(args[1]);
-    return *index == -1 && PyErr_Occurred() ? -1 : 0;
+    return offset_argument(args[1], index);
 }
 
 PyDoc_STRVAR(tag_attributes_doc,
@@ -495,52 +532,127 @@ escape_attribute(PyObject *text, int quote)
     return done;
 }
 
+/* The two items of pair, as "first, second = pair" unpacks it: 0 with two new references,
+ * or -1 with TypeError (not iterable) or ValueError (fewer or more than two items; never
+ * more than three are asked of an iterator, which may be endless). */
+static int
+unpack_pair(PyObject *pair, PyObject **first, PyObject **second)
+{
+    if (PyTuple_CheckExact(pair) && PyTuple_GET_SIZE(pair) == 2) {
+        *first = Py_NewRef(PyTuple_GET_ITEM(pair, 0));
+        *second = Py_NewRef(PyTuple_GET_ITEM(pair, 1));
+        return 0;
+    }
+    PyObject *iterator = PyObject_GetIter(pair);
+    if (iterator == NULL)
+        return -1;
+    PyObject *items[3] = {NULL, NULL, NULL};
+    int count = 0;
+    while (count < 3 && (items[count] = PyIter_Next(iterator)) != NULL)
+        count++;
+    Py_DECREF(iterator);
+    if (!PyErr_Occurred() && count == 2) {
+        *first = items[0];
+        *second = items[1];
+        return 0;
+    }
+    if (!PyErr_Occurred()) {
+        if (count < 2)
+            PyErr_Format(PyExc_ValueError, "not enough values to unpack (expected 2, got %d)", count);
+        else
+            PyErr_SetString(PyExc_ValueError, "too many values to unpack (expected 2)");
+    }
+    for (int i = 0; i < count; i++)
+        Py_DECREF(items[i]);
+    return -1;
+}
+
+/* line_starts[line - 1] + column when all are exact ints, line_starts is a list and line
+ * one of its lines, and the sum fits: 1 with *offset set, else 0 (the general path computes
+ * it). Nothing here calls back into Python, so the borrowed item stays the list's. */
+static int
+line_offset_quickly(PyObject *line_starts, PyObject *position, Py_ssize_t *offset)
+{
+    if (!PyList_CheckExact(line_starts) || !PyTuple_CheckExact(position) || PyTuple_GET_SIZE(position) != 2)
+        return 0;
+    PyObject *line_object = PyTuple_GET_ITEM(position, 0), *column_object = PyTuple_GET_ITEM(position, 1);
+    if (!PyLong_CheckExact(line_object) || !PyLong_CheckExact(column_object))
+        return 0;
+    Py_ssize_t line = PyLong_AsSsize_t(line_object), column = PyLong_AsSsize_t(column_object);
+    if (PyErr_Occurred()) { /* beyond Py_ssize_t */
+        PyErr_Clear();
+        return 0;
+    }
+    if (line < 1 || line > PyList_GET_SIZE(line_starts))
+        return 0;
+    PyObject *start_object = PyList_GET_ITEM(line_starts, line - 1);
+    if (!PyLong_CheckExact(start_object))
+        return 0;
+    Py_ssize_t start = PyLong_AsSsize_t(start_object);
+    if (start == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (column > 0 ? start > PY_SSIZE_T_MAX - column : start < PY_SSIZE_T_MIN - column)
+        return 0;
+    *offset = start + column;
+    return 1;
+}
+
 /* Where the start tag of element is: -2 when it has none, -1 on error. On one line (no
- * line_starts) the column is the offset, and source_col (an int) is read: no position tuple. */
+ * line_starts) the column is the offset, and source_col is read: no position tuple. Else
+ * the offset is line_starts[line - 1] + column, computed as Python computes it (whatever
+ * line_starts and the numbers are; a line of 0 is the last one's). Either is an integer
+ * (operator.index) within the text: TypeError, ValueError otherwise. */
 static Py_ssize_t
 element_offset(PyObject *element, PyObject *line_starts, Py_ssize_t n)
 {
-    Py_ssize_t offset;
+    PyObject *found;
     if (line_starts == Py_None) {
-        PyObject *column = PyObject_GetAttr(element, s_source_col);
-        if (column == NULL)
+        found = PyObject_GetAttr(element, s_source_col);
+        if (found == NULL)
             return -1;
-        if (column == Py_None) {
-            Py_DECREF(column);
+        if (found == Py_None) {
+            Py_DECREF(found);
             return -2;
         }
-        offset = PyLong_AsSsize_t(column);
-        Py_DECREF(column);
-        if (offset == -1 && PyErr_Occurred())
-            return -1;
     }
     else {
-        PyObject *position = PyObject_GetAttr(element, s_position);
+        PyObject *position = PyObject_GetAttr(element, s_position), *line, *column;
         if (position == NULL)
             return -1;
         if (position == Py_None) {
             Py_DECREF(position);
             return -2;
         }
-        if (!PyTuple_Check(position) || PyTuple_GET_SIZE(position) != 2) {
-            PyErr_SetString(PyExc_TypeError, "an element's position is None or (line, column)");
+        Py_ssize_t quick;
+        if (line_offset_quickly(line_starts, position, &quick)) { /* the engine's: ints and a list */
             Py_DECREF(position);
-            return -1;
+            if (quick < 0 || quick >= n) {
+                PyErr_Format(PyExc_ValueError, "no start tag at %zd: a tag starts with '<'", quick);
+                return -1;
+            }
+            return quick;
         }
-        Py_ssize_t line = PyLong_AsSsize_t(PyTuple_GET_ITEM(position, 0));
-        Py_ssize_t column = line == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(PyTuple_GET_ITEM(position, 1));
+        int unpacked = unpack_pair(position, &line, &column);
         Py_DECREF(position);
-        if (PyErr_Occurred())
+        if (unpacked < 0)
             return -1;
-        PyObject *start = PySequence_GetItem(line_starts, line - 1); /* as Python indexes: -1 is the last */
-        if (start == NULL)
+        PyObject *index = PyNumber_Subtract(line, s_one);
+        PyObject *start = index == NULL ? NULL : PyObject_GetItem(line_starts, index);
+        found = start == NULL ? NULL : PyNumber_Add(start, column);
+        Py_XDECREF(start);
+        Py_XDECREF(index);
+        Py_DECREF(line);
+        Py_DECREF(column);
+        if (found == NULL)
             return -1;
-        Py_ssize_t at = PyLong_AsSsize_t(start);
-        Py_DECREF(start);
-        if (at == -1 && PyErr_Occurred())
-            return -1;
-        offset = at + column;
     }
+    Py_ssize_t offset;
+    int converted = offset_argument(found, &offset);
+    Py_DECREF(found);
+    if (converted < 0)
+        return -1;
     if (offset < 0 || offset >= n) {
         PyErr_Format(PyExc_ValueError, "no start tag at %zd: a tag starts with '<'", offset);
         return -1;
@@ -550,8 +662,8 @@ element_offset(PyObject *element, PyObject *line_starts, Py_ssize_t n)
 
 /* The tag of an HTML element, read from its start tag at offset: its name ASCII-lowercased,
  * "image" read as "img" (HTML §13.2.6.4.7), as the tree holds it. A name that is not all
- * ASCII, or holds NUL, is the element's own tag (the tree reads NUL and lone surrogates
- * otherwise). A new reference; NULL on error. */
+ * ASCII, or holds NUL, is the element's own tag as a str (the tree reads NUL and lone
+ * surrogates otherwise). A new reference; NULL on error. */
 static PyObject *
 html_tag(const Text *t, PyObject *element, Py_ssize_t offset)
 {
@@ -561,8 +673,13 @@ html_tag(const Text *t, PyObject *element, Py_ssize_t offset)
     Attribute a = {offset + 1, end, 0, 0, 0};
     for (Py_ssize_t i = a.name_start; i < a.name_end; i++) {
         Py_UCS4 c = CH(t, i);
-        if (c == 0 || c >= 0x80)
-            return PyObject_GetAttr(element, s_tag);
+        if (c == 0 || c >= 0x80) { /* str(element.tag), as the twin reads it */
+            PyObject *tag = PyObject_GetAttr(element, s_tag);
+            if (tag == NULL)
+                return NULL;
+            Py_SETREF(tag, PyObject_Str(tag));
+            return tag;
+        }
     }
     if (end - offset == 6) {
         static const char image[] = "image";
@@ -578,8 +695,23 @@ html_tag(const Text *t, PyObject *element, Py_ssize_t offset)
     return attribute_name(t, &a, &irregular);
 }
 
+/* Appends the edit (at, end, text) to edits: 0, or -1 on error. */
+static int
+append_edit(PyObject *edits, Py_ssize_t at, Py_ssize_t end, PyObject *text)
+{
+    PyObject *edit = Py_BuildValue("(nnO)", at, end, text);
+    if (edit == NULL)
+        return -1;
+    int done = PyList_Append(edits, edit);
+    Py_DECREF(edit);
+    return done;
+}
+
 /* A new reference to the Link (tag, name, kind, reference, resolved, status, reason, base, layer, at, until),
- * appended to found; the edit (at, end, text) appended to edits when text is not NULL. */
+ * appended to found; the edit (at, end, text) appended to edits when text is not NULL. The
+ * Link is made as tuple.__new__(record[0], ...) makes it: plain_links has checked that
+ * tuple.__new__ makes that type (a struct sequence, whose fields go past a tuple's items,
+ * it refuses), so that its tp_alloc gives a tuple's layout of 11 items. */
 static int
 record_link(PyObject *const *args, PyObject *tag, PyObject *name, PyObject *kind, PyObject *reference,
             PyObject *known, Py_ssize_t at, Py_ssize_t until, Py_ssize_t edit_end, PyObject *text)
@@ -591,7 +723,8 @@ record_link(PyObject *const *args, PyObject *tag, PyObject *name, PyObject *kind
     int done = -1;
     if (start == NULL || end == NULL)
         goto finally;
-    link = ((PyTypeObject *)link_type)->tp_alloc((PyTypeObject *)link_type, 11);
+    link = link_type == (PyObject *)&PyTuple_Type ? PyTuple_New(11)
+                                                  : ((PyTypeObject *)link_type)->tp_alloc((PyTypeObject *)link_type, 11);
     if (link == NULL)
         goto finally;
     PyObject *fields[11] = {tag,
@@ -609,17 +742,7 @@ record_link(PyObject *const *args, PyObject *tag, PyObject *name, PyObject *kind
         PyTuple_SET_ITEM(link, i, Py_NewRef(fields[i]));
     if (PyList_Append(found, link) < 0)
         goto finally;
-    if (text != NULL) {
-        PyObject *stop = edit_end == at ? Py_NewRef(start) : PyLong_FromSsize_t(edit_end);
-        PyObject *edit = stop == NULL ? NULL : PyTuple_Pack(3, start, stop, text);
-        Py_XDECREF(stop);
-        if (edit == NULL)
-            goto finally;
-        done = PyList_Append(edits, edit);
-        Py_DECREF(edit);
-        goto finally;
-    }
-    done = 0;
+    done = text == NULL ? 0 : append_edit(edits, at, edit_end, text);
 finally:
     Py_XDECREF(link);
     Py_XDECREF(start);
@@ -627,7 +750,9 @@ finally:
     return done;
 }
 
-/* The classification of reference (a new reference): from the cache, or made and cached. */
+/* The classification of reference (a new reference): from the cache (whatever it holds
+ * there), or made and cached; TypeError unless it is (status, resolved, reason) with a
+ * resolved URL that is a str or None. */
 static PyObject *
 classified_as(PyObject *const *args, PyObject *reference)
 {
@@ -646,7 +771,8 @@ classified_as(PyObject *const *args, PyObject *reference)
             return NULL;
         }
     }
-    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 3) {
+    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 3 ||
+        (PyTuple_GET_ITEM(known, 1) != Py_None && !PyUnicode_Check(PyTuple_GET_ITEM(known, 1)))) {
         PyErr_SetString(PyExc_TypeError, "a classification is (status, resolved, reason)");
         Py_DECREF(known);
         return NULL;
@@ -711,11 +837,7 @@ plain_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObjec
         int same = PyObject_RichCompareBool(resolved, reference, Py_EQ);
         if (same < 0)
             goto error;
-        if (!same) {
-            if (!PyUnicode_Check(resolved)) {
-                PyErr_SetString(PyExc_TypeError, "a resolved URL is a str");
-                goto error;
-            }
+        if (!same) { /* resolved is a str: classified_as says so */
             Py_ssize_t ends = PyUnicode_GET_LENGTH(reference) == 0
                                   ? 0
                                   : PyUnicode_Tailmatch(resolved, reference, 0, PY_SSIZE_T_MAX, 1);
@@ -847,15 +969,14 @@ srcset_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObje
         }
         PyObject *status = PyTuple_GET_ITEM(known, 0), *resolved = PyTuple_GET_ITEM(known, 1), *text = NULL;
         Py_ssize_t edit_end = start;
+        /* The link first, then its edit, as the twin: the status's comparison may raise. */
+        if (record_link(args, tag, one->name, s_srcset, reference, known, start, end, start, NULL) < 0)
+            goto error;
         int rewritten = is_rewritten(status);
-        int same = rewritten > 0 ? PyObject_RichCompareBool(resolved, reference, Py_EQ) : 1;
+        int same = rewritten > 0 && resolved != Py_None ? PyObject_RichCompareBool(resolved, reference, Py_EQ) : 1;
         if (rewritten < 0 || same < 0)
             goto error;
-        if (rewritten && !same) {
-            if (!PyUnicode_Check(resolved)) {
-                PyErr_SetString(PyExc_TypeError, "a resolved URL is a str");
-                goto error;
-            }
+        if (rewritten && !same) { /* resolved is a str: classified_as says so */
             PyObject *new = for_srcset(resolved);
             if (new == NULL)
                 goto error;
@@ -874,7 +995,7 @@ srcset_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObje
             if (text == NULL)
                 goto error;
         }
-        int done = record_link(args, tag, one->name, s_srcset, reference, known, start, end, edit_end, text);
+        int done = text == NULL ? 0 : append_edit(args[12], start, edit_end, text);
         Py_XDECREF(text);
         Py_DECREF(known);
         Py_DECREF(reference);
@@ -906,32 +1027,43 @@ plain_links(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     PyObject *line_starts = args[2], *skip = args[3], *html = args[4], *html_tables = args[5];
     PyObject *foreign_tables = args[6], *table_of = args[7], *record = args[10];
-    if (!PyDict_Check(html_tables) || !PyDict_Check(foreign_tables) || !PyDict_Check(args[8]) ||
-        !PyList_Check(args[11]) || !PyList_Check(args[12])) {
+    /* Exactly dicts and lists: a subclass's methods, which the twin would call, are not. */
+    if (!PyDict_CheckExact(html_tables) || !PyDict_CheckExact(foreign_tables) || !PyDict_CheckExact(args[8]) ||
+        !PyList_CheckExact(args[11]) || !PyList_CheckExact(args[12])) {
         PyErr_SetString(PyExc_TypeError, "plain_links: the tables and the cache are dicts, found and edits lists");
         return NULL;
     }
-    if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 3 || !PyType_Check(PyTuple_GET_ITEM(record, 0)) ||
-        !PyType_IsSubtype((PyTypeObject *)PyTuple_GET_ITEM(record, 0), &PyTuple_Type)) {
+    if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 3) {
         PyErr_SetString(PyExc_TypeError, "plain_links: record is (a tuple type, base, layer)");
         return NULL;
     }
-    PyObject *elements = PySequence_Fast(args[1], "elements must be iterable");
+    /* tuple.__new__(record[0]): TypeError unless it is a type tuple.__new__ makes (see record_link). */
+    PyObject *probe = PyObject_CallMethodOneArg((PyObject *)&PyTuple_Type, s_new, PyTuple_GET_ITEM(record, 0));
+    if (probe == NULL)
+        return NULL;
+    Py_DECREF(probe);
+    /* Iterated as the twin's loop iterates it, each element a reference of ours: a callback
+     * may empty or change the list (which would free an element borrowed from it). */
+    PyObject *elements = PyObject_GetIter(args[1]);
     if (elements == NULL)
         return NULL;
     PyObject *left = PyList_New(0);
     unsigned char *seen = PyMem_Calloc((size_t)(t.n >> 3) + 1, 1);
     Taken *taken = NULL;
     Py_ssize_t taken_count = 0, taken_size = 0;
-    PyObject *tag = NULL, *namespace = NULL, *codes = NULL;
+    PyObject *element = NULL, *tag = NULL, *namespace = NULL, *codes = NULL;
     if (left == NULL || seen == NULL) {
         if (seen == NULL)
             PyErr_NoMemory();
         goto error;
     }
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(elements);
-    for (Py_ssize_t index = 0; index < count; index++) {
-        PyObject *element = PySequence_Fast_GET_ITEM(elements, index);
+    for (;;) {
+        Py_XSETREF(element, PyIter_Next(elements));
+        if (element == NULL) {
+            if (PyErr_Occurred())
+                goto error;
+            break;
+        }
         Py_ssize_t offset = element_offset(element, line_starts, t.n);
         if (offset == -2)
             continue;
@@ -968,7 +1100,7 @@ plain_links(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 goto error;
             goto next;
         }
-        if (!PyDict_Check(codes)) {
+        if (!PyDict_CheckExact(codes)) {
             PyErr_Format(PyExc_TypeError, "a link table is a dict or None, not %.100s", Py_TYPE(codes)->tp_name);
             goto error;
         }
@@ -984,7 +1116,7 @@ plain_links(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             if (name == NULL)
                 goto error;
             PyObject *value = PyDict_GetItemWithError(codes, name);
-            if (value == NULL) {
+            if (value == NULL || value == Py_None) { /* codes.get(name) is None: not a link */
                 Py_DECREF(name);
                 if (PyErr_Occurred())
                     goto error;
@@ -1000,12 +1132,14 @@ plain_links(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 Py_DECREF(name);
                 continue;
             }
-            long code = PyLong_Check(value) ? PyLong_AsLong(value) : -1;
+            long code = PyLong_CheckExact(value) ? PyLong_AsLong(value) : -1;
             if (code == -1 && PyErr_Occurred())
                 PyErr_Clear();
             if (code < CODE_URL || code > CODE_SRCSET) {
                 Py_DECREF(name);
+                Py_INCREF(value); /* its repr may run code that takes it out of codes */
                 PyErr_Format(PyExc_ValueError, "%R is no code of a link table", value);
+                Py_DECREF(value);
                 goto error;
             }
             if (taken_count == taken_size) {
@@ -1057,6 +1191,7 @@ error:
         Py_DECREF(taken[k].name);
     PyMem_Free(taken);
     PyMem_Free(seen);
+    Py_XDECREF(element);
     Py_XDECREF(tag);
     Py_XDECREF(namespace);
     Py_XDECREF(codes);
@@ -1079,25 +1214,31 @@ named_start_tags(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     if (text_init(&t, args[0]) < 0 || text_init(&nt, args[3]) < 0)
         return NULL;
-    PyObject *elements = PySequence_Fast(args[1], "elements must be iterable");
+    /* Iterated as the twin iterates it, each element a reference of ours (as in plain_links). */
+    PyObject *elements = PyObject_GetIter(args[1]);
     if (elements == NULL)
         return NULL;
-    PyObject *found = PyList_New(0);
+    PyObject *found = PyList_New(0), *element = NULL;
     if (found == NULL) {
         Py_DECREF(elements);
         return NULL;
     }
-    Py_ssize_t size = nt.n, count = PySequence_Fast_GET_SIZE(elements);
-    for (Py_ssize_t index = 0; index < count; index++) {
-        PyObject *element = PySequence_Fast_GET_ITEM(elements, index);
+    Py_ssize_t size = nt.n;
+    for (;;) {
+        Py_XSETREF(element, PyIter_Next(elements));
+        if (element == NULL) {
+            if (PyErr_Occurred())
+                goto error;
+            break;
+        }
         Py_ssize_t offset = element_offset(element, args[2], t.n);
         if (offset == -2)
             continue;
         if (offset < 0)
             goto error;
-        Py_ssize_t end = offset + 1 + size;
-        if (end > t.n)
+        if (size > t.n - offset - 1) /* offset < t.n: no overflow */
             continue;
+        Py_ssize_t end = offset + 1 + size;
         int same = 1;
         for (Py_ssize_t i = 0; i < size && same; i++) {
             Py_UCS4 c = CH(&t, offset + 1 + i);
@@ -1113,6 +1254,7 @@ named_start_tags(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(elements);
     return found;
 error:
+    Py_XDECREF(element);
     Py_DECREF(elements);
     Py_DECREF(found);
     return NULL;
@@ -1127,7 +1269,7 @@ static int
 lowered_equals(const Text *t, Py_ssize_t at, PyObject *name, const Text *nt)
 {
     Py_ssize_t length = nt->n;
-    Py_ssize_t end = at + length < t->n ? at + length : t->n;
+    Py_ssize_t end = length < t->n - at ? at + length : t->n; /* at <= t->n: no overflow */
     int ascii = 1;
     for (Py_ssize_t i = at; i < end; i++) {
         if (CH(t, i) >= 0x80) {
@@ -1174,20 +1316,13 @@ end_tag(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     if (text_init(&t, args[0]) < 0 || text_init(&nt, args[1]) < 0)
         return NULL;
-    Py_ssize_t start = PyLong_AsSsize_t(args[2]);
-    if (start == -1 && PyErr_Occurred())
+    Py_ssize_t start;
+    if (find_start(args[2], t.n, &start) < 0) /* text.find("</", start) in the twin */
         return NULL;
-    if (start < 0) { /* as str.find reads a negative start */
-        start += t.n;
-        if (start < 0)
-            start = 0;
-    }
-    Py_ssize_t length = nt.n + 2;
     Py_ssize_t position = start > t.n ? -1 : find_pair(&t, start, '<', '/');
     while (position >= 0) {
-        Py_ssize_t after = position + length;
-        if (after < t.n) {
-            Py_UCS4 c = CH(&t, after);
+        if (nt.n + 2 < t.n - position) { /* position + 2 + len(name) < len(text), without overflow */
+            Py_UCS4 c = CH(&t, position + 2 + nt.n);
             if (is_html_space(c) || c == '/' || c == '>') {
                 int equal = lowered_equals(&t, position + 2, args[1], &nt);
                 if (equal < 0)
@@ -1291,19 +1426,21 @@ utf8_offsets(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int escaped = PyObject_IsTrue(args[2]);
     if (escaped < 0)
         return NULL;
-    PyObject *offsets = PySequence_Fast(args[1], "offsets must be a sequence");
+    /* Iterated as the twin iterates it: an offset's __index__ may change the list. */
+    PyObject *offsets = PyObject_GetIter(args[1]);
     if (offsets == NULL)
         return NULL;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(offsets);
-    PyObject *out = PyList_New(count);
+    PyObject *out = PyList_New(0), *item;
     if (out == NULL) {
         Py_DECREF(offsets);
         return NULL;
     }
     Py_ssize_t previous_text = 0, previous_byte = 0;
-    for (Py_ssize_t index = 0; index < count; index++) {
-        Py_ssize_t offset = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(offsets, index));
-        if (offset == -1 && PyErr_Occurred())
+    while ((item = PyIter_Next(offsets)) != NULL) {
+        Py_ssize_t offset;
+        int converted = offset_argument(item, &offset);
+        Py_DECREF(item);
+        if (converted < 0)
             goto error;
         if (offset < previous_text || offset > t.n) {
             PyErr_SetString(PyExc_ValueError, "offsets must be ascending and within the text");
@@ -1313,10 +1450,14 @@ utf8_offsets(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto error;
         previous_text = offset;
         PyObject *value = PyLong_FromSsize_t(previous_byte);
-        if (value == NULL)
+        if (value == NULL || PyList_Append(out, value) < 0) {
+            Py_XDECREF(value);
             goto error;
-        PyList_SET_ITEM(out, index, value);
+        }
+        Py_DECREF(value);
     }
+    if (PyErr_Occurred())
+        goto error;
     Py_DECREF(offsets);
     return out;
 error:
@@ -1329,7 +1470,7 @@ error:
 
 typedef struct {
     Py_ssize_t start, end, index;
-    PyObject *new; /* borrowed from the edits */
+    PyObject *new; /* borrowed from the edits, a tuple of utf8_splice's own */
     Py_ssize_t byte_start, byte_end;
 } Edit;
 
@@ -1387,10 +1528,16 @@ utf8_splice(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int escaped = PyObject_IsTrue(args[3]);
     if (escaped < 0)
         return NULL;
-    PyObject *edits = PySequence_Fast(args[2], "edits must be a sequence");
+    /* A tuple of its own, as the twin sorts a copy: encode, or an offset's __index__, may
+     * empty the caller's list, and each new text is read after those run. */
+    PyObject *edits = PySequence_Tuple(args[2]);
     if (edits == NULL)
         return NULL;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(edits);
+    Py_ssize_t count = PyTuple_GET_SIZE(edits);
+    if (count > (PY_SSIZE_T_MAX - 1) / 2) { /* 2 * count + 1 positions */
+        Py_DECREF(edits);
+        return PyErr_NoMemory();
+    }
     Edit *all = PyMem_New(Edit, count > 0 ? count : 1);
     Py_ssize_t *positions = PyMem_New(Py_ssize_t, 2 * count + 1);
     Py_ssize_t *bytes = PyMem_New(Py_ssize_t, 2 * count + 1);
@@ -1403,14 +1550,14 @@ utf8_splice(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; i < count; i++)
         encoded[i] = NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *edit = PySequence_Fast_GET_ITEM(edits, i);
+        PyObject *edit = PyTuple_GET_ITEM(edits, i);
         if (!PyTuple_Check(edit) || PyTuple_GET_SIZE(edit) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(edit, 2))) {
             PyErr_SetString(PyExc_TypeError, "an edit is (start, end, new text)");
             goto done;
         }
-        all[i].start = PyLong_AsSsize_t(PyTuple_GET_ITEM(edit, 0));
-        all[i].end = PyLong_AsSsize_t(PyTuple_GET_ITEM(edit, 1));
-        if (PyErr_Occurred())
+        /* Clamped, an offset past either end is refused below, as any outside the text. */
+        if (offset_argument(PyTuple_GET_ITEM(edit, 0), &all[i].start) < 0 ||
+            offset_argument(PyTuple_GET_ITEM(edit, 1), &all[i].end) < 0)
             goto done;
         all[i].index = i;
         all[i].new = PyTuple_GET_ITEM(edit, 2);
@@ -1452,9 +1599,19 @@ utf8_splice(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             }
         }
         Py_ssize_t until = e->byte_start < length ? e->byte_start : length;
-        size += (until > last ? until - last : 0) +
-                (PyBytes_Check(encoded[i]) ? PyBytes_GET_SIZE(encoded[i]) : PyUnicode_GET_LENGTH(encoded[i]));
+        Py_ssize_t kept = until > last ? until - last : 0;
+        Py_ssize_t new_size = PyBytes_Check(encoded[i]) ? PyBytes_GET_SIZE(encoded[i]) : PyUnicode_GET_LENGTH(encoded[i]);
+        /* encode may give one object for every edit: the sizes' sum is no object's size. */
+        if (kept > PY_SSIZE_T_MAX - size || new_size > PY_SSIZE_T_MAX - size - kept) {
+            PyErr_SetString(PyExc_OverflowError, "utf8_splice: the result is too long");
+            goto done;
+        }
+        size += kept + new_size;
         last = e->byte_end;
+    }
+    if (length > last && length - last > PY_SSIZE_T_MAX - size) {
+        PyErr_SetString(PyExc_OverflowError, "utf8_splice: the result is too long");
+        goto done;
     }
     size += length > last ? length - last : 0;
     out = PyBytes_FromStringAndSize(NULL, size);
@@ -2120,11 +2277,16 @@ conditional_head(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     Text t;
     Py_ssize_t start;
-    if (text_and_index(args, nargs, "conditional_head takes text and start", &t, &start) < 0)
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "conditional_head takes text and start");
         return NULL;
-    if (start < 0) /* as str.find reads a negative start */
-        start = start + t.n < 0 ? 0 : start + t.n;
-    Py_ssize_t n = t.n, k = start + 4; /* where the '[' of a head at start would be */
+    }
+    if (text_init(&t, args[0]) < 0 || find_start(args[1], t.n, &start) < 0)
+        return NULL;
+    Py_ssize_t n = t.n;
+    if (start > n - 5) /* no room for "<!--[" (and start + 4 cannot overflow below) */
+        return PyLong_FromLong(-1);
+    Py_ssize_t k = start + 4; /* where the '[' of a head at start would be */
     while (k < n) {
         k = find_char(&t, k, '[');
         if (k < 0)
@@ -2159,12 +2321,15 @@ classified_quickly(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *same_document = args[0], *absolute = args[1], *reference = args[4];
-    int rfc1808 = PyObject_IsTrue(args[2]);
     Text t;
-    if (rfc1808 < 0 || text_init(&t, reference) < 0)
+    if (text_init(&t, reference) < 0)
         return NULL;
     if (same_document != Py_None && (t.n == 0 || CH(&t, 0) == '#'))
         return Py_NewRef(same_document);
+    /* rfc1808's truth is asked where the twin asks it: only with absolute. */
+    int rfc1808 = absolute == Py_None ? 0 : PyObject_IsTrue(args[2]);
+    if (rfc1808 < 0)
+        return NULL;
     if (absolute != Py_None && t.n > 0) {
         /* RFC 3986 §3.1: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":"; RFC 1808 lets any of them start it. */
         Py_ssize_t i = 0;
@@ -2252,6 +2417,8 @@ PyInit__speedups(void)
     s_import = interned("import");
     s_image_set = interned("image-set");
     s_lower = interned("lower");
+    s_new = interned("__new__");
+    s_one = PyLong_FromLong(1);
     s_position = interned("position");
     s_source_col = interned("source_col");
     s_img = interned("img");
@@ -2268,7 +2435,7 @@ PyInit__speedups(void)
     s_escaped_apos = interned("&#39;");
     s_escaped_amp = interned("&amp;");
     css_stops_init();
-    if (!s_double || !s_single || !s_empty || !s_equals || !s_url || !s_import || !s_image_set || !s_lower ||
+    if (!s_double || !s_single || !s_empty || !s_equals || !s_url || !s_import || !s_image_set || !s_lower || !s_new || !s_one ||
         !s_position || !s_source_col || !s_img || !s_srcset || !s_tag || !s_namespace || !s_rewritten || !s_relinked || !s_amp || !s_ampersand || !s_quot ||
         !s_apos || !s_escaped_quot || !s_escaped_apos || !s_escaped_amp)
         return NULL;

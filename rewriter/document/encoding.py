@@ -12,13 +12,14 @@ Sniffed(codec='cp932', label='shift_jis', bom=b'', source='meta')
 from __future__ import annotations
 
 import codecs
+import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import webencodings
 
-from rewriter.document.speedups import twin
+from rewriter.document.speedups import str_argument, twin
 
 __all__ = [
     "ESCAPE",
@@ -310,10 +311,12 @@ class ByteMap:
 
 def _encoded_offsets(text: str, offsets: Sequence[int], codec: str, errors: str) -> list[int]:
     """The length of ``text[:offset].encode(codec, errors)`` for each of *offsets*, encoding
-    each piece once; ValueError for offsets that descend or pass the end of the text."""
+    each piece once; ValueError for offsets that descend or pass the end of the text,
+    TypeError for one that is no integer (an ``__index__`` will do)."""
     result: list[int] = []
     previous_text = previous_byte = 0
     for offset in offsets:
+        offset = operator.index(offset)
         if offset < previous_text or offset > len(text):
             raise ValueError("offsets must be ascending and within the text")
         previous_byte += len(text[previous_text:offset].encode(codec, errors))
@@ -333,7 +336,7 @@ def utf8_offsets(text: str, offsets: Sequence[int], escaped: bool) -> list[int]:
     >>> utf8_offsets("aé€😀", [0, 1, 2, 3, 4], False)
     [0, 1, 3, 6, 10]
     """
-    return _encoded_offsets(text, offsets, "utf-8", ESCAPE if escaped else "surrogatepass")
+    return _encoded_offsets(str_argument(text), offsets, "utf-8", ESCAPE if escaped else "surrogatepass")
 
 
 @twin
@@ -345,14 +348,24 @@ def utf8_splice(
     taken in order of (start, end), as given among equals; an edit that starts before the
     last one kept ends is left out. Each new text is written as ``encode`` gives it, an ASCII
     one as itself. ValueError for an offset outside the text (or a surrogate the errors
-    cannot write: UnicodeEncodeError); TypeError for an edit that is not (int, int, str).
+    cannot write: UnicodeEncodeError); TypeError for an edit that is not (int, int, str), a
+    *text* that is no str, a *body* or an encoded text that is no bytes. *edits* is read once,
+    into a list of its own, before ``encode`` is first called: what ``encode`` does to it
+    changes nothing.
 
     >>> utf8_splice("é<a href=x>", "é<a href=x>".encode(), [(9, 9, "http://h/")], False, str.encode)
     b'\\xc3\\xa9<a href=http://h/x>'
     """
-    if not all(isinstance(edit, tuple) and len(edit) == 3 and isinstance(edit[2], str) for edit in edits):
-        raise TypeError("an edit is (start, end, new text)")
-    ordered = sorted(edits, key=lambda edit: (edit[0], edit[1]))
+    str_argument(text)
+    if not isinstance(body, bytes):
+        raise TypeError(f"utf8_splice: body is bytes, not {type(body).__name__}")
+    escaped = bool(escaped)
+    checked: list[tuple[int, int, str]] = []
+    for edit in tuple(edits):
+        if not (isinstance(edit, tuple) and len(edit) == 3 and isinstance(edit[2], str)):
+            raise TypeError("an edit is (start, end, new text)")
+        checked.append((operator.index(edit[0]), operator.index(edit[1]), edit[2]))
+    ordered = sorted(checked, key=lambda edit: (edit[0], edit[1]))
     positions = sorted({position for edit in ordered for position in edit[:2]})
     mapped = dict(zip(positions, utf8_offsets(text, positions, escaped), strict=True))
     pieces: list[bytes] = []
@@ -361,7 +374,10 @@ def utf8_splice(
         byte_start, byte_end = mapped[start], mapped[end]
         if byte_start < last:
             continue  # edits never overlap; should one, the first stands
-        pieces += (body[last:byte_start], new.encode("ascii") if new.isascii() else encode(new))
+        encoded = new.encode("ascii") if new.isascii() else encode(new)
+        if not isinstance(encoded, bytes):
+            raise TypeError(f"utf8_splice: encode gives bytes, not {type(encoded).__name__}")
+        pieces += (body[last:byte_start], encoded)
         last = byte_end
     pieces.append(body[last:])
     return b"".join(pieces)

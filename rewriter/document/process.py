@@ -32,7 +32,7 @@ from rewriter.document.encoding import (
     utf8_splice,
 )
 from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status, new_link
-from rewriter.document.speedups import COMPILED, twin
+from rewriter.document.speedups import COMPILED, str_argument, twin
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.url.base import Layer, base_element_problem, handed_down
 from rewriter.url.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
@@ -125,6 +125,7 @@ def classified_quickly(
     >>> [classified_quickly(same, absolute, False, lambda r: rewritten, r)[0] for r in ("#a", "g:h", "g")]
     ['same-document', 'absolute', 'rewritten']
     """
+    str_argument(reference)
     if same_document is not None and (not reference or reference[0] == "#"):
         return same_document
     if absolute is not None and scheme_prefix("rfc1808" if rfc1808 else "rfc3986")(reference) is not None:

@@ -10,6 +10,12 @@ is chosen once, on import: the compiled one when the extension imports, unless t
 environment variable ``REWRITER_PURE`` is set to anything but ``""`` or ``"0"``.
 :data:`COMPILED` says which; :data:`reference` names every Python twin, and :data:`compiled`
 is the extension module (None without it), for tests and benchmarks.
+
+The two agree on any caller's input, not only the engine's: an argument of a wrong type
+raises the same kind of exception (a twin checks its str arguments with
+:func:`str_argument`, its offsets with ``operator.index``), an offset past either end of
+the text is read as Python reads it, and a callback that changes what the function was
+handed changes it for both alike.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["COMPILED", "compiled", "reference", "twin"]
+__all__ = ["COMPILED", "compiled", "reference", "str_argument", "twin"]
 
 
 def _load() -> Any:
@@ -42,3 +48,12 @@ def twin(function: _F) -> _F:
     the extension is used; either way recorded in :data:`reference`."""
     reference[function.__name__] = function
     return getattr(compiled, function.__name__) if COMPILED else function
+
+
+def str_argument(value: object) -> str:
+    """*value*, a twin's text argument, which is to be a str: TypeError otherwise, as its
+    compiled twin says (a twin whose Python reads bytes, a list or nothing at all alike
+    would otherwise answer where the C refuses)."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected str, not {type(value).__name__}")
+    return value

@@ -46,7 +46,7 @@ from rewriter.document.process import (
     shifted,
     spliced,
 )
-from rewriter.document.speedups import COMPILED, twin
+from rewriter.document.speedups import COMPILED, str_argument, twin
 from rewriter.html.links import Namespace, Site, ViewElement, applies, for_context, looks_like_url, url_spans
 from rewriter.html.microsyntax import (
     ASCII_WHITESPACE,
@@ -119,7 +119,7 @@ def conditional_head(text: str, start: int) -> int:
     >>> conditional_head("<p><!--[if IE]>", 0), conditional_head("<!--[", 1)
     (3, -1)
     """
-    return text.find("<!--[", start)
+    return str_argument(text).find("<!--[", start)
 
 
 @twin
@@ -132,7 +132,7 @@ def flattened(text: str) -> str:
     >>> flattened("<p>\\r\\n<a\\rhref=x>")
     '<p>  <a href=x>'
     """
-    text = text.replace("\n", " ")
+    text = str_argument(text).replace("\n", " ")
     return text.replace("\r", " ") if "\r" in text else text
 
 

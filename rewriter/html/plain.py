@@ -18,12 +18,13 @@ first and so reads fewer tags in Python.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
 from rewriter.document.model import Status
-from rewriter.document.speedups import twin
+from rewriter.document.speedups import str_argument, twin
 from rewriter.html.links import for_context
 from rewriter.html.microsyntax import ASCII_WHITESPACE, decode_attribute, srcset_urls, strip_whitespace
 from rewriter.html.tags import TAG_NAME, VALUELESS, tag_attributes
@@ -65,6 +66,7 @@ _IRREGULAR_NAME = re.compile("[\x00\ud800-\udfff]").search
 # Characters that end or break an unquoted attribute value (HTML §13.2.5.40); "=" is only
 # a parse error there and is common in URLs, so it stays unquoted.
 NEEDS_QUOTES = frozenset("\t\n\f\r \"'<>`")
+_MISSING = object()
 
 
 def escape_attribute(text: str, quote: str) -> str:
@@ -113,24 +115,38 @@ def _srcset(
     link_type, base, layer = record
     for first, last in srcset_urls(raw):
         reference = raw[first:last]
-        known = classified.get(reference)
-        if known is None:
-            known = classified[reference] = classify(reference)
-        status, resolved, reason = known
+        status, resolved, reason = _classified(reference, classified, classify)
         at, until = start + first, start + last
         found.append(
             tuple.__new__(link_type, (tag, name, "srcset", reference, resolved, status, reason, base, layer, at, until))
         )
-        if (status == "rewritten" or status == "relinked") and resolved != reference:
-            new = for_context("srcset", cast(str, resolved), raw, first)
+        if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != reference:
+            new = for_context("srcset", resolved, raw, first)
             if reference and new.endswith(reference):
                 edits.append((at, at, escape_attribute(new[: len(new) - len(reference)], quote)))
             else:
                 edits.append((at, until, escape_attribute(new, quote)))
 
 
+def _classified(
+    reference: str,
+    classified: dict[str, tuple[Status, str | None, str | None]],
+    classify: Callable[[str], tuple[Status, str | None, str | None]],
+) -> tuple[Status, str | None, str | None]:
+    """The classification of *reference*: from the cache (whatever it holds there), or made
+    and cached; TypeError when it is no (status, resolved, reason) whose resolved URL is a
+    str or None."""
+    known: Any = classified.get(reference, _MISSING)
+    if known is _MISSING:
+        known = classified[reference] = classify(reference)
+    if not (isinstance(known, tuple) and len(known) == 3 and (known[1] is None or isinstance(known[1], str))):
+        raise TypeError("a classification is (status, resolved, reason)")
+    return cast(tuple[Status, str | None, str | None], known)
+
+
 def _offset(element: Any, line_starts: Sequence[int] | None, length: int) -> int | None:
-    """Where *element*'s start tag is in a text of *length* (see :func:`plain_links`), or None."""
+    """Where *element*'s start tag is in a text of *length* (see :func:`plain_links`), or None;
+    TypeError when that is no integer (an ``__index__`` will do)."""
     if line_starts is None:  # one line: the column is the offset
         offset = element.source_col
         if offset is None:
@@ -141,9 +157,10 @@ def _offset(element: Any, line_starts: Sequence[int] | None, length: int) -> int
             return None
         line, column = position
         offset = line_starts[line - 1] + column
+    offset = operator.index(offset)
     if not 0 <= offset < length:
         raise ValueError(f"no start tag at {offset}: a tag starts with '<'")
-    return cast(int, offset)
+    return offset
 
 
 @twin
@@ -161,8 +178,9 @@ def named_start_tags(text: str, elements: Iterable[Any], line_starts: Sequence[i
     >>> [element.source_col for element in named_start_tags(text, map(Element, [0, 3, 16, 26]), None, "base")]
     [3, 26]
     """
+    str_argument(text)
     found = []
-    size = len(name)
+    size = len(str_argument(name))
     for element in elements:
         offset = _offset(element, line_starts, len(text))
         if offset is None:
@@ -227,10 +245,27 @@ def plain_links(
     Returns what is handed back, in order: ``(element, tag, None, 0, 0, "", 0)`` for the
     general path, ``(element, tag, name, start, end, quote, code)`` for a value (its span
     and quote as :func:`~rewriter.html.tags.tag_attributes` gives them). ValueError for a
-    code outside :data:`CODES` or a start tag that is not there.
+    code outside :data:`CODES` (an int) or a start tag that is not there. TypeError for a
+    *text* that is no str, tables and a cache that are not dicts, *found* and *edits* that
+    are not lists (exactly: a subclass's methods would be called here and not in C), a
+    *record* that is no (type, base, layer) whose type ``tuple.__new__`` makes, a link table
+    that is no dict or None, or a classification that is no (status, resolved, reason)
+    with a str or None resolved.
+
+    *elements* is iterated as it is when each element is reached: should a callback (an
+    element's attribute, ``table_of`` or ``classify``) empty the list, the loop ends after
+    the element under way.
     """
+    str_argument(text)
+    if not (type(html_tables) is type(foreign_tables) is type(classified) is dict) or not (
+        type(found) is type(edits) is list
+    ):
+        raise TypeError("plain_links: the tables and the cache are dicts, found and edits lists")
+    if not (isinstance(record, tuple) and len(record) == 3):
+        raise TypeError("plain_links: record is (a tuple type, base, layer)")
     link_type, base, layer = record
     new = tuple.__new__
+    new(link_type)  # TypeError unless tuple.__new__ makes this type (it refuses a struct sequence)
     seen: set[int] = set()
     left: list[Left] = []
     for element in elements:
@@ -253,7 +288,7 @@ def plain_links(
         if codes is None:
             left.append((element, tag, None, 0, 0, "", 0))
             continue
-        if not isinstance(codes, dict):
+        if type(codes) is not dict:
             raise TypeError(f"a link table is a dict or None, not {type(codes).__name__}")
         general = False
         taken: list[tuple[str, int, int, str, int]] = []
@@ -263,7 +298,7 @@ def plain_links(
             code = codes.get(name)
             if code is None:
                 continue
-            if code not in CODES:
+            if type(code) is not int or code not in CODES:
                 raise ValueError(f"{code!r} is no code of a link table")
             if code == OTHER or (code == STYLE and _STYLE_MAY_HOLD_URLS(text, start, end) is not None):
                 general = True
@@ -288,10 +323,7 @@ def plain_links(
             reference = value[first:last]
             if code == LAZY_URL and ("<" in value or ">" in value or any(c in ASCII_WHITESPACE for c in reference)):
                 continue
-            known = classified.get(reference)
-            if known is None:
-                known = classified[reference] = classify(reference)
-            status, resolved, reason = known
+            status, resolved, reason = _classified(reference, classified, classify)
             prefix = None
             if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != reference:
                 if not reference or not resolved.endswith(reference):

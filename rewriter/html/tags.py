@@ -15,11 +15,12 @@ was built: the same results for every input.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable
 from typing import cast
 
-from rewriter.document.speedups import twin
+from rewriter.document.speedups import str_argument, twin
 
 __all__ = [
     "ATTRIBUTE",
@@ -60,7 +61,10 @@ def ascii_lower(name: str) -> str:
 
 
 def _name_end(text: str, offset: int) -> int:
-    """Past the "<" and name of the tag at *offset*; ValueError when no "<" is there."""
+    """Past the "<" and name of the tag at *offset*; ValueError when no "<" is there,
+    TypeError when *text* is no str or *offset* no integer (an ``__index__`` will do)."""
+    str_argument(text)
+    offset = operator.index(offset)
     match = TAG_NAME.match(text, offset) if 0 <= offset < len(text) else None
     if match is None:
         raise ValueError(f"no start tag at {offset}: a tag starts with '<'")
@@ -113,8 +117,9 @@ def tag_end(text: str, offset: int) -> int:
 def end_tag(text: str, name: str, start: int) -> int:
     """Where the raw text that starts at *start* ends: the first ``</`` + *name* (lowercase,
     compared as ``str.lower`` compares) followed by whitespace, "/" or ">" (HTML §13.2.5.12
-    "appropriate end tag"), or ``len(text)``."""
-    length = len(name) + 2
+    "appropriate end tag"), or ``len(text)``; *start* read as ``str.find`` reads it."""
+    str_argument(text)
+    length = len(str_argument(name)) + 2
     position = text.find("</", start)
     while position >= 0:
         if text[position + 2 : position + length].lower() == name and text[
