@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,9 @@ def test_the_recipe_writes_what_the_serial_run_writes(
     SparkExecutor = recipe()["SparkExecutor"]  # the class the document defines
     # Spark's driver talks to its own JVM and workers over loopback; nothing else is reached.
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+    # Spark's Python workers run this interpreter (by default, whatever python3 the PATH finds:
+    # not the virtual environment the README installs into, when it is not activated).
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
     monkeypatch.setattr(network_guard, "allow_loopback", True)
     context = pyspark.SparkContext("local[2]", "rewriter-test")
     context.setLogLevel("ERROR")
