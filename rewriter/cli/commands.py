@@ -482,7 +482,7 @@ def _max_size(args: argparse.Namespace) -> int:
 def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
     from rewriter.run.batch import Settings
 
-    settings = Settings(
+    return Settings(
         policy=_policy(args),
         url=args.url,
         charset=args.charset,
@@ -492,9 +492,8 @@ def _settings(args: argparse.Namespace, *, records: bool = False) -> Settings:
         locations=getattr(args, "locations", None),
         local_copies=not getattr(args, "absolutize_local", False),
         sync=not getattr(args, "no_fsync", False),
+        max_size=_max_size(args),
     )
-    max_size = getattr(args, "max_size", None)
-    return settings if max_size is None else replace(settings, max_size=max_size)
 
 
 def _report_over_an_input(report: str | None, files: Sequence[str]) -> str | None:
@@ -506,11 +505,8 @@ def _report_over_an_input(report: str | None, files: Sequence[str]) -> str | Non
     for name in files:
         if name == "-":
             continue
-        try:
-            if os.path.samefile(report, name):
-                return name
-        except OSError:
-            continue
+        if _same_path(Path(report), Path(name)):
+            return name
         if os.path.isdir(name):
             folder = os.path.realpath(name)
             if os.path.commonpath([folder, os.path.realpath(report)]) == folder:

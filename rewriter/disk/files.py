@@ -141,13 +141,9 @@ def temporaries_in(folder: Path, root: Path | None = None) -> dict[str, list[str
     """Our temporary files in *folder*, by the name of the file each was written for (only
     those whose name was kept whole: see :func:`remove_temporaries_of`). Under *root*, no
     symbolic link below it is followed to reach *folder*."""
-    found: dict[str, list[str]] = {}
     with contextlib.suppress(OSError), Folder.open(folder, root, make=False) as opened:
-        for name in opened.temporaries():
-            match = _TEMPORARY.fullmatch(name)
-            if match and len(os.fsencode(match[1])) <= NAME_ROOM:
-                found.setdefault(match[1], []).append(name)
-    return found
+        return _by_name(opened)
+    return {}
 
 
 def remove_temporaries_of(path: Path, root: Path | None = None) -> int:
@@ -155,17 +151,23 @@ def remove_temporaries_of(path: Path, root: Path | None = None) -> int:
     when its name was short enough to be kept whole in theirs: a cut name could be another
     file's, still being written); how many were removed. For a job done again after its
     worker died. Under *root*, no symbolic link below it is followed."""
-    removed = 0
     try:
         folder = Folder.open(path.parent, root, make=False)
     except OSError:
         return 0
     with folder:
-        for name in folder.temporaries():
-            match = _TEMPORARY.fullmatch(name)
-            if match and match[1] == path.name and len(os.fsencode(match[1])) <= NAME_ROOM:
-                removed += folder.unlink_regular(name)
-    return removed
+        return sum(folder.unlink_regular(name) for name in _by_name(folder).get(path.name, ()))
+
+
+def _by_name(folder: Folder) -> dict[str, list[str]]:
+    """The temporary files of *folder*, by the name each was written for, where that name
+    was kept whole."""
+    found: dict[str, list[str]] = {}
+    for name in folder.temporaries():
+        match = _TEMPORARY.fullmatch(name)
+        if match and len(os.fsencode(match[1])) <= NAME_ROOM:
+            found.setdefault(match[1], []).append(name)
+    return found
 
 
 def open_regular(path: Path, root: Path | None) -> BinaryIO:
