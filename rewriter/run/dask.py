@@ -277,11 +277,11 @@ def _pieces(job: Job, size: int, max_message: int) -> Iterator[Job]:
             yield dataclasses.replace(job, piece=piece)
 
 
-def _mirror_task(job: tuple[str, str, Policy, int]) -> WarcReport:
-    from rewriter.containers.warc import rewrite_warc
+def _mirror_task(job: tuple[str, str, Policy, int | None]) -> WarcReport:
+    from rewriter.containers.warc import MAX_BODY, rewrite_warc
 
     warc, out_dir, policy, max_size = job
-    return rewrite_warc(Path(warc), Path(out_dir), policy=policy, max_size=max_size)
+    return rewrite_warc(Path(warc), Path(out_dir), policy=policy, max_size=MAX_BODY if max_size is None else max_size)
 
 
 def rewrite_warc_records(
@@ -293,11 +293,12 @@ def rewrite_warc_records(
     scheduler: Scheduler = "processes",
     workers: int | None = None,
     window: int = WINDOW,
-    max_size: int = 1 << 30,
+    max_size: int | None = None,
 ) -> WarcReport:
     """:func:`rewriter.containers.warc.rewrite_warc` as a Dask task (the WARC read and its mirror
     written on the worker): the same files, manifest and :class:`~rewriter.containers.warc.WarcReport`.
-    *window* is kept for callers of earlier releases and changes nothing. (A WARC rewritten
+    *window* is kept for callers of earlier releases and changes nothing; *max_size*: the
+    decoded bytes of one body (None: rewrite_warc's default). (A WARC rewritten
     into a WARC, ``rewriter rewrite crawl.warc.gz -o out.warc.gz``, is done in pieces, each a
     task: :func:`rewrite_files`.)"""
     from rewriter.run.executors import Failed
