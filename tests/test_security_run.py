@@ -451,3 +451,17 @@ def test_the_report_files_temporaries_are_removed(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert not left.exists()
     assert "rewriter: removed 1 temporary file a killed run left" in done.stderr.decode()
+
+
+@posix_only
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_in_place_with_backup_removes_the_temporaries_of_the_backups_too(tmp_path: Path, jobs: str) -> None:
+    """A run killed while it kept NAME.orig leaves a temporary of that name: the re-run's."""
+    site = site_of(tmp_path)
+    left = [site / "d0" / temporary_name("p0.html.orig"), site / "d1" / temporary_name("p1.html.orig")]
+    for path in left:
+        path.write_bytes(b"half an old page")
+    done = rewriter(tmp_path, "rewrite", "site", "-j", jobs, "--url", URL, "--in-place", "--backup", ".orig")
+    assert done.returncode == 0, done.stderr
+    assert "rewriter: removed 2 temporary files a killed run left" in done.stderr.decode().splitlines()
+    assert not any(path.exists() for path in left)

@@ -557,7 +557,7 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return journal
     from rewriter.run.pipeline import Leftovers
 
-    leftovers = Leftovers()  # the temporary files a killed run left where this one writes
+    leftovers = Leftovers(settings.backup)  # the temporary files a killed run left where this one writes
     executor = _executor(args, err)
     if isinstance(executor, int):
         return executor

@@ -137,10 +137,12 @@ class Leftovers:
     its piece, of its report file, of a Maildir's messages. Only regular files named by our
     temporary pattern (:func:`~rewriter.disk.files.temporary_name`), through no symbolic link.
     A temporary of a name this run writes can only be a killed run's: each name is written
-    by one job. :attr:`removed` counts them."""
+    by one job. In place with *backup* (a suffix), those of the backup's name too: the old
+    file is kept as NAME + it through a temporary of its own. :attr:`removed` counts them."""
 
-    def __init__(self) -> None:
+    def __init__(self, backup: str | None = None) -> None:
         self.removed = 0
+        self.backup = backup
         self.folders: dict[Path, dict[str, list[str]]] = {}  # each folder read once
 
     def remove(self, job: Job, journal: Journal | None) -> None:
@@ -156,6 +158,8 @@ class Leftovers:
             return
         if job.piece is None or job.piece.number == 0:
             self._remove(target, root)
+            if job.in_place and self.backup:
+                self._remove(target.with_name(target.name + self.backup), root)
         if journal is not None:
             key = job_key(job, whole=job.piece is not None)
             if job.piece is not None:
@@ -249,7 +253,7 @@ def execute(
         for place, outcome in zip(places, result, strict=True):
             _done(state.slots[place], outcome, state, journal)
 
-    leftovers = Leftovers() if leftovers is None else leftovers
+    leftovers = Leftovers(settings.backup) if leftovers is None else leftovers
     jobs = _batches(plan, state, journal, getattr(executor, "batch", BATCH_JOBS), leftovers)
     for index, result in executor.map(run_batch, jobs, _with_work(settings, work)):
         finish(state.batches.pop(index), result, again=False)
