@@ -1201,6 +1201,7 @@ class MirrorPlan:
         self.files: dict[str, str] = {}  # each URL written -> its file (unpack: what links are relinked to)
         self.redirects: dict[str, str] = {}
         self.whole: int | None = None  # where the file is read as one gzip stream from (see _Whole)
+        self.identity: tuple[int, int] | None = None  # the archive's (size, mtime) when planned, for a run
 
     def relinked(self, policy: Policy) -> None:
         """Fill :attr:`files` and :attr:`redirects` from the entries (unpack relinks by them)."""
@@ -1233,6 +1234,7 @@ class MirrorPlan:
             "redirects": self.redirects,
             "whole": self.whole,
             "pieces": piece_count,
+            "identity": None if self.identity is None else list(self.identity),
         }
 
     def entries_json(self, piece: Piece | None) -> list[list[object]]:
@@ -1263,6 +1265,9 @@ class MirrorPlan:
             raise ValueError("a mirror's plan says where the file is one gzip stream by an offset")
         plan = cls(str(texts[0]), str(texts[1]), bool(head["unpack"]), str(texts[2]), [], list(problems))
         plan.files, plan.redirects, plan.whole = dict(files), dict(redirects), whole  # type: ignore[arg-type]
+        identity = head.get("identity")
+        if isinstance(identity, list) and len(identity) == 2 and all(type(value) is int for value in identity):
+            plan.identity = (identity[0], identity[1])
         plan.entries = [_entry_from_json(value) for value in entries]
         return plan
 
@@ -1422,8 +1427,13 @@ def _finish(
         for entry in frozen
     ]
     written: str | None = manifest
+    data = json.dumps(listing, indent=1, ensure_ascii=False).encode("utf-8") + b"\n"
     try:
-        root.write(manifest, json.dumps(listing, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
+        root.write(manifest, data)
+    except FileExistsError as error:  # a killed run's, of the same plan: taken when it is the same
+        if not _holds(root.path, manifest, data):
+            problems.append(f"{MANIFEST} not written: {error.strerror or error}")
+            written = None
     except OSError as error:
         problems.append(f"{MANIFEST} not written: {error.strerror or error}")
         written = None
