@@ -53,7 +53,6 @@ from rewriter.run.batch import (
     pieces_path,
     run_batch,
 )
-from rewriter.run.executors import Failed
 
 if TYPE_CHECKING:
     from rewriter.containers.pieces import Piece
@@ -61,6 +60,7 @@ if TYPE_CHECKING:
     from rewriter.disk.files import Replacement
     from rewriter.run.executors import Executor
     from rewriter.run.journal import Journal
+    from rewriter.run.workers import Failed
 
 __all__ = ["BATCH_BYTES", "BATCH_JOBS", "Leftovers", "MirrorFolder", "execute"]
 
@@ -253,7 +253,7 @@ def execute(
             yield item
 
     def finish(places: list[int], result: list[Outcome] | Failed, again: bool) -> None:
-        if isinstance(result, Failed):
+        if not isinstance(result, list):  # a Failed (rewriter.run.workers: imported by the executors that make one)
             for place in places:
                 slot = state.slots[place]
                 assert slot.job is not None
