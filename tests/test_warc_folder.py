@@ -152,3 +152,18 @@ def test_resume_after_a_run_stopped_part_way_finishes_the_mirror(tmp_path: Path)
     assert first_pieces and all(
         (mirror / name).stat().st_ino == kept[name].st_ino for name in first_pieces
     )  # what the journal said was done is not done again
+
+
+def test_the_mirrors_first_pass_cuts_the_pieces_plan_warc_cuts(tmp_path: Path) -> None:
+    from rewriter.containers.warc import plan_mirror, plan_warc
+
+    warc = crawl(tmp_path / "crawl.warc.gz")
+    plain = tmp_path / "crawl.warc"
+    import gzip
+
+    plain.write_bytes(gzip.decompress(warc.read_bytes()))  # one gzip stream: no cut past its start
+    (tmp_path / "one.warc.gz").write_bytes(gzip.compress(plain.read_bytes()))
+    for path in (warc, plain, tmp_path / "one.warc.gz"):
+        for size in (1, 4096, 1 << 30):
+            planned = plan_mirror(path, tmp_path / f"m{size}{path.name}", piece_size=size).pieces
+            assert planned == list(plan_warc(path, piece_size=size))

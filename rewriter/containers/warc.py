@@ -1202,6 +1202,7 @@ class MirrorPlan:
         self.redirects: dict[str, str] = {}
         self.whole: int | None = None  # where the file is read as one gzip stream from (see _Whole)
         self.identity: tuple[int, int] | None = None  # the archive's (size, mtime) when planned, for a run
+        self.pieces: list[Piece] = [Piece(0, 0, 0, 0, last=True)]  # what plan_warc gives (plan_mirror)
 
     def relinked(self, policy: Policy) -> None:
         """Fill :attr:`files` and :attr:`redirects` from the entries (unpack relinks by them)."""
@@ -1222,7 +1223,7 @@ class MirrorPlan:
             return piece.last
         return piece.start <= entry.offset and (piece.last or entry.offset < piece.end)
 
-    def head_json(self, piece_count: int) -> dict[str, object]:
+    def head_json(self) -> dict[str, object]:
         """What every piece needs: the files, the manifest's name, the redirects to follow."""
         return {
             "warc": self.warc,
@@ -1233,7 +1234,7 @@ class MirrorPlan:
             "files": self.files,
             "redirects": self.redirects,
             "whole": self.whole,
-            "pieces": piece_count,
+            "pieces": [[piece.start, piece.end, piece.first, piece.number, piece.last] for piece in self.pieces],
             "identity": None if self.identity is None else list(self.identity),
         }
 
@@ -1265,11 +1266,29 @@ class MirrorPlan:
             raise ValueError("a mirror's plan says where the file is one gzip stream by an offset")
         plan = cls(str(texts[0]), str(texts[1]), bool(head["unpack"]), str(texts[2]), [], list(problems))
         plan.files, plan.redirects, plan.whole = dict(files), dict(redirects), whole  # type: ignore[arg-type]
+        plan.pieces = [_piece_from_json(value) for value in _listed(head.get("pieces"))] or plan.pieces
         identity = head.get("identity")
         if isinstance(identity, list) and len(identity) == 2 and all(type(value) is int for value in identity):
             plan.identity = (identity[0], identity[1])
         plan.entries = [_entry_from_json(value) for value in entries]
         return plan
+
+
+def _listed(value: object) -> list[object]:
+    if not isinstance(value, list):
+        raise ValueError("a mirror's pieces are a list")
+    return value
+
+
+def _piece_from_json(value: object) -> Piece:
+    if (
+        not isinstance(value, list)
+        or len(value) != 5
+        or not all(type(number) is int and number >= 0 for number in value[:4])
+        or type(value[4]) is not bool
+    ):
+        raise ValueError("a mirror's piece is four offsets and whether it is the last")
+    return Piece(value[0], value[1], value[2], value[3], last=value[4])
 
 
 def _entry_from_json(value: object) -> _Planned:
@@ -1316,10 +1335,12 @@ def plan_mirror(
     policy: Policy = DEFAULT_POLICY,
     max_size: int = MAX_BODY,
     unpack: bool = False,
+    piece_size: int = PIECE_SIZE,
 ) -> MirrorPlan:
     """The first pass of :func:`rewrite_warc` (*unpack*: :func:`unpack_warc`): every record read,
-    the files of those to write picked (their folders made) in *out_dir*, which is made.
-    Raises OSError when *out_dir* cannot be."""
+    the files of those to write picked (their folders made) in *out_dir*, which is made, and the
+    pieces of *piece_size* the second pass may be done in (``pieces``: :func:`plan_warc`'s,
+    from the same reading). Raises OSError when *out_dir* cannot be."""
 
     def candidate(offset: int, kind: str, uri: str, status: int | None, content_type: str | None) -> bool:
         if not _success(kind, status) or not _has_host(uri):
@@ -1332,7 +1353,7 @@ def plan_mirror(
         if manifest != MANIFEST:
             problems.append(f"{out_dir} already holds {MANIFEST}: the manifest is {manifest}")
         plan = MirrorPlan(os.fspath(warc), os.fspath(out_dir), unpack, manifest, [], problems)
-        planned = _plan(Path(warc), candidate, plan, policy, max_size)
+        planned = _plan(Path(warc), candidate, plan, policy, max_size, piece_size)
         _plan_names(root, planned)
     if unpack:
         plan.relinked(policy)
@@ -1441,16 +1462,21 @@ def _finish(
     return WarcReport(warc, out_dir, written, frozen, documents, sum(e.links for e in frozen), tuple(problems))
 
 
-def _plan(warc: Path, candidate: Wanted, plan: MirrorPlan, policy: Policy, limit: int) -> list[_Planned]:
+def _plan(
+    warc: Path, candidate: Wanted, plan: MirrorPlan, policy: Policy, limit: int, piece_size: int
+) -> list[_Planned]:
     """The first pass: every record worth an entry (into *plan*), and those to write (first 2xx
-    of each URL), returned."""
+    of each URL), returned; and the pieces of the file (into *plan*: as :func:`plan_warc` cuts)."""
     entries = plan.entries
     planned: list[_Planned] = []
     first: dict[str, int] = {}
+    cut = _Cuts(piece_size)
     for event in _source_events(warc, candidate, limit):
         if isinstance(event, _Whole):
             plan.whole = event.position
             continue
+        if isinstance(event, _Record) and not event.again:
+            cut.record(event.offset, whole=plan.whole is not None)
         item = event if isinstance(event, WarcDamage) else event.item
         if item is None or (isinstance(event, _Record) and event.again):
             continue
@@ -1488,7 +1514,24 @@ def _plan(warc: Path, candidate: Wanted, plan: MirrorPlan, policy: Policy, limit
         elif not item.problems:
             continue
         entries.append(entry)
+    with contextlib.suppress(OSError):
+        plan.pieces = [*cut.pieces, Piece(cut.start, os.stat(warc).st_size, cut.first, cut.number, last=True)]
     return planned
+
+
+class _Cuts:
+    """The pieces of a file, cut as :func:`plan_warc` cuts them, from the records as they are read."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.pieces: list[Piece] = []
+        self.start = self.first = self.number = self.count = 0
+
+    def record(self, offset: int, *, whole: bool) -> None:
+        if not whole and self.count > self.first and offset >= self.start + self.size:
+            self.pieces.append(Piece(self.start, offset, self.first, self.number))
+            self.start, self.first, self.number = offset, self.count, self.number + 1
+        self.count += 1
 
 
 def _resolved_location(document: WarcDocument, policy: Policy) -> str | None:

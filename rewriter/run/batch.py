@@ -1403,8 +1403,8 @@ def mirror_plan_path(work: str, job: Job, number: int | None = None) -> Path:
     return first.with_name(f"{stem}-plan.json" if number is None else f"{stem}-plan-{number:06d}.json")
 
 
-def load_mirror_plan(work: str, job: Job, numbers: Iterable[int] | None = None) -> MirrorPlan:
-    """The plan of *job*'s mirror, with the records of *numbers* (its pieces; None: its own)
+def load_mirror_plan(work: str, job: Job, *, every: bool = False) -> MirrorPlan:
+    """The plan of *job*'s mirror with the records of its piece (*every*: of all its pieces)
     (:class:`~rewriter.containers.warc.MirrorPlan`); ValueError when the work folder's is not one."""
     import json
 
@@ -1420,14 +1420,19 @@ def load_mirror_plan(work: str, job: Job, numbers: Iterable[int] | None = None) 
             except (ValueError, RecursionError) as error:
                 raise ValueError(f"{path}: not a mirror's plan: {error}") from None
 
-    assert job.piece is not None
+    head = read(mirror_plan_path(work, job))
+    if every:
+        numbers = [piece.number for piece in MirrorPlan.from_json(head, []).pieces]
+    else:
+        assert job.piece is not None
+        numbers = [job.piece.number]
     entries: list[object] = []
-    for number in (job.piece.number,) if numbers is None else numbers:
+    for number in numbers:
         found = read(mirror_plan_path(work, job, number))
         if not isinstance(found, list):
             raise ValueError(f"{mirror_plan_path(work, job, number)}: a piece's records are a list")
         entries.extend(found)
-    return MirrorPlan.from_json(read(mirror_plan_path(work, job)), entries)
+    return MirrorPlan.from_json(head, entries)
 
 
 # --------------------------------------------------------------------------

@@ -55,7 +55,6 @@ from rewriter.run.batch import (
 )
 
 if TYPE_CHECKING:
-    from rewriter.containers.pieces import Piece
     from rewriter.containers.warc import MirrorPlan
     from rewriter.disk.files import Replacement
     from rewriter.run.executors import Executor
@@ -429,28 +428,20 @@ class MirrorFolder:
         job: Job, settings: Settings, journal: Journal, *, piece_size: int, leftovers: Leftovers | None = None
     ) -> Iterator[Job | str]:
         """The pieces of *job* (a WARC or ARC, ``mirror``), each a job; or the problem that stops it."""
-        from rewriter.containers.warc import plan_warc
-
         work = str(journal.folder)
         try:
-            pieces = list(plan_warc(job.source, piece_size=piece_size))
-        except OSError as error:
-            yield f"rewriter: {job.shown}: {error.strerror or error}"
-            return
-        first = replace(job, piece=pieces[0])
-        try:
-            plan = _earlier_plan(first, work, journal, len(pieces))
+            plan = _earlier_plan(job, work, journal)
             if plan is not None and leftovers is not None:  # a killed run's temporaries beside its files
                 root = Path(plan.out_dir)
                 for entry in plan.entries:
                     if entry.file is not None:
                         leftovers.remove_of(root / entry.file, root)
             elif plan is None:
-                _save_plan(first, settings, work, pieces)
+                plan = _save_plan(job, settings, work, piece_size)
         except (OSError, ValueError) as error:
             yield f"rewriter: {job.shown}: not mirrored into {job.target}: {getattr(error, 'strerror', None) or error}"
             return
-        for piece in pieces:
+        for piece in plan.pieces:
             yield replace(job, piece=piece)
 
     @staticmethod
@@ -476,13 +467,13 @@ class MirrorFolder:
 
         work = str(journal.folder)
         try:
-            plan = load_mirror_plan(work, job, range(job.piece.number + 1))
+            plan = load_mirror_plan(work, job, every=True)
         except (OSError, ValueError) as error:
             outcome.fail(f"its manifest not written: {getattr(error, 'strerror', None) or error}")
             return
         by_offset = {entry.offset: entry for entry in plan.entries}
-        for number in range(job.piece.number + 1):
-            path = pieces_path(work, replace(job, piece=replace(job.piece, number=number)))
+        for piece in plan.pieces:
+            path = pieces_path(work, replace(job, piece=piece))
             with contextlib.suppress(OSError, ValueError), open_regular(path, journal.root) as stream:
                 for line in stream:
                     offset, written, links, problems = json.loads(line)
@@ -496,29 +487,31 @@ class MirrorFolder:
             outcome.fail(problem)
 
 
-def _earlier_plan(first: Job, work: str, journal: Journal, count: int) -> MirrorPlan | None:
+def _earlier_plan(job: Job, work: str, journal: Journal) -> MirrorPlan | None:
     """The plan a killed run kept for this archive, when the run is resumed and the archive is
     the one it read; else None (planned anew)."""
     from rewriter.run.journal import identity_of
 
-    if not journal.earlier or not journal.holds(mirror_plan_path(work, first)):
+    if not journal.earlier or not journal.holds(mirror_plan_path(work, job)):
         return None
-    plan = load_mirror_plan(work, first, range(count))
-    return plan if plan.identity == identity_of(first.source) else None
+    plan = load_mirror_plan(work, job, every=True)
+    return plan if plan.identity == identity_of(job.source) else None
 
 
-def _save_plan(first: Job, settings: Settings, work: str, pieces: list[Piece]) -> None:
-    """The first pass, and its plan kept in the work folder: what every piece needs, then the
-    records of each piece."""
+def _save_plan(job: Job, settings: Settings, work: str, piece_size: int) -> MirrorPlan:
+    """The first pass (and the pieces), and its plan kept in the work folder: the records of
+    each piece, then what every piece needs."""
     import json
 
     from rewriter.containers.warc import plan_mirror
     from rewriter.disk.files import write_atomically
     from rewriter.run.journal import identity_of
 
-    assert first.target is not None
-    identity = identity_of(first.source)
-    plan = plan_mirror(first.source, first.target, policy=settings.policy, max_size=settings.max_size)
+    assert job.target is not None
+    identity = identity_of(job.source)
+    plan = plan_mirror(
+        job.source, job.target, policy=settings.policy, max_size=settings.max_size, piece_size=piece_size
+    )
     plan.identity = identity
     root = Path(work).parent
 
@@ -526,6 +519,7 @@ def _save_plan(first: Job, settings: Settings, work: str, pieces: list[Piece]) -
         data = json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
         write_atomically(path, data, root=root, sync=settings.sync)
 
-    for piece in pieces:  # the head last: a plan whose head is there is whole
-        save(mirror_plan_path(work, replace(first, piece=piece), piece.number), plan.entries_json(piece))
-    save(mirror_plan_path(work, first), plan.head_json(len(pieces)))
+    for piece in plan.pieces:  # the head last: a plan whose head is there is whole
+        save(mirror_plan_path(work, job, piece.number), plan.entries_json(piece))
+    save(mirror_plan_path(work, job), plan.head_json())
+    return plan
