@@ -5,6 +5,7 @@ stopped would have, no file lost or written twice."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ from conftest import run_cli
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from rewriter.containers.warc import rewrite_warc
+from rewriter.containers.warc import plan_mirror, plan_warc, rewrite_warc
 from rewriter.document.engines import engine_for_type
 
 PAGES = 24
@@ -155,12 +156,8 @@ def test_resume_after_a_run_stopped_part_way_finishes_the_mirror(tmp_path: Path)
 
 
 def test_the_mirrors_first_pass_cuts_the_pieces_plan_warc_cuts(tmp_path: Path) -> None:
-    from rewriter.containers.warc import plan_mirror, plan_warc
-
     warc = crawl(tmp_path / "crawl.warc.gz")
     plain = tmp_path / "crawl.warc"
-    import gzip
-
     plain.write_bytes(gzip.decompress(warc.read_bytes()))  # one gzip stream: no cut past its start
     (tmp_path / "one.warc.gz").write_bytes(gzip.compress(plain.read_bytes()))
     for path in (warc, plain, tmp_path / "one.warc.gz"):

@@ -26,7 +26,11 @@ The mirror is ``OUT/<host>[_<port>]/<path segments>``: a path ending in ``/`` ge
 ``index`` file, a query is folded into the last name (``search?q=1`` is
 ``search_q=1.html``), and every name is made by :class:`rewriter.disk.names.Folder`, so that
 nothing is written outside OUT, nothing is overwritten, and each file appears whole or
-not at all. ``OUT/manifest.json`` lists what each record became.
+not at all. ``OUT/manifest.json`` lists what each record became. A mirror is three steps, which a
+run of the pipeline does apart (rewriter.run.pipeline.MirrorFolder): :func:`plan_mirror` reads
+the file once and picks every file's name, :func:`write_mirror_piece` writes the records of one
+piece of the file by that plan (pieces in any order, or at once), :func:`finish_mirror` writes
+the manifest.
 
 >>> import io, tempfile, pathlib
 >>> from warcio.warcwriter import WARCWriter

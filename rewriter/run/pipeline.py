@@ -18,6 +18,10 @@ finishes, and a job that an earlier, killed run recorded is not done again.
 A job whose worker died is tried once more, alone; its outcome says so (``retried``), and a
 second death fails it. A piece that fails leaves its container's output as it was.
 
+Sinks own the output layouts that span jobs: :class:`_Assembly` joins a container's pieces
+into its one output file (an mbox, a WARC out), and :class:`MirrorFolder` plans a WARC mirrored
+into a folder, which its pieces write, and writes its manifest after the last.
+
 >>> import pathlib, tempfile
 >>> from rewriter.run.batch import Settings, iter_plan
 >>> from rewriter.run.executors import Serial
@@ -230,7 +234,7 @@ def execute(
     state = _State()
     work = None if journal is None else str(journal.folder)
     assembly = _Assembly(settings.backup, sync=settings.sync)
-    mirrors = MirrorFolder(journal)
+    mirrors = MirrorFolder()
     turn = 0
 
     def release() -> Iterator[Outcome | str]:
@@ -420,9 +424,6 @@ class MirrorFolder:
     aside), and removes the temporaries the killed run left beside them. After the last piece,
     :meth:`add` writes ``manifest.json`` from the plan and what each piece did."""
 
-    def __init__(self, journal: Journal | None) -> None:
-        self.journal = journal
-
     @staticmethod
     def jobs(
         job: Job, settings: Settings, journal: Journal, *, piece_size: int, leftovers: Leftovers | None = None
@@ -474,7 +475,8 @@ class MirrorFolder:
         by_offset = {entry.offset: entry for entry in plan.entries}
         for piece in plan.pieces:
             path = pieces_path(work, replace(job, piece=piece))
-            with contextlib.suppress(OSError, ValueError), open_regular(path, journal.root) as stream:
+            # The work folder is as untrusted as the tree: a line that is not what a piece writes ends its file.
+            with contextlib.suppress(OSError, ValueError, TypeError), open_regular(path, journal.root) as stream:
                 for line in stream:
                     offset, written, links, problems = json.loads(line)
                     entry = by_offset.get(offset)
