@@ -540,10 +540,10 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if overwritten:
         err.write(f"rewriter rewrite: --report {args.report} would overwrite {overwritten}, an input of this run\n")
         return EXIT_USAGE
-    warc_status, args.files = _rewrite_warcs(args, err)
-    if warc_status == EXIT_USAGE or not args.files:
+    warc_status, others, mirrors = _rewrite_warcs(args, err)
+    if warc_status == EXIT_USAGE or not (others or mirrors):
         return warc_status
-    batch = len(args.files) > 1 or any(Path(name).is_dir() for name in args.files if name != "-")
+    batch = bool(mirrors) or len(args.files) > 1 or any(Path(name).is_dir() for name in args.files if name != "-")
     quiet = args.quiet or not batch
     options = {
         "in_place": args.in_place,
@@ -564,11 +564,11 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     started = time.perf_counter()
     total = 0
     if not quiet and getattr(err, "isatty", lambda: False)():  # the bar's length: a walk that keeps nothing
-        total = sum(1 for item in iter_plan(args.files, args.output, **options) if not isinstance(item, str))
+        total = len(mirrors) + sum(1 for item in iter_plan(others, args.output, **options) if not isinstance(item, str))
     progress = _progress(total, err, quiet)
     size = args.piece_size or PIECE_SIZE
     pieces: dict[str, Any] = {"piece_size": size, "max_message": settings.max_size} if journal is not None else {}
-    plan = iter_plan(args.files, args.output, **pieces, **options)
+    plan = _planned(args, others, mirrors, journal, leftovers, settings, **pieces, **options)
     status = warc_status
     run = _RunTotals()
     report = None
@@ -881,29 +881,31 @@ def _warcs(names: list[str]) -> list[str]:
     return [name for name in names if name != "-" and Path(name).is_file() and container_format(name) is not None]
 
 
-def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str]]:
-    """The web archives named with ``-o DIR``: each mirrored into the folder, its pages
-    rewritten against their URLs (the archive itself is never changed); returns the status and
-    the other inputs. One archive written to ``-o OUT.warc`` or ``OUT.warc.gz``, or to standard
+def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str], list[Job]]:
+    """The web archives named with ``-o DIR``: each a job mirroring it into the folder, its pages
+    rewritten against their URLs (the archive itself is never changed), done by the pipeline
+    like any input (rewriter.run.pipeline.MirrorFolder); returns the status, the other inputs
+    and those jobs. One archive written to ``-o OUT.warc`` or ``OUT.warc.gz``, or to standard
     output, is a WARC out: a job of the pipeline, like any other input (and so is an archive
     found in a folder: it keeps its path and its format)."""
     warcs = _warcs(args.files)
     if not warcs:
-        return EXIT_OK, args.files
+        return EXIT_OK, args.files, []
     if args.in_place:
         err.write(
             f"rewriter rewrite: {warcs[0]} is a web archive: it is never changed in place; give -o OUT.warc.gz "
             "for a WARC with its pages rewritten, or -o DIR/ for a folder of them\n"
         )
-        return EXIT_USAGE, args.files
+        return EXIT_USAGE, args.files, []
     output = args.output
     # -o OUT.warc[.gz] (one input) is a WARC out; any other -o is the folder the pages go to.
     warc_out = len(args.files) == 1 and output is not None and output.lower().endswith((".warc", ".warc.gz"))
     if output in (None, "-") or (warc_out and not Path(output).is_dir()):
-        return EXIT_OK, args.files
-    from rewriter.containers.warc import rewrite_warc
+        return EXIT_OK, args.files, []
+    from rewriter.containers.formats import container_format
+    from rewriter.run.batch import Job
 
-    status = EXIT_OK
+    mirrors = []
     for name in warcs:
         folder = Path(args.output)
         if len(args.files) > 1:  # one folder each, named after the file
@@ -911,27 +913,33 @@ def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str
             for suffix in (".gz", ".warc", ".arc"):
                 stem = stem.removesuffix(suffix)
             folder = folder / stem
-        try:
-            if args.dask:
-                from rewriter.run.dask import rewrite_warc_records
+        mirrors.append(Job(name, str(folder), name, format=container_format(name), mirror=True))
+    return EXIT_OK, [name for name in args.files if name not in warcs], mirrors
 
-                client = None if args.dask == "local" else args.dask
-                report = rewrite_warc_records(
-                    Path(name), folder, policy=_policy(args), client=client, max_size=_max_size(args)
-                )
-            else:
-                report = rewrite_warc(Path(name), folder, policy=_policy(args), max_size=_max_size(args))
-        except (OSError, ValueError, ImportError) as error:
-            err.write(f"rewriter rewrite: {name}: {getattr(error, 'strerror', None) or error}\n")
-            status = EXIT_SOME_FAILED
+
+def _planned(
+    args: argparse.Namespace,
+    others: list[str],
+    mirrors: list[Job],
+    journal: Journal | None,
+    leftovers: Leftovers,
+    settings: Settings,
+    **options: Any,
+) -> Iterator[Job | str]:
+    """The run's plan: the archives mirrored into folders (their pieces), then the other inputs."""
+    from rewriter.containers.pieces import PIECE_SIZE
+    from rewriter.run.batch import iter_plan
+    from rewriter.run.pipeline import MirrorFolder
+
+    for job in mirrors:
+        if journal is None:  # never: a run with a folder out keeps one
+            yield f"rewriter: {job.shown}: not mirrored: the run keeps no journal"
             continue
-        for problem in report.problems:
-            err.write(f"{name}: {problem}\n")
-        if not args.quiet:
-            err.write(f"{name}: {report.summary()} into {folder}\n")
-        if report.problems:
-            status = EXIT_SOME_FAILED
-    return status, [name for name in args.files if name not in warcs]
+        size = args.piece_size or PIECE_SIZE
+        yield from MirrorFolder.jobs(job, settings, journal, piece_size=size, leftovers=leftovers)
+    if others:
+        output = args.output if not mirrors or len(args.files) == 1 else os.path.join(args.output, "")
+        yield from iter_plan(others, output, **options)
 
 
 def _said(outcome: Outcome, *, quiet: bool = False, verbose: bool = False) -> list[str]:

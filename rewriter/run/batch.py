@@ -64,10 +64,11 @@ from rewriter.disk.files import (
 )
 from rewriter.document.model import DocumentResult
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.run.journal import is_work_folder
+from rewriter.run.journal import is_work_folder, piece_path
 
 if TYPE_CHECKING:
     from rewriter.containers.mailbox import MboxOptions, MboxReport
+    from rewriter.containers.warc import MirrorPlan
     from rewriter.document.model import Link, MessageResult, Status
     from rewriter.run.collection import LocalCopies, Locations
     from rewriter.url.base import Layer
@@ -186,6 +187,10 @@ class Job:
     # In place, for a container done in pieces: the input's status when it was planned; a
     # file changed since is left as it is.
     status: os.stat_result | None = None
+    # A WARC (or ARC) whose records go to files in the folder *target* (a mirror, its pages
+    # rewritten), not into a WARC: each piece writes its records by the plan of the whole file,
+    # kept in the work folder (:func:`mirror_plan_path`; rewriter.run.pipeline.MirrorFolder).
+    mirror: bool = False
 
 
 @dataclass(slots=True)
@@ -920,6 +925,8 @@ def run_job(job: Job, settings: Settings) -> Outcome:
         if job.copy:
             return _copy(job, outcome, sync=settings.sync)
         settings = job_settings(job, settings)
+        if job.mirror:
+            return _warc_folder(job, settings, outcome)
         if job.maildir:
             return _maildir(job, settings, outcome)
         if job.piece is not None and job.format in ("warc", "arc"):
@@ -1210,8 +1217,6 @@ def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             return outcome
         if settings.work is None:
             return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
-        from rewriter.run.pipeline import pieces_path
-
         with replacing(pieces_path(settings.work, job), root=Path(settings.work).parent, sync=settings.sync) as out:
             each(out.stream)
     return outcome
@@ -1338,8 +1343,6 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
     elif job.piece is not None:
         if settings.work is None or job.target is None:
             return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
-        from rewriter.run.pipeline import pieces_path
-
         with replacing(pieces_path(settings.work, job), root=Path(settings.work).parent, sync=settings.sync) as out:
             each(out.stream, job.target.endswith(".gz"))
     elif job.target is None:
@@ -1352,6 +1355,84 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
         with replacing(Path(job.target), mode_of(Path(job.source)), root=_root(job), sync=settings.sync) as replacement:
             each(replacement.stream, job.target.endswith(".gz"))
     return outcome
+
+
+def _warc_folder(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
+    """A piece of a WARC (or ARC) mirrored into the folder *job.target*: its records written by
+    the plan of the whole file (:func:`rewriter.containers.warc.write_mirror_piece`), each page
+    tallied against its own URL, each problem of its records said; what each record became goes
+    to the work folder, for the manifest the last piece's sink writes."""
+    import json
+
+    from rewriter.containers.warc import write_mirror_piece
+
+    outcome.format = job.format
+    status = os.stat(job.source)
+    outcome.identity = (status.st_size, status.st_mtime_ns)
+    if settings.work is None or job.piece is None:
+        return outcome.fail("not rewritten: a web archive mirrored into a folder needs the run's work folder")
+    plan = load_mirror_plan(settings.work, job)
+    done: list[bytes] = []
+    for record in write_mirror_piece(plan, job.piece, policy=settings.policy, max_size=settings.max_size):
+        outcome.bytes_in += record.size
+        if record.result is not None:
+            tally(outcome, record.result, settings, {"record": record.url}, (), fmt=record.format or "html")
+        if record.written:
+            outcome.state = "rewritten"
+        line = [record.offset, record.written, record.links, list(record.problems)]
+        done.append(json.dumps(line, ensure_ascii=True).encode("ascii") + b"\n")
+    for entry in sorted(plan.entries, key=lambda entry: entry.offset):  # the piece's, first pass and second
+        outcome.messages.extend(f"rewriter: {job.shown}: {problem}" for problem in entry.problems)
+    outcome.ok = outcome.ok and not outcome.messages
+    path = pieces_path(settings.work, job)
+    write_atomically(path, b"".join(done), root=Path(settings.work).parent, sync=settings.sync)
+    return outcome
+
+
+def pieces_path(work: str, job: Job) -> Path:
+    """Where the worker writes a piece's output (the journal's own place for it)."""
+    assert job.piece is not None
+    return piece_path(Path(work), job_key(job, whole=True), job.piece.number)
+
+
+def mirror_plan_path(work: str, job: Job, number: int | None = None) -> Path:
+    """Where the plan of *job*'s mirror waits in the work folder: what every piece needs (*number*
+    None), or the records of piece *number*."""
+    first = piece_path(Path(work), job_key(job, whole=True), 0)
+    stem = first.name.rpartition("-")[0]
+    return first.with_name(f"{stem}-plan.json" if number is None else f"{stem}-plan-{number:06d}.json")
+
+
+def load_mirror_plan(work: str, job: Job, *, every: bool = False) -> MirrorPlan:
+    """The plan of *job*'s mirror with the records of its piece (*every*: of all its pieces)
+    (:class:`~rewriter.containers.warc.MirrorPlan`); ValueError when the work folder's is not one."""
+    import json
+
+    from rewriter.containers.warc import MirrorPlan
+    from rewriter.disk.files import open_regular
+
+    root = Path(work).parent
+
+    def read(path: Path) -> object:
+        with open_regular(path, root) as stream:
+            try:
+                return json.loads(stream.read())
+            except (ValueError, RecursionError) as error:
+                raise ValueError(f"{path}: not a mirror's plan: {error}") from None
+
+    head = read(mirror_plan_path(work, job))
+    if every:
+        numbers = [piece.number for piece in MirrorPlan.from_json(head, []).pieces]
+    else:
+        assert job.piece is not None
+        numbers = [job.piece.number]
+    entries: list[object] = []
+    for number in numbers:
+        found = read(mirror_plan_path(work, job, number))
+        if not isinstance(found, list):
+            raise ValueError(f"{mirror_plan_path(work, job, number)}: a piece's records are a list")
+        entries.extend(found)
+    return MirrorPlan.from_json(head, entries)
 
 
 # --------------------------------------------------------------------------

@@ -301,7 +301,7 @@ def rewrite_warc_records(
     decoded bytes of one body (None: rewrite_warc's default). (A WARC rewritten
     into a WARC, ``rewriter rewrite crawl.warc.gz -o out.warc.gz``, is done in pieces, each a
     task: :func:`rewrite_files`.)"""
-    from rewriter.run.executors import Failed
+    from rewriter.run.workers import Failed
 
     with _executor(client, scheduler, workers) as executor:
         for _, result in executor.map(_mirror_task, [(str(warc), str(out_dir), policy, max_size)]):

@@ -28,13 +28,14 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["EXTRA_HINT", "DaskExecutor", "DaskMissing", "Executor", "Failed", "Processes", "Serial", "tune_allocator"]
+    from rewriter.run.workers import Failed  # at run time only where one is made: workers imports multiprocessing
+
+__all__ = ["EXTRA_HINT", "DaskExecutor", "DaskMissing", "Executor", "Processes", "Serial", "tune_allocator"]
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -73,15 +74,6 @@ def tune_allocator() -> bool:
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
 
 
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """A job without a result: its function raised, its result would not pickle, or its
-    worker died (*died*: then the job may be tried again)."""
-
-    reason: str
-    died: bool = False
-
-
 class DaskMissing(ImportError):
     """Dask (or dask.distributed) is not installed."""
 
@@ -114,6 +106,8 @@ class Serial:
             try:
                 yield index, function(item, *shared)
             except Exception as error:  # one job fails; the next goes on
+                from rewriter.run.workers import Failed
+
                 yield index, Failed(f"{type(error).__name__}: {error}")
 
 
@@ -246,6 +240,8 @@ class DaskExecutor:
     ) -> Iterator[tuple[int, Result | Failed]]:
         from distributed import as_completed
 
+        from rewriter.run.workers import Failed
+
         # Each shared value goes to every worker once, not with every task.
         sent = [client.scatter(value, broadcast=True, hash=False) for value in shared]
         stream = enumerate(items)
@@ -287,6 +283,8 @@ class DaskExecutor:
         self, function: Callable[..., Result], items: Iterable[Any], shared: tuple[Any, ...]
     ) -> Iterator[tuple[int, Result | Failed]]:
         import dask
+
+        from rewriter.run.workers import Failed
 
         window: list[tuple[int, Any]] = []
         options = {} if self.scheduler == "synchronous" else {"num_workers": self.workers}

@@ -18,6 +18,10 @@ finishes, and a job that an earlier, killed run recorded is not done again.
 A job whose worker died is tried once more, alone; its outcome says so (``retried``), and a
 second death fails it. A piece that fails leaves its container's output as it was.
 
+Sinks own the output layouts that span jobs: :class:`_Assembly` joins a container's pieces
+into its one output file (an mbox, a WARC out), and :class:`MirrorFolder` plans a WARC mirrored
+into a folder, which its pieces write, and writes its manifest after the last.
+
 >>> import pathlib, tempfile
 >>> from rewriter.run.batch import Settings, iter_plan
 >>> from rewriter.run.executors import Serial
@@ -37,19 +41,31 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rewriter.run.batch import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json, run_batch
-from rewriter.run.executors import Failed
+from rewriter.run.batch import (
+    Job,
+    Outcome,
+    Settings,
+    job_key,
+    load_mirror_plan,
+    mirror_plan_path,
+    outcome_from_json,
+    outcome_json,
+    pieces_path,
+    run_batch,
+)
 
 if TYPE_CHECKING:
+    from rewriter.containers.warc import MirrorPlan
     from rewriter.disk.files import Replacement
     from rewriter.run.executors import Executor
     from rewriter.run.journal import Journal
+    from rewriter.run.workers import Failed
 
-__all__ = ["BATCH_BYTES", "BATCH_JOBS", "Leftovers", "execute"]
+__all__ = ["BATCH_BYTES", "BATCH_JOBS", "Leftovers", "MirrorFolder", "execute"]
 
 BATCH_JOBS = 32  # jobs sent to a worker at once: fewer round trips (Dask's cost a task)
 BATCH_BYTES = 8 << 20  # input bytes in one batch at most: the workers stay balanced
@@ -156,20 +172,21 @@ class Leftovers:
             with contextlib.suppress(OSError), Folder.open(target / "tmp", root, make=False) as scratch:
                 self.removed += scratch.remove_temporaries()
             return
-        if job.piece is None or job.piece.number == 0:
-            self._remove(target, root)
+        if (job.piece is None or job.piece.number == 0) and not job.mirror:  # a mirror's: MirrorFolder.jobs
+            self.remove_of(target, root)
             if job.in_place and self.backup:
-                self._remove(target.with_name(target.name + self.backup), root)
+                self.remove_of(target.with_name(target.name + self.backup), root)
         if journal is not None:
             key = job_key(job, whole=job.piece is not None)
             if job.piece is not None:
-                self._remove(journal.piece_path(key, job.piece.number), journal.root)
+                self.remove_of(journal.piece_path(key, job.piece.number), journal.root)
             elif journal.earlier:
                 from rewriter.run.journal import report_path
 
-                self._remove(report_path(journal.folder, job_key(job)), journal.root)
+                self.remove_of(report_path(journal.folder, job_key(job)), journal.root)
 
-    def _remove(self, path: Path, root: Path | None) -> None:
+    def remove_of(self, path: Path, root: Path | None) -> None:
+        """Remove the temporaries a killed run left of the file *path* (under *root*)."""
         from rewriter.disk.files import Folder, temporaries_in
 
         if path.parent not in self.folders:
@@ -217,6 +234,7 @@ def execute(
     state = _State()
     work = None if journal is None else str(journal.folder)
     assembly = _Assembly(settings.backup, sync=settings.sync)
+    mirrors = MirrorFolder()
     turn = 0
 
     def release() -> Iterator[Outcome | str]:
@@ -234,11 +252,11 @@ def execute(
             del state.slots[turn]
             turn += 1
             if isinstance(item, Outcome) and slot.job is not None and slot.job.piece is not None:
-                assembly.add(slot.job, item, journal)
+                (mirrors if slot.job.mirror else assembly).add(slot.job, item, journal)
             yield item
 
     def finish(places: list[int], result: list[Outcome] | Failed, again: bool) -> None:
-        if isinstance(result, Failed):
+        if not isinstance(result, list):  # a Failed (rewriter.run.workers: imported by the executors that make one)
             for place in places:
                 slot = state.slots[place]
                 assert slot.job is not None
@@ -273,6 +291,8 @@ def _forget_temporaries(job: Job, work: str | None) -> None:
     piece's), removed before the job is done again."""
     from rewriter.disk.files import remove_temporaries_of
 
+    if job.mirror and work is not None:
+        MirrorFolder.forget(job, work)
     if job.piece is not None and work is not None:
         remove_temporaries_of(pieces_path(work, job), Path(work).parent)
     elif job.target is not None and not job.dry:
@@ -280,8 +300,6 @@ def _forget_temporaries(job: Job, work: str | None) -> None:
 
 
 def _with_work(settings: Settings, work: str | None) -> Settings:
-    from dataclasses import replace
-
     return settings if settings.work == work else replace(settings, work=work)
 
 
@@ -397,9 +415,113 @@ def _copy_all(source: object, target: object) -> None:
     shutil.copyfileobj(source, target, 1 << 20)  # type: ignore[arg-type]
 
 
-def pieces_path(work: str, job: Job) -> Path:
-    """Where the worker writes a piece's output (the journal's own place for it)."""
-    from rewriter.run.journal import piece_path
+class MirrorFolder:
+    """The sink of WARCs (and ARCs) mirrored into folders: it owns the mirror's layout. Before
+    the jobs, :meth:`jobs` reads the archive once here (the first pass: which record goes to
+    which file, :func:`rewriter.containers.warc.plan_mirror`) and keeps that plan in the work
+    folder, where each piece's job reads it and writes its records; a resumed run reads it back
+    (the files the killed run wrote have taken their names since, and would push a new plan's
+    aside), and removes the temporaries the killed run left beside them. After the last piece,
+    :meth:`add` writes ``manifest.json`` from the plan and what each piece did."""
 
-    assert job.piece is not None
-    return piece_path(Path(work), job_key(job, whole=True), job.piece.number)
+    @staticmethod
+    def jobs(
+        job: Job, settings: Settings, journal: Journal, *, piece_size: int, leftovers: Leftovers | None = None
+    ) -> Iterator[Job | str]:
+        """The pieces of *job* (a WARC or ARC, ``mirror``), each a job; or the problem that stops it."""
+        work = str(journal.folder)
+        try:
+            plan = _earlier_plan(job, work, journal)
+            if plan is not None and leftovers is not None:  # a killed run's temporaries beside its files
+                root = Path(plan.out_dir)
+                for entry in plan.entries:
+                    if entry.file is not None:
+                        leftovers.remove_of(root / entry.file, root)
+            elif plan is None:
+                plan = _save_plan(job, settings, work, piece_size)
+        except (OSError, ValueError) as error:
+            yield f"rewriter: {job.shown}: not mirrored into {job.target}: {getattr(error, 'strerror', None) or error}"
+            return
+        for piece in plan.pieces:
+            yield replace(job, piece=piece)
+
+    @staticmethod
+    def forget(job: Job, work: str) -> None:
+        """What a dead worker was writing for the piece *job* (a temporary beside a file of it)."""
+        from rewriter.disk.files import remove_temporaries_of
+
+        with contextlib.suppress(OSError, ValueError):
+            plan = load_mirror_plan(work, job)
+            for entry in plan.entries:
+                if entry.file is not None:
+                    remove_temporaries_of(Path(plan.out_dir) / entry.file, Path(plan.out_dir))
+
+    def add(self, job: Job, outcome: Outcome, journal: Journal | None) -> None:
+        """A piece's outcome, in the order of the plan; after the last, the manifest."""
+        assert job.piece is not None
+        if not job.piece.last or journal is None:
+            return
+        import json
+
+        from rewriter.containers.warc import finish_mirror
+        from rewriter.disk.files import open_regular
+
+        work = str(journal.folder)
+        try:
+            plan = load_mirror_plan(work, job, every=True)
+        except (OSError, ValueError) as error:
+            outcome.fail(f"its manifest not written: {getattr(error, 'strerror', None) or error}")
+            return
+        by_offset = {entry.offset: entry for entry in plan.entries}
+        for piece in plan.pieces:
+            path = pieces_path(work, replace(job, piece=piece))
+            # The work folder is as untrusted as the tree: a line that is not what a piece writes ends its file.
+            with contextlib.suppress(OSError, ValueError, TypeError), open_regular(path, journal.root) as stream:
+                for line in stream:
+                    offset, written, links, problems = json.loads(line)
+                    entry = by_offset.get(offset)
+                    if entry is not None and entry.file is not None and type(written) is bool:
+                        entry.written, entry.links = written, int(links)
+                        entry.problems.extend(str(problem) for problem in problems)
+        report = finish_mirror(plan)
+        unwritten = report.problems[-1:] if report.manifest is None else ()  # the last: see finish_mirror
+        for problem in (*plan.problems, *unwritten):
+            outcome.fail(problem)
+
+
+def _earlier_plan(job: Job, work: str, journal: Journal) -> MirrorPlan | None:
+    """The plan a killed run kept for this archive, when the run is resumed and the archive is
+    the one it read; else None (planned anew)."""
+    from rewriter.run.journal import identity_of
+
+    if not journal.earlier or not journal.holds(mirror_plan_path(work, job)):
+        return None
+    plan = load_mirror_plan(work, job, every=True)
+    return plan if plan.identity == identity_of(job.source) else None
+
+
+def _save_plan(job: Job, settings: Settings, work: str, piece_size: int) -> MirrorPlan:
+    """The first pass (and the pieces), and its plan kept in the work folder: the records of
+    each piece, then what every piece needs."""
+    import json
+
+    from rewriter.containers.warc import plan_mirror
+    from rewriter.disk.files import write_atomically
+    from rewriter.run.journal import identity_of
+
+    assert job.target is not None
+    identity = identity_of(job.source)
+    plan = plan_mirror(
+        job.source, job.target, policy=settings.policy, max_size=settings.max_size, piece_size=piece_size
+    )
+    plan.identity = identity
+    root = Path(work).parent
+
+    def save(path: Path, value: object) -> None:
+        data = json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        write_atomically(path, data, root=root, sync=settings.sync)
+
+    for piece in plan.pieces:  # the head last: a plan whose head is there is whole
+        save(mirror_plan_path(work, job, piece.number), plan.entries_json(piece))
+    save(mirror_plan_path(work, job), plan.head_json())
+    return plan

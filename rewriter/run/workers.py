@@ -54,8 +54,6 @@ if TYPE_CHECKING:
     # What multiprocessing.get_context gives: each can start a Process.
     ProcessContext = DefaultContext | ForkContext | ForkServerContext | SpawnContext
 
-from rewriter.run.executors import Failed
-
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -66,6 +64,16 @@ _ORPHANED = 70  # a worker's exit status when its parent is gone (no one reads i
 
 
 __all__ = ["Failed", "default_context", "map_unordered", "run_ordered"]
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A job without a result: its function raised, its result would not pickle, or its
+    worker died (*died*: then the job may be tried again). Every executor gives it (here,
+    where a job's death is seen first; :mod:`rewriter.run.executors` imports it from here)."""
+
+    reason: str
+    died: bool = False
 
 
 def default_context() -> ProcessContext:
