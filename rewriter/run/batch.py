@@ -599,13 +599,9 @@ def process(
         return fmt, found(data, url=settings.url, policy=policy)
     if settings.local is not None:  # a page's copies on disk; never a message's
         policy = policy.with_keep(settings.local)
-    url = settings.url
-    if fmt == "html" and settings.url_from_collection:
-        from rewriter.html.engine import saved_from_mark
-
-        if saved_from_mark(data) is not None:
-            url = None  # the engine reads the mark, below a <base> as always
-    return fmt, found(data, url=url, charset=settings.charset, policy=policy)
+    if settings.url_from_collection:  # --url-root/--url-map: a saved-from mark knows better (url.base.PRECEDENCE)
+        policy = policy.clone(url_guessed=True)
+    return fmt, found(data, url=settings.url, charset=settings.charset, policy=policy)
 
 
 def job_key(job: Job, *, whole: bool = False) -> str:
