@@ -49,6 +49,7 @@ __all__ = [
     "Layer",
     "base_element_problem",
     "chain",
+    "document_url",
     "from_fallback",
     "handed_down",
     "handed_down_candidates",
@@ -167,6 +168,22 @@ def from_fallback(url: str | None, layer: Layer | None, *, url_guessed: bool = F
     if layer == "retrieval-url":
         return Candidates(guessed=found) if url_guessed else Candidates(retrieval=found)
     return Candidates(enclosing=found)
+
+
+# §3.3's places: where the document itself was retrieved from, the URL that names it (what
+# pack labels a file with), as opposed to a base for its references (a <base>, a heading's).
+_RETRIEVAL_PLACES = ("retrieval", "snapshot", "saved_from", "guessed")
+
+
+def document_url(candidates: Candidates) -> Base | None:
+    """The URL the document was retrieved from (RFC 1808 §3.3), in the order of
+    :data:`PRECEDENCE`: what names the document, whatever base its content declares.
+
+    >>> document_url(Candidates(base_element=Base("http://b/", "base-element"),
+    ...                         saved_from=Base("http://h/p.html", "saved-from-mark")))
+    Base(url='http://h/p.html', layer='saved-from-mark', origin=None)
+    """
+    return chain(Candidates(**{place: getattr(candidates, place) for place in _RETRIEVAL_PLACES}))
 
 
 def handed_down_candidates(*, url: str | None, base: str | None, url_guessed: bool = False) -> Candidates:
