@@ -17,6 +17,7 @@ import lxml.html
 import pytest
 
 from rewriter.bundle.pack import pack_mhtml, pack_single_file
+from rewriter.bundle.unpack import unpack_message
 from rewriter.html.engine import find_links, rewrite_html
 from rewriter.html.lxml import absolutize
 from rewriter.mime.message import entities, find_message_links, rewrite_message
@@ -218,3 +219,10 @@ def test_pack_of_a_saved_page_with_frames_exits_0(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert b"book_files/" not in (tmp_path / "book.mhtml").read_bytes().split(b"Content-Location")[-1]
+
+
+def test_unpack_writes_the_frames_style_with_the_frames_base(tmp_path: Path) -> None:
+    result = unpack_message(_chromium_mhtml(), tmp_path / "out")
+    style = next(part for part in result.parts if part.path == "1.4")
+    assert style.file is not None
+    assert b"url(http://host/embedded-book/assets/crates.png)" in (tmp_path / "out" / style.file).read_bytes()
