@@ -8,15 +8,18 @@ parameters, transfer encoding); it never writes anything, because its serialiser
 bytes nobody asked it to change (../shared/research/mime-base-urls.md §3).
 
 Each text/html and text/css part is resolved against the first base found, innermost
-first (RFC 1808 §3, RFC 2557 §5):
+first (RFC 1808 §3, RFC 2557 §5), in the one order :data:`rewriter.url.base.PRECEDENCE`
+declares; this module only says what each level offers:
 
-1. the first ``<base href>`` in the HTML (resolved against what follows);
+1. the first ``<base href>`` in the HTML (resolved against what follows; the HTML engine's);
 2. the part's own heading: ``Base: <URL:...>`` (RFC 1808 §3.1) or ``Content-Base``
    (RFC 2110), else an absolute ``Content-Location`` (RFC 2557 §5(b)); a relative one is
    resolved against ``Content-Base`` in the same heading, else against the enclosing base;
-3. the headings of the enclosing entities, innermost first (RFC 2557 §5(c), RFC 1808 §3.2);
-4. the retrieval URL, or Chrome's ``Snapshot-Content-Location`` (RFC 1808 §3.3);
-5. none: relative links stay as they are and are reported (§3.4), except those that name a
+3. for a part named only by ``cid:`` (Chrome's inline styles), the own heading's base of
+   the HTML part that links it (RFC 1808 §3.2: that document encloses it);
+4. the headings of the enclosing entities, innermost first (RFC 2557 §5(c), RFC 1808 §3.2);
+5. the retrieval URL, or Chrome's ``Snapshot-Content-Location`` (RFC 1808 §3.3);
+6. none: relative links stay as they are and are reported (§3.4), except those that name a
    part of the same or a surrounding multipart/related, resolved against ``thismessage:/``
    (RFC 2557 §5(e), §8): kept as they are with status ``"part"``.
 
@@ -599,9 +602,9 @@ class _PartLinks:
 def _part(
     entity: _Entity, base: Base | None, action: Action, problems: list[str], result: DocumentResult | None = None
 ) -> Part:
-    """The report for *entity*; a ``<base>`` element the engine used outranks the MIME base."""
+    """The report for *entity*: the chain of the MIME base and the ``<base>`` element the engine used."""
     if result is not None and result.layer == "base-element" and result.base is not None:
-        base = Base(result.base, "base-element", None)
+        base = chain(Candidates(base_element=Base(result.base, "base-element"), enclosing=base))
     return Part(
         path=entity.path,
         content_type=entity.content_type,
