@@ -555,11 +555,10 @@ def rewrite_text(
     candidates = _offered(document, from_fallback(fallback, fallback_layer, url_guessed=policy.url_guessed), policy)
     below = chain(candidates)  # what a <base href> is resolved against
     fallback_context = Context(below.url if below else None, below.layer if below else None, policy, codec, in_noscript)
-    base_element, usable_base = None, False  # the first one that counts, usable or not
+    base_element, frozen, usable_base = None, None, False  # the first one that counts, usable or not
     if base_elements:
         base_element, frozen, usable_base = _first_base_element(document, fallback_context, policy, result)
-        candidates = candidates.offering(base_element=frozen)
-    chosen = chain(candidates)
+    chosen = chain(candidates.offering(base_element=frozen)) if frozen is not None else below
     base, layer = (chosen.url, chosen.layer) if chosen is not None else (None, None)
     context = Context(base, layer, policy, codec, in_noscript)
     result.base, result.layer = base, layer

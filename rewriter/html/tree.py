@@ -294,7 +294,7 @@ def absolutize(
     fallback_context = Context(below.url if below else None, below.layer if below else None, policy, codec)
     found = _base_element(walk, document, fallback_context, run)
     base_node, usable, frozen = found
-    chosen = chain(candidates.offering(base_element=frozen))
+    chosen = chain(candidates.offering(base_element=frozen)) if frozen is not None else below
     found_base, layer = (chosen.url, chosen.layer) if chosen is not None else (None, None)
     context = Context(found_base, layer, policy, codec)
     noscript_context = context.inside_noscript()

@@ -341,8 +341,8 @@ _DECLARING: tuple[tuple[str, str, Layer], ...] = (
 
 
 def _declared_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[str]) -> Candidates:
-    """What *entity*'s ``Base`` or ``Content-Base`` field offers (RFC 1808 §3.1, RFC 2110
-    §4.1): the first usable one, resolved against *enclosing*, in its place."""
+    """*enclosing* with what *entity*'s ``Base`` or ``Content-Base`` field offers (RFC 1808
+    §3.1, RFC 2110 §4.1): the first usable one, resolved against *enclosing*, in its place."""
     heading = entity.heading
     for name, place, layer in _DECLARING:
         value = header_url(heading, name)
@@ -351,9 +351,9 @@ def _declared_base(entity: _Entity, enclosing: Base | None, policy: Policy, note
         url = _base_header(value) if layer == "Base" else value
         resolved = _against(url, enclosing, policy) if url else None
         if resolved is not None and usable_as_heading_base(resolved):
-            return Candidates(**{place: Base(resolved, layer, entity.path)})
+            return Candidates(enclosing=enclosing).offering(**{place: Base(resolved, layer, entity.path)})
         notes.append(f"{layer}: {value!r} gives no base: it is not a usable URL")
-    return Candidates()
+    return Candidates(enclosing=enclosing)
 
 
 def _heading_candidates(entity: _Entity, handed: Candidates, policy: Policy, notes: list[str]) -> Candidates:
@@ -363,9 +363,8 @@ def _heading_candidates(entity: _Entity, handed: Candidates, policy: Policy, not
     against a Base or Content-Base of the same heading first; ``Content-Location`` is read
     only when nothing above it in the order is offered (RFC 2110 §5, RFC 2068 §14.11)."""
     enclosing = chain(handed)
-    candidates = handed.offering(
-        **{place: getattr(_declared_base(entity, enclosing, policy, notes), place) for _, place, _ in _DECLARING}
-    )
+    declared = _declared_base(entity, enclosing, policy, notes)
+    candidates = handed.offering(base_field=declared.base_field, content_base=declared.content_base)
     if candidates.outranked("content_location"):
         return candidates
     location = header_url(entity.heading, "content-location")
@@ -402,7 +401,7 @@ def _top_candidates(entity: _Entity, url: str | None) -> Candidates:
 
 
 # A cid: URL in a part's body (RFC 2392): what links one part of a message to another.
-_CID_URL = re.compile(rb"cid:[^\s\"'<>()\\]+", re.IGNORECASE)
+_CID_URL = re.compile(rb"cid:[^\s\"'<>()\\]+")  # matched in lowercased text: a literal prefix is fast
 
 
 class _Referrers:
@@ -417,6 +416,8 @@ class _Referrers:
         self.data = data
         self.policy = policy
         self.by_related: dict[str, dict[str, Base]] = {}
+        # The bodies read, by where they start, kept for the walk to take (each decoded once).
+        self.decoded: dict[int, bytes] = {}
 
     def offered(self, entity: _Entity, candidates: Candidates, related: tuple[_Entity, ...]) -> Candidates:
         """*candidates* with the base of the part that links *entity* by cid:, when its heading
@@ -428,7 +429,7 @@ class _Referrers:
             return candidates
         linking = self.by_related.get(related[0].path)
         if linking is None:
-            linking = self.by_related[related[0].path] = self._read(related[0])
+            linking = self.by_related[related[0].path] = self._read(related[0], entity.body_start)
         enclosing = chain(candidates)
         for name in names:
             found = linking.get(name)
@@ -436,9 +437,10 @@ class _Referrers:
                 return candidates.offering(referrer=found)
         return candidates
 
-    def _read(self, related: _Entity) -> dict[str, Base]:
+    def _read(self, related: _Entity, at: int) -> dict[str, Base]:
         """Each cid: URL the HTML parts under *related* hold: the base of the first that holds it
-        (its own heading's: a frame's Content-Location)."""
+        (its own heading's: a frame's Content-Location). The bodies of parts after *at*, which
+        the walk has yet to reach, are kept for it."""
         linking: dict[str, Base] = {}
         for part in _walk(related):
             if part.content_type != "text/html" or part.children:
@@ -451,8 +453,10 @@ class _Referrers:
                 body = decode(self.data[part.body_start : part.end], encoding)
             except TransferError:
                 continue
-            for match in _CID_URL.finditer(body):
-                linking.setdefault(match.group().decode("ascii", "replace").lower(), base)
+            if part.body_start > at:
+                self.decoded[part.body_start] = body
+            for match in _CID_URL.finditer(body.lower()):
+                linking.setdefault(match.group().decode("ascii", "replace"), base)
         return linking
 
 
@@ -490,7 +494,7 @@ def _location_url(entity: _Entity, location: str, enclosing: Base | None, policy
     """The URL *entity*'s Content-Location *location* names it by, fragment set aside (RFC 2557
     §8.2(c)): resolved against the ``Base``/``Content-Base`` of the same heading (RFC 2110
     §4.2), else the enclosing base (RFC 2557 §5), else ``thismessage:/`` (§5(e))."""
-    context = chain(_declared_base(entity, enclosing, policy, []).offering(enclosing=enclosing))
+    context = chain(_declared_base(entity, enclosing, policy, []))
     if context is None:
         context = Base(_THIS_MESSAGE, "Content-Location", None)
     resolved = _against(location, context, policy)
@@ -629,19 +633,21 @@ def _rewrite_leaf(
     rewrite: bool,
     problems: list[str],
     part_links: _PartLinks | None = None,
+    decoded: bytes | None = None,
 ) -> tuple[Part, bytes | None]:
     """One text/html or text/css part: its report, and its new body (None: it stays).
 
     The body is decoded (transfer encoding; the charset is the engine's to apply: the
     part's parameter, else the document's own declaration), rewritten, and encoded again
     the same way. *part_links*: the keep that finds references to parts of the message
-    (a part with no base), given to the engine with *policy*.
+    (a part with no base), given to the engine with *policy*; *decoded*: the body decoded
+    already (by :class:`_Referrers`).
     """
     body = data[entity.body_start : entity.end]
     encoding = str(entity.heading.get("content-transfer-encoding", "")).strip().lower() or None
     problems = list(problems)  # the entity's, and what its heading's bases gave
     try:
-        decoded = decode(body, encoding)
+        decoded = decode(body, encoding) if decoded is None else decoded
     except TransferError as error:
         problems.append(f"kept as it is: {error.reason}")
         return _part(entity, base, "skipped", problems), None
@@ -735,7 +741,15 @@ class _Walk:
             # it resolves, and a part it names has that base too.
             part_links = _PartLinks(related, self) if base is None and related else None
             part, new_body = _rewrite_leaf(
-                self.data, entity, base, self.policy, boundaries, self.rewrite, problems, part_links
+                self.data,
+                entity,
+                base,
+                self.policy,
+                boundaries,
+                self.rewrite,
+                problems,
+                part_links,
+                self.referrers.decoded.pop(entity.body_start, None),
             )
             self._add(part)
             if new_body is not None:

@@ -36,8 +36,7 @@ Base(url='http://h/a/', layer='Content-Location', origin='1.2')
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rewriter.url.resolve import is_hierarchical, parse
 
@@ -80,38 +79,54 @@ _C0_AND_SPACE = "".join(map(chr, range(0x21)))
 _URL_TAB_OR_NEWLINE = re.compile("[\t\n\r]")
 
 
-@dataclass(frozen=True, slots=True)
-class Base:
+class Base(NamedTuple):
     """One layer's base: its URL, the layer, and the MIME entity whose heading gave it
-    (its path, ``"1.2"``; None where no heading did)."""
+    (its path, ``"1.2"``; None where no heading did). Immutable; made for every document."""
 
     url: str
     layer: Layer
     origin: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Candidates:
+class Candidates(NamedTuple):
     """What each place offers as one document's base, before any is chosen: each a
     :class:`Base` (its URL already absolute) or None. Engines fill in what the content
     and the caller give; :func:`chain` decides. One value per document: every frame of a
-    saved page and every part of a message has its own."""
+    saved page and every part of a message has its own.
 
+    Which base wins is the order of these fields, declared here once (:data:`PRECEDENCE`):
+    the first place that offers one, innermost first (RFC 1808 §3). The engines, the tree
+    adapters, pack and the MIME walkers all read it.
+    """
+
+    # §3.1 / HTML §4.2.3: the document names its own base; it outranks everything below.
     base_element: Base | None = None
+    # §3.1: a MIME heading's "Base: <URL:...>" is embedded in the entity itself.
     base_field: Base | None = None
+    # RFC 2110 §5, RFC 2068 §14.11: Content-Base outranks Content-Location in one heading.
     content_base: Base | None = None
+    # RFC 2557 §5(b): the part's own URL is its base.
     content_location: Base | None = None
+    # §3.2: a part named only by cid: (Chrome's inline style) is content of the document
+    # that links it, which encloses it more closely than the multipart does.
     referrer: Base | None = None
+    # §3.2: the encapsulating entity's base (RFC 2557 §5(c)), or one a caller hands down.
     enclosing: Base | None = None
+    # §3.3: the URL the caller says this very document was retrieved from (--url).
     retrieval: Base | None = None
+    # §3.3: Chrome's Snapshot-Content-Location, the page's URL when it was saved.
     snapshot: Base | None = None
+    # §3.3: where a saved copy came from, as the browser wrote it (<!-- saved from url= -->).
     saved_from: Base | None = None
+    # §3.3 by inference: --url-root/--url-map, or the URL a link to a frame gives it; it only
+    # says where the file sits now, the mark says where it was retrieved from.
     guessed: Base | None = None
+    # Not §3: where the page says it lives (Policy.canonical_base, opt-in); the last resort.
     canonical: Base | None = None
 
     def offering(self, **found: Base | None) -> Candidates:
         """These candidates with *found* added (a place that offers nothing keeps None)."""
-        return replace(self, **found)
+        return self._replace(**found)
 
     def outranked(self, place: str) -> bool:
         """Whether a place ranked above *place* offers a base already: then what *place*
@@ -122,32 +137,20 @@ class Candidates:
         >>> Candidates(guessed=Base("http://r/", "retrieval-url")).outranked("saved_from")
         False
         """
-        return any(getattr(self, above) is not None for above in PRECEDENCE[: PRECEDENCE.index(place)])
+        rank = _RANK[place]
+        return self[:rank].count(None) < rank  # some place above offers one
 
 
-# Which base wins: the first of these places that offers one (RFC 1808 §3: innermost first).
-# Declared once; the engines, the tree adapters, pack and the MIME walkers all read it.
-PRECEDENCE: tuple[str, ...] = (
-    "base_element",  # §3.1 / HTML §4.2.3: the document names its own base; it outranks all below
-    "base_field",  # §3.1: a MIME heading's "Base: <URL:...>" is embedded in the entity itself
-    "content_base",  # RFC 2110 §5 / RFC 2068 §14.11: Content-Base outranks Content-Location
-    "content_location",  # RFC 2557 §5(b): the part's own URL is its base
-    "referrer",  # §3.2: a cid: part (Chrome's inline style) is content of the document that links it
-    "enclosing",  # §3.2: the encapsulating entity's base (RFC 2557 §5(c)), or one a caller hands down
-    "retrieval",  # §3.3: the URL the caller says this document was retrieved from (--url)
-    "snapshot",  # §3.3: Chrome's Snapshot-Content-Location, the page's URL when it was saved
-    "saved_from",  # §3.3: where a saved copy was retrieved from, as the browser wrote it
-    "guessed",  # §3.3 by inference: --url-root/--url-map or a link's target; the mark knows better
-    "canonical",  # not §3: where the page says it lives (Policy.canonical_base, opt-in); last resort
-)
-assert set(PRECEDENCE) == {f.name for f in fields(Candidates)}, "every place has its rank"
+# Which base wins: the places in the order the fields of Candidates declare them.
+PRECEDENCE: tuple[str, ...] = Candidates._fields
+_RANK = {place: rank for rank, place in enumerate(PRECEDENCE)}
+NO_CANDIDATES = Candidates()
 
 
 def chain(candidates: Candidates) -> Base | None:
     """The base a document has: the first place in :data:`PRECEDENCE` that offers one
     (§3.4: None, and relative references stay as they are)."""
-    for place in PRECEDENCE:
-        found: Base | None = getattr(candidates, place)
+    for found in candidates:
         if found is not None:
             return found
     return None
@@ -163,7 +166,7 @@ def from_fallback(url: str | None, layer: Layer | None, *, url_guessed: bool = F
     Base(url='http://r/', layer='retrieval-url', origin=None)
     """
     if url is None:
-        return Candidates()
+        return NO_CANDIDATES
     found = Base(url, layer or "enclosing")
     if layer == "retrieval-url":
         return Candidates(guessed=found) if url_guessed else Candidates(retrieval=found)
@@ -190,9 +193,11 @@ def handed_down_candidates(*, url: str | None, base: str | None, url_guessed: bo
     """The candidates a caller hands an engine: *base* from an enclosing entity (§3.2) and
     *url*, the retrieval URL (§3.3), given for this document or, *url_guessed*, inferred
     from its place in a collection (then a saved-from mark outranks it)."""
+    if base is None:
+        return from_fallback(url, "retrieval-url", url_guessed=url_guessed)
     retrieval = Base(url, "retrieval-url") if url is not None else None
     return Candidates(
-        enclosing=Base(base, "enclosing") if base is not None else None,
+        enclosing=Base(base, "enclosing"),
         retrieval=None if url_guessed else retrieval,
         guessed=retrieval if url_guessed else None,
     )
@@ -200,10 +205,18 @@ def handed_down_candidates(*, url: str | None, base: str | None, url_guessed: bo
 
 def handed_down(*, url: str | None, base: str | None) -> tuple[str | None, Layer | None]:
     """The base an engine starts from before it looks in the document: a base handed down
-    by an enclosing entity (§3.2, ``base=``), else the retrieval URL (§3.3, ``url=``):
-    :func:`chain` of :func:`handed_down_candidates`."""
-    found = chain(handed_down_candidates(url=url, base=base))
-    return (found.url, found.layer) if found is not None else (None, None)
+    by an enclosing entity (§3.2, ``base=``) or the retrieval URL (§3.3, ``url=``), whichever
+    :data:`PRECEDENCE` ranks first (no object made: this runs once per document)."""
+    for place, layer in _HANDED:
+        value = base if place == "enclosing" else url
+        if value is not None:
+            return value, layer
+    return None, None
+
+
+_HANDED: tuple[tuple[str, Layer], ...] = tuple(
+    sorted((("enclosing", "enclosing"), ("retrieval", "retrieval-url")), key=lambda handed: _RANK[handed[0]])
+)
 
 
 def usable_as_base(url: str) -> bool:
