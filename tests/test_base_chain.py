@@ -15,6 +15,7 @@ from pathlib import Path
 
 import lxml.html
 import pytest
+from conftest import run_cli
 
 from rewriter.bundle.pack import pack_mhtml, pack_single_file
 from rewriter.bundle.unpack import unpack_message
@@ -226,3 +227,35 @@ def test_unpack_writes_the_frames_style_with_the_frames_base(tmp_path: Path) -> 
     style = next(part for part in result.parts if part.path == "1.4")
     assert style.file is not None
     assert b"url(http://host/embedded-book/assets/crates.png)" in (tmp_path / "out" / style.file).read_bytes()
+
+
+# --- a collection's URL is a guess: what the saved file says outranks it ----------------------
+
+_SNAPSHOT = (
+    b"From: <Saved by Blink>\r\nSnapshot-Content-Location: http://host/demo/index.html\r\n"
+    b'MIME-Version: 1.0\r\nContent-Type: multipart/related; type="text/html"; boundary="b"\r\n\r\n'
+    b'--b\r\nContent-Type: text/html\r\n\r\n<img src="a.png">\r\n--b--\r\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        (Policy(), ("http://mirror.test/site/a.png", "retrieval-url")),
+        (Policy(url_guessed=True), ("http://host/demo/a.png", "Snapshot-Content-Location")),
+    ],
+)
+def test_a_guessed_url_yields_to_the_snapshot_location(policy: Policy, expected: tuple[str, str]) -> None:
+    part = find_message_links(_SNAPSHOT, url="http://mirror.test/site/page.mhtml", policy=policy).parts[1]
+    assert (part.links[0].resolved, part.layer) == expected
+
+
+def test_rewrite_with_url_root_keeps_the_saved_urls(tmp_path: Path) -> None:
+    site = tmp_path / "SITE"
+    site.mkdir()
+    (site / "page.html").write_bytes(MARK + b'<a href="n.html">n</a>')
+    (site / "page.mhtml").write_bytes(_SNAPSHOT)
+    done = run_cli(tmp_path, "rewrite", "SITE/", "-o", "OUT/", "--url-root", "http://mirror.test/site/")
+    assert done.returncode == 0, done.stderr
+    assert b'href="http://saved.test/a/n.html"' in (tmp_path / "OUT" / "page.html").read_bytes()
+    assert b'src="http://host/demo/a.png"' in (tmp_path / "OUT" / "page.mhtml").read_bytes()

@@ -386,12 +386,15 @@ def _heading_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes
     return chain(_heading_candidates(entity, Candidates(enclosing=enclosing), policy, notes))
 
 
-def _top_candidates(entity: _Entity, url: str | None) -> Candidates:
-    """RFC 1808 §3.3 for the message itself: the retrieval URL, and Chrome's
-    Snapshot-Content-Location, the page's URL (the order decides between them)."""
+def _top_candidates(entity: _Entity, url: str | None, policy: Policy) -> Candidates:
+    """RFC 1808 §3.3 for the message itself: the retrieval URL (``guessed`` with
+    ``Policy.url_guessed``), and Chrome's Snapshot-Content-Location, the page's URL (the
+    order decides between them)."""
     location = header_url(entity.heading, "snapshot-content-location")
+    given = Base(url, "retrieval-url", None) if url else None
     return Candidates(
-        retrieval=Base(url, "retrieval-url", None) if url else None,
+        retrieval=None if policy.url_guessed else given,
+        guessed=given if policy.url_guessed else None,
         snapshot=(
             Base(location, "Snapshot-Content-Location", entity.path)
             if location and usable_as_heading_base(location)
@@ -777,7 +780,7 @@ def _process(data: bytes, url: str | None, policy: Policy, *, rewrite: bool) -> 
     try:
         root = _parse_entity(data, 0, len(data), "1", 0)
         walk = _Walk(data, policy, rewrite)
-        walk.visit(root, _top_candidates(root, url), [], False)
+        walk.visit(root, _top_candidates(root, url, policy), [], False)
     except RecursionError:
         return MessageResult(data, (), ("the message is nested too deeply to read: it is kept as it is",))
     output = walk.output()
@@ -866,5 +869,5 @@ def entities(data: bytes, *, url: str | None = None, policy: Policy = DEFAULT_PO
         for child in entity.children:
             visit(child, Candidates(enclosing=base), related)
 
-    visit(root, _top_candidates(root, url), ())
+    visit(root, _top_candidates(root, url, policy), ())
     return found

@@ -595,12 +595,12 @@ def process(
         raise Unrecognised("neither HTML, CSS, a MIME message nor an mbox (it looks like binary data)")
     policy = settings.policy
     found = engine(fmt).run(rewrite=rewrite)
+    if settings.url_from_collection:  # --url-root/--url-map: a saved-from mark knows better (url.base.PRECEDENCE)
+        policy = policy.clone(url_guessed=True)
     if fmt in ("message", "mbox"):  # a message: its own headings give each part's base
         return fmt, found(data, url=settings.url, policy=policy)
     if settings.local is not None:  # a page's copies on disk; never a message's
         policy = policy.with_keep(settings.local)
-    if settings.url_from_collection:  # --url-root/--url-map: a saved-from mark knows better (url.base.PRECEDENCE)
-        policy = policy.clone(url_guessed=True)
     return fmt, found(data, url=settings.url, charset=settings.charset, policy=policy)
 
 
