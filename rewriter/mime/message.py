@@ -52,7 +52,7 @@ from rewriter.document.model import Action, DocumentResult, MessageResult, Part
 from rewriter.mime.heading import collapse_rfc2231_value, content_charset, decode_header, decode_text, get_param
 from rewriter.mime.transfer import IDENTITY, TransferError, decode, encode, mechanism
 from rewriter.policy import DEFAULT_POLICY, Kept, Policy
-from rewriter.url.base import Base, Candidates, Layer, chain, usable_as_heading_base
+from rewriter.url.base import NO_CANDIDATES, Base, Candidates, Layer, chain, usable_as_heading_base
 from rewriter.url.resolve import Resolver, UnresolvableReference, parse
 
 __all__ = ["Entity", "MessageResult", "Part", "entities", "find_message_links", "header_url", "rewrite_message"]
@@ -340,9 +340,9 @@ _DECLARING: tuple[tuple[str, str, Layer], ...] = (
 )
 
 
-def _declared_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[str]) -> Candidates:
-    """*enclosing* with what *entity*'s ``Base`` or ``Content-Base`` field offers (RFC 1808
-    §3.1, RFC 2110 §4.1): the first usable one, resolved against *enclosing*, in its place."""
+def _declared_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[str]) -> Candidates | None:
+    """What *entity*'s ``Base`` or ``Content-Base`` field offers (RFC 1808 §3.1, RFC 2110
+    §4.1): the first usable one, resolved against *enclosing*, in its place; None for neither."""
     heading = entity.heading
     for name, place, layer in _DECLARING:
         value = header_url(heading, name)
@@ -351,9 +351,9 @@ def _declared_base(entity: _Entity, enclosing: Base | None, policy: Policy, note
         url = _base_header(value) if layer == "Base" else value
         resolved = _against(url, enclosing, policy) if url else None
         if resolved is not None and usable_as_heading_base(resolved):
-            return Candidates(enclosing=enclosing).offering(**{place: Base(resolved, layer, entity.path)})
+            return NO_CANDIDATES.offering(**{place: Base(resolved, layer, entity.path)})
         notes.append(f"{layer}: {value!r} gives no base: it is not a usable URL")
-    return Candidates(enclosing=enclosing)
+    return None
 
 
 def _heading_candidates(entity: _Entity, handed: Candidates, policy: Policy, notes: list[str]) -> Candidates:
@@ -364,7 +364,9 @@ def _heading_candidates(entity: _Entity, handed: Candidates, policy: Policy, not
     only when nothing above it in the order is offered (RFC 2110 §5, RFC 2068 §14.11)."""
     enclosing = chain(handed)
     declared = _declared_base(entity, enclosing, policy, notes)
-    candidates = handed.offering(base_field=declared.base_field, content_base=declared.content_base)
+    candidates = handed
+    if declared is not None:
+        candidates = handed.offering(base_field=declared.base_field, content_base=declared.content_base)
     if candidates.outranked("content_location"):
         return candidates
     location = header_url(entity.heading, "content-location")
@@ -497,7 +499,8 @@ def _location_url(entity: _Entity, location: str, enclosing: Base | None, policy
     """The URL *entity*'s Content-Location *location* names it by, fragment set aside (RFC 2557
     §8.2(c)): resolved against the ``Base``/``Content-Base`` of the same heading (RFC 2110
     §4.2), else the enclosing base (RFC 2557 §5), else ``thismessage:/`` (§5(e))."""
-    context = chain(_declared_base(entity, enclosing, policy, []))
+    declared = _declared_base(entity, enclosing, policy, [])
+    context = chain(declared.offering(enclosing=enclosing)) if declared is not None else enclosing
     if context is None:
         context = Base(_THIS_MESSAGE, "Content-Location", None)
     resolved = _against(location, context, policy)

@@ -42,6 +42,7 @@ from rewriter.url.resolve import is_hierarchical, parse
 
 __all__ = [
     "NEVER_BASE_SCHEMES",
+    "NO_CANDIDATES",
     "PRECEDENCE",
     "Base",
     "Candidates",
