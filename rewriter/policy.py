@@ -51,6 +51,9 @@ class Policy:
     - ``conditional_comments``: rewrite links inside ``<!--[if IE]>...<![endif]-->``.
     - ``remove_base``: drop the ``<base>`` element instead of making its href absolute.
     - ``canonical_base``: with no retrieval URL, use ``<link rel=canonical>`` or ``og:url``.
+    - ``url_guessed``: the retrieval URL was inferred (from a file's place in a collection,
+      ``--url-root``/``--url-map``; from the link to a frame), so a saved-from mark outranks
+      it (:data:`rewriter.url.base.PRECEDENCE`).
     - ``require_base``: a document with relative links and no base is an error
       (otherwise its relative links stay as they are and are reported).
     - ``rewrite_signed``: also rewrite inside multipart/signed and application/pkcs7-mime
@@ -73,6 +76,7 @@ class Policy:
     conditional_comments: bool = True
     remove_base: bool = False
     canonical_base: bool = False
+    url_guessed: bool = False
     require_base: bool = False
     rewrite_signed: bool = False
     relink: Callable[[str], str | None] | None = None
@@ -123,6 +127,7 @@ _FLAGS = (
     "conditional_comments",
     "remove_base",
     "canonical_base",
+    "url_guessed",
     "require_base",
     "rewrite_signed",
 )

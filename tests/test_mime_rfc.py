@@ -278,9 +278,11 @@ CASES: list[Case] = [
          "rewritten", "https://example.org/news/page.html", "Content-Location", "1.1"),
     Case("c29-chrome-cid-link", "chrome-cid-css.eml", "1.1", "cid:css-1@mhtml.blink", UNCHANGED, "absolute",
          "https://example.org/news/page.html", "Content-Location", "1.1"),
+    # The cid: style part is content of the page part 1.1 that links it (RFC 1808 §3.2): that page's own
+    # Content-Location is its base, as it is the page's, even when a url= for the whole message is given.
     Case("c29-chrome-cid-css-url", "chrome-cid-css.eml", "1.2", "/static/x.woff",
-         "https://mirror.example/static/x.woff", "rewritten", "https://mirror.example/saved/page.mhtml",
-         "retrieval-url", None, url="https://mirror.example/saved/page.mhtml"),
+         "https://example.org/static/x.woff", "rewritten", "https://example.org/news/page.html",
+         "Content-Location", "1.1", url="https://mirror.example/saved/page.mhtml"),
     Case("c29-chrome-html-own-cl-with-url", "chrome-cid-css.eml", "1.1", "story.html",
          "https://example.org/news/story.html", "rewritten", "https://example.org/news/page.html",
          "Content-Location", "1.1", url="https://mirror.example/saved/page.mhtml"),

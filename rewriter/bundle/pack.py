@@ -49,10 +49,10 @@ from rewriter.css.stylesheet import find_css_links
 from rewriter.document.encoding import sniff
 from rewriter.document.engines import engine, engine_for_type
 from rewriter.document.model import DocumentResult, Link
-from rewriter.html.engine import find_links, start_tags
+from rewriter.html.engine import find_links, saved_from_mark, start_tags
 from rewriter.mime.transfer import decode, encode
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.url.base import usable_as_base
+from rewriter.url.base import Base, Candidates, document_url, usable_as_base
 from rewriter.url.resolve import parse
 
 __all__ = ["MAX_SIZE", "PackError", "PackResult", "PackedPart", "pack_mhtml", "pack_single_file"]
@@ -299,23 +299,15 @@ class _Packer:
         return data
 
     def _retrieval_url(self, data: bytes, url: str | None, real: Path) -> tuple[str, UrlSource]:
-        """RFC 1808 §3.3, then §3.1: the URL given, the ``saved from url=`` mark, a ``<base href>``;
-        else the page's own ``file:`` URL (RFC 8089)."""
-        if url is not None:
-            if not usable_as_base(url):
-                raise PackError(f"url {url!r} cannot be the page's URL: it is not an absolute, hierarchical URL")
-            return _as_uri(url), "argument"
+        """RFC 1808 §3.3 as :func:`~rewriter.url.base.document_url` orders it: the URL given,
+        the ``saved from url=`` mark; else a ``<base href>``; else the page's own ``file:``
+        URL (RFC 8089)."""
+        if url is not None and not usable_as_base(url):
+            raise PackError(f"url {url!r} cannot be the page's URL: it is not an absolute, hierarchical URL")
+        chosen = document_url(_offered_by(data, retrieval=Base(url, "retrieval-url") if url is not None else None))
+        if chosen is not None:
+            return _as_uri(chosen.url), "argument" if chosen.layer == "retrieval-url" else "saved-from-mark"
         found = find_links(data, policy=self.find_policy)
-        mark = found.base if found.layer == "saved-from-mark" else None
-        if found.layer == "base-element":
-            # The <base> was resolved against the mark, if there is one.
-            mark = next(
-                (link.base for link in found.links if link.element == "base" and link.layer == "saved-from-mark"), None
-            )
-        if mark is not None:
-            if usable_as_base(mark):
-                return _as_uri(mark), "saved-from-mark"
-            self.notes.append(f"the saved-from mark {mark!r} is not the page's URL: it is not used")
         if found.layer == "base-element" and found.base is not None and usable_as_base(found.base):
             return _as_uri(found.base), "base-element"
         uri = real.as_uri()
@@ -384,6 +376,11 @@ class _Packer:
         content_type = "text/css" if link_is_stylesheet else _content_type(real)
         found_engine = engine_for_type(content_type)
         kind: _Kind = found_engine.format if found_engine is not None else "other"  # type: ignore[assignment]
+        if kind == "html":
+            # A frame has its own chain: the URL its link gives is only guessed from where the
+            # browser saved it (NAME_files/); its own saved-from mark says where it came from.
+            chosen = document_url(_offered_by(data, guessed=Base(url, "retrieval-url")))
+            url = chosen.url if chosen is not None else url
         found = _File(
             real, os.path.relpath(real, self.root).replace(os.sep, "/"), data, _as_uri(url), content_type, kind
         )
@@ -567,6 +564,12 @@ class _Packer:
                 done[document.real] = f"data:{document.content_type};charset={result.encoding};base64,{payload}"
             open_.discard(document.real)
         return output
+
+
+def _offered_by(page: bytes, **handed: Base | None) -> Candidates:
+    """The candidates for a page's URL: what the caller hands (*handed*) and its saved-from mark."""
+    mark = saved_from_mark(page)
+    return Candidates(saved_from=Base(mark, "saved-from-mark") if mark is not None else None, **handed)
 
 
 def _read(fd: int, limit: int) -> bytes | str:

@@ -76,7 +76,7 @@ from rewriter.html.tags import (
     tag_end,
 )
 from rewriter.policy import Policy
-from rewriter.url.base import Layer, usable_as_base
+from rewriter.url.base import Base, Candidates, Layer, chain, from_fallback, usable_as_base
 from rewriter.url.resolve import parse
 
 if TYPE_CHECKING:
@@ -552,35 +552,14 @@ def rewrite_text(
         require_base(policy, result)
         return result
 
-    # RFC 1808 §3.1 / HTML "document base URL": the first base element with an href,
-    # in tree order, in the HTML namespace, not in template content. The tree is the
-    # scripting one, where a <base> in a <noscript> is text.
-    base, layer = fallback, fallback_layer
-    if base is None and (mark := saved_from(text)) is not None:
-        base, layer = mark, "saved-from-mark"
-    if base is None and policy.canonical_base:
-        canonical = _canonical(document)
-        if canonical is not None:
-            base, layer = canonical, "canonical"
-    fallback_context = Context(base, layer, policy, codec, in_noscript)
-    base_element = None  # the first one that counts, usable or not
-    usable_base = False
-    document.selected(policy.lazy_attributes)  # the one query, which named() reads
-    for candidate in document.named("base") if base_elements else ():
-        if candidate.namespace != _HTML or "href" not in candidate.attrs or _is_inert(candidate):
-            continue  # the first <base href> of the tree (HTML §4.2.3); a named() has a position
-        base_element = candidate
-        href = document.attribute_value(candidate, "href") or ""
-        start, end = strip_whitespace(href, 0, len(href))
-        frozen, problem = frozen_base(href[start:end], fallback_context)
-        if frozen is not None:
-            base, layer = frozen, "base-element"
-        if problem is not None:
-            # Left exactly as it is: rewritten, a disguised javascript: base could become
-            # a usable http: one that the page never had.
-            result.problems.append(f"<base href={href!r}> ignored: {problem}")
-        usable_base = problem is None
-        break
+    candidates = _offered(document, from_fallback(fallback, fallback_layer, url_guessed=policy.url_guessed), policy)
+    below = chain(candidates)  # what a <base href> is resolved against
+    fallback_context = Context(below.url if below else None, below.layer if below else None, policy, codec, in_noscript)
+    base_element, frozen, usable_base = None, None, False  # the first one that counts, usable or not
+    if base_elements:
+        base_element, frozen, usable_base = _first_base_element(document, fallback_context, policy, result)
+    chosen = chain(candidates.offering(base_element=frozen)) if frozen is not None else below
+    base, layer = (chosen.url, chosen.layer) if chosen is not None else (None, None)
     context = Context(base, layer, policy, codec, in_noscript)
     result.base, result.layer = base, layer
 
@@ -590,6 +569,39 @@ def rewrite_text(
     _left_where_readings_differ(document, result)
     require_base(policy, result)
     return result
+
+
+def _offered(document: ParsedDocument, candidates: Candidates, policy: Policy) -> Candidates:
+    """*candidates* with what the document offers below its <base>: the saved-from mark and,
+    with ``Policy.canonical_base``, the canonical URL; each looked for only when it could win."""
+    if not candidates.outranked("saved_from") and (mark := saved_from(document.text)) is not None:
+        candidates = candidates.offering(saved_from=Base(mark, "saved-from-mark"))
+    if policy.canonical_base and not candidates.outranked("canonical"):
+        canonical = _canonical(document)
+        if canonical is not None:
+            candidates = candidates.offering(canonical=Base(canonical, "canonical"))
+    return candidates
+
+
+def _first_base_element(
+    document: ParsedDocument, fallback: Context, policy: Policy, result: TextResult
+) -> tuple[turbohtml.Element | None, Base | None, bool]:
+    """RFC 1808 §3.1 / HTML "document base URL": the first base element with an href, in
+    tree order, in the HTML namespace, not in template content (the tree is the scripting
+    one, where a <base> in a <noscript> is text): (it, the base it gives, whether usable)."""
+    document.selected(policy.lazy_attributes)  # the one query, which named() reads
+    for candidate in document.named("base"):
+        if candidate.namespace != _HTML or "href" not in candidate.attrs or _is_inert(candidate):
+            continue  # the first <base href> of the tree (HTML §4.2.3); a named() has a position
+        href = document.attribute_value(candidate, "href") or ""
+        start, end = strip_whitespace(href, 0, len(href))
+        frozen, problem = frozen_base(href[start:end], fallback)
+        if problem is not None:
+            # Left exactly as it is: rewritten, a disguised javascript: base could become
+            # a usable http: one that the page never had.
+            result.problems.append(f"<base href={href!r}> ignored: {problem}")
+        return candidate, Base(frozen, "base-element") if frozen is not None else None, problem is None
+    return None, None, False
 
 
 def _document_links(

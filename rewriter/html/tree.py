@@ -40,7 +40,7 @@ from rewriter.html.engine import conditional_spans, rewrite_text, saved_from
 from rewriter.html.links import ViewElement, element_links, for_context
 from rewriter.html.microsyntax import strip_whitespace
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.url.base import Layer, handed_down
+from rewriter.url.base import Base, Candidates, Layer, chain, handed_down_candidates
 from rewriter.url.resolve import parse
 
 __all__ = ["NO_SPAN", "Adapter", "Namespace", "TreeOptions", "TreeResult", "TreeView", "absolutize", "namespace_of"]
@@ -286,16 +286,16 @@ def absolutize(
     run = _Run(adapter, view, policy, codec, [], [], [])
     document = adapter.document(root)
 
-    found_base, layer = handed_down(url=url, base=base)
-    if found_base is None:
-        found_base, layer = _saved_from_mark(walk, document)
-    if found_base is None and policy.canonical_base:
-        canonical = _canonical(walk, document)
-        if canonical is not None:
-            found_base, layer = canonical, "canonical"
-    fallback_context = Context(found_base, layer, policy, codec)
-    chosen = _base_element(walk, document, fallback_context, run)
-    base_node, usable, found_base, layer = chosen
+    # Which base wins is rewriter.url.base's to say: the tree only reports what it offers.
+    candidates = _offered(
+        walk, document, handed_down_candidates(url=url, base=base, url_guessed=policy.url_guessed), policy
+    )
+    below = chain(candidates)
+    fallback_context = Context(below.url if below else None, below.layer if below else None, policy, codec)
+    found = _base_element(walk, document, fallback_context, run)
+    base_node, usable, frozen = found
+    chosen = chain(candidates.offering(base_element=frozen)) if frozen is not None else below
+    found_base, layer = (chosen.url, chosen.layer) if chosen is not None else (None, None)
     context = Context(found_base, layer, policy, codec)
     noscript_context = context.inside_noscript()
 
@@ -332,7 +332,19 @@ def _holds_raw_noscript(element: _Element[N]) -> bool:
     return element.in_noscript or (element.namespace == "html" and element.tag == "noscript")
 
 
-def _saved_from_mark(walk: _Walk[N], document: N) -> tuple[str | None, Layer | None]:
+def _offered(walk: _Walk[N], document: N, candidates: Candidates, policy: Policy) -> Candidates:
+    """*candidates* with what the tree offers below its <base>: the saved-from mark and, with
+    ``Policy.canonical_base``, the canonical URL; each looked for only when it could win."""
+    if not candidates.outranked("saved_from") and (mark := _saved_from_mark(walk, document)) is not None:
+        candidates = candidates.offering(saved_from=Base(mark, "saved-from-mark"))
+    if policy.canonical_base and not candidates.outranked("canonical"):
+        canonical = _canonical(walk, document)
+        if canonical is not None:
+            candidates = candidates.offering(canonical=Base(canonical, "canonical"))
+    return candidates
+
+
+def _saved_from_mark(walk: _Walk[N], document: N) -> str | None:
     """The ``<!-- saved from url=(NNNN)URL -->`` mark, in a comment before ``<body>``
     (the bytes engine looks in the first 4096 characters; browsers write it first)."""
     adapter = walk.adapter
@@ -344,8 +356,8 @@ def _saved_from_mark(walk: _Walk[N], document: N) -> tuple[str | None, Layer | N
         if adapter.kind(node) == "comment":
             mark = saved_from(f"<!--{adapter.comment(node)}-->")
             if mark is not None:
-                return mark, "saved-from-mark"
-    return None, None
+                return mark
+    return None
 
 
 def _canonical(walk: _Walk[N], document: N) -> str | None:
@@ -368,11 +380,9 @@ def _canonical(walk: _Walk[N], document: N) -> str | None:
     return None
 
 
-def _base_element(
-    walk: _Walk[N], document: N, fallback: Context, run: _Run[N]
-) -> tuple[N | None, bool, str | None, Layer | None]:
+def _base_element(walk: _Walk[N], document: N, fallback: Context, run: _Run[N]) -> tuple[N | None, bool, Base | None]:
     """HTML §4.2.3: the first ``<base href>`` that counts, whether it is usable, and the
-    document's base and layer.
+    base it offers (resolved against *fallback*; None when unusable).
 
     A usable one has its href made absolute, or is removed (``remove_base``). An
     unusable one (``javascript:``, an opaque URL, relative with nothing to resolve it
@@ -387,13 +397,13 @@ def _base_element(
             continue
         href = names["href"]
         start, end = strip_whitespace(href, 0, len(href))
-        reference = href[start:end]
-        frozen, problem = frozen_base(reference, fallback)
-        if problem is not None:
-            run.problems.append(f"<base href={href!r}> ignored: {problem}")
-            return element.node, False, fallback.base, fallback.layer
-        return element.node, True, frozen, "base-element"
-    return None, False, fallback.base, fallback.layer
+        frozen, problem = frozen_base(href[start:end], fallback)
+        if problem is not None or frozen is None:
+            if problem is not None:
+                run.problems.append(f"<base href={href!r}> ignored: {problem}")
+            return element.node, False, None
+        return element.node, True, Base(frozen, "base-element")
+    return None, False, None
 
 
 class TreeView(Generic[N]):

@@ -8,15 +8,18 @@ parameters, transfer encoding); it never writes anything, because its serialiser
 bytes nobody asked it to change (../shared/research/mime-base-urls.md §3).
 
 Each text/html and text/css part is resolved against the first base found, innermost
-first (RFC 1808 §3, RFC 2557 §5):
+first (RFC 1808 §3, RFC 2557 §5), in the one order :data:`rewriter.url.base.PRECEDENCE`
+declares; this module only says what each level offers:
 
-1. the first ``<base href>`` in the HTML (resolved against what follows);
+1. the first ``<base href>`` in the HTML (resolved against what follows; the HTML engine's);
 2. the part's own heading: ``Base: <URL:...>`` (RFC 1808 §3.1) or ``Content-Base``
    (RFC 2110), else an absolute ``Content-Location`` (RFC 2557 §5(b)); a relative one is
    resolved against ``Content-Base`` in the same heading, else against the enclosing base;
-3. the headings of the enclosing entities, innermost first (RFC 2557 §5(c), RFC 1808 §3.2);
-4. the retrieval URL, or Chrome's ``Snapshot-Content-Location`` (RFC 1808 §3.3);
-5. none: relative links stay as they are and are reported (§3.4), except those that name a
+3. for a part named only by ``cid:`` (Chrome's inline styles), the own heading's base of
+   the HTML part that links it (RFC 1808 §3.2: that document encloses it);
+4. the headings of the enclosing entities, innermost first (RFC 2557 §5(c), RFC 1808 §3.2);
+5. the retrieval URL, or Chrome's ``Snapshot-Content-Location`` (RFC 1808 §3.3);
+6. none: relative links stay as they are and are reported (§3.4), except those that name a
    part of the same or a surrounding multipart/related, resolved against ``thismessage:/``
    (RFC 2557 §5(e), §8): kept as they are with status ``"part"``.
 
@@ -49,7 +52,7 @@ from rewriter.document.model import Action, DocumentResult, MessageResult, Part
 from rewriter.mime.heading import collapse_rfc2231_value, content_charset, decode_header, decode_text, get_param
 from rewriter.mime.transfer import IDENTITY, TransferError, decode, encode, mechanism
 from rewriter.policy import DEFAULT_POLICY, Kept, Policy
-from rewriter.url.base import Base, Layer, chain, usable_as_heading_base
+from rewriter.url.base import NO_CANDIDATES, Base, Candidates, Layer, chain, usable_as_heading_base
 from rewriter.url.resolve import Resolver, UnresolvableReference, parse
 
 __all__ = ["Entity", "MessageResult", "Part", "entities", "find_message_links", "header_url", "rewrite_message"]
@@ -329,38 +332,46 @@ def _against(reference: str, base: Base | None, policy: Policy) -> str | None:
         return None
 
 
-# The fields that declare a base, and the layer each is (RFC 1808 §3.1, RFC 2110 §4.1).
-_DECLARING: tuple[tuple[str, Layer], ...] = (("base", "Base"), ("content-base", "Content-Base"))
+# The fields that declare a base, the place each has in rewriter.url.base.PRECEDENCE, and
+# its layer (RFC 1808 §3.1, RFC 2110 §4.1).
+_DECLARING: tuple[tuple[str, str, Layer], ...] = (
+    ("base", "base_field", "Base"),
+    ("content-base", "content_base", "Content-Base"),
+)
 
 
-def _declared_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[str]) -> Base | None:
-    """The base *entity*'s ``Base`` or ``Content-Base`` field gives (RFC 1808 §3.1, RFC 2110 §4.1), or None."""
+def _declared_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[str]) -> Candidates | None:
+    """What *entity*'s ``Base`` or ``Content-Base`` field offers (RFC 1808 §3.1, RFC 2110
+    §4.1): the first usable one, resolved against *enclosing*, in its place; None for neither."""
     heading = entity.heading
-    for name, layer in _DECLARING:
+    for name, place, layer in _DECLARING:
         value = header_url(heading, name)
         if value is None:
             continue
         url = _base_header(value) if layer == "Base" else value
         resolved = _against(url, enclosing, policy) if url else None
         if resolved is not None and usable_as_heading_base(resolved):
-            return Base(resolved, layer, entity.path)
+            return NO_CANDIDATES.offering(**{place: Base(resolved, layer, entity.path)})
         notes.append(f"{layer}: {value!r} gives no base: it is not a usable URL")
     return None
 
 
-def _heading_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[str]) -> Base | None:
-    """The base *entity*'s own heading gives (RFC 2557 §5(b), RFC 2110 §5, RFC 1808 §3.1), or None.
-
-    ``Base`` and ``Content-Base`` outrank ``Content-Location`` in the same heading (RFC
-    2110 §5, RFC 2068 §14.11); a relative value is resolved against the enclosing base
-    (RFC 2557 §8.2(c)).
-    """
+def _heading_candidates(entity: _Entity, handed: Candidates, policy: Policy, notes: list[str]) -> Candidates:
+    """*handed* (what the enclosing entity or the caller gives) with what *entity*'s own
+    heading offers (RFC 2557 §5(b), RFC 2110 §5, RFC 1808 §3.1). A relative value is
+    resolved against the enclosing base (RFC 2557 §8.2(c)), a relative Content-Location
+    against a Base or Content-Base of the same heading first; ``Content-Location`` is read
+    only when nothing above it in the order is offered (RFC 2110 §5, RFC 2068 §14.11)."""
+    enclosing = chain(handed)
     declared = _declared_base(entity, enclosing, policy, notes)
+    candidates = handed
     if declared is not None:
-        return declared
+        candidates = handed.offering(base_field=declared.base_field, content_base=declared.content_base)
+    if candidates.outranked("content_location"):
+        return candidates
     location = header_url(entity.heading, "content-location")
     if not location:
-        return None
+        return candidates
     resolved = _against(location, enclosing, policy)
     # Neither a relative location with nothing to resolve it against (RFC 2557 §4.2's
     # fiction1/fiction2) nor an opaque one (Chrome's cid: labels for frames and style
@@ -368,18 +379,102 @@ def _heading_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes
     if resolved is None or not usable_as_heading_base(resolved):
         if resolved is not None and resolved.lower().startswith("thismessage:"):
             notes.append(f"Content-Location: {location!r} names the message itself (RFC 2557), not a base for links")
-        return None
-    return Base(resolved, "Content-Location", entity.path)
+        return candidates
+    return candidates.offering(content_location=Base(resolved, "Content-Location", entity.path))
 
 
-def _top_base(entity: _Entity, url: str | None) -> Base | None:
-    """RFC 1808 §3.3: the retrieval URL; else Chrome's Snapshot-Content-Location, the page's URL."""
-    if url:
-        return Base(url, "retrieval-url", None)
+def _heading_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[str]) -> Base | None:
+    """The base *entity* has from the MIME layers: its own heading's, else *enclosing*."""
+    return chain(_heading_candidates(entity, Candidates(enclosing=enclosing), policy, notes))
+
+
+def _top_candidates(entity: _Entity, url: str | None, policy: Policy) -> Candidates:
+    """RFC 1808 §3.3 for the message itself: the retrieval URL (``guessed`` with
+    ``Policy.url_guessed``), and Chrome's Snapshot-Content-Location, the page's URL (the
+    order decides between them)."""
     location = header_url(entity.heading, "snapshot-content-location")
-    if location and usable_as_heading_base(location):
-        return Base(location, "Snapshot-Content-Location", entity.path)
-    return None
+    given = Base(url, "retrieval-url", None) if url else None
+    return Candidates(
+        retrieval=None if policy.url_guessed else given,
+        guessed=given if policy.url_guessed else None,
+        snapshot=(
+            Base(location, "Snapshot-Content-Location", entity.path)
+            if location and usable_as_heading_base(location)
+            else None
+        ),
+    )
+
+
+# A cid: URL in a part's body (RFC 2392): what links one part of a message to another.
+_CID_URL = re.compile(rb"cid:[^\s\"'<>()\\]+")  # matched in lowercased text: a literal prefix is fast
+
+
+class _Referrers:
+    """RFC 1808 §3.2 for a part named only by ``cid:`` (Chrome writes a page's and each frame's
+    inline ``<style>`` as a text/css part labelled ``Content-Location: cid:css-...``, linked
+    from that document's part): its encapsulating entity is the document that links it, so
+    the base it offers is that document's own, not the message's Snapshot-Content-Location.
+    Each multipart/related's HTML parts are read for ``cid:`` URLs once, the first time a part
+    with no base of its own asks."""
+
+    def __init__(self, data: bytes, policy: Policy) -> None:
+        self.data = data
+        self.policy = policy
+        self.by_related: dict[str, dict[str, Base]] = {}
+        # The bodies read, by where they start, kept for the walk to take (each decoded once).
+        self.decoded: dict[int, bytes] = {}
+
+    def offered(self, entity: _Entity, candidates: Candidates, related: tuple[_Entity, ...]) -> Candidates:
+        """*candidates* with the base of the part that links *entity* by cid:, when its heading
+        gives it one and it differs from the enclosing base (else it would add nothing)."""
+        if not related or candidates.outranked("referrer"):
+            return candidates
+        names = _cid_names(entity)
+        if not names:
+            return candidates
+        linking = self.by_related.get(related[0].path)
+        if linking is None:
+            linking = self.by_related[related[0].path] = self._read(related[0], entity.body_start)
+        enclosing = chain(candidates)
+        for name in names:
+            found = linking.get(name)
+            if found is not None and found.url != (enclosing.url if enclosing else None):
+                return candidates.offering(referrer=found)
+        return candidates
+
+    def _read(self, related: _Entity, at: int) -> dict[str, Base]:
+        """Each cid: URL the HTML parts under *related* hold: the base of the first that holds it
+        (its own heading's: a frame's Content-Location). The bodies of parts after *at*, which
+        the walk has yet to reach, are kept for it."""
+        linking: dict[str, Base] = {}
+        for part in _walk(related):
+            if part.content_type != "text/html" or part.children:
+                continue
+            base = chain(_heading_candidates(part, Candidates(), self.policy, []))
+            if base is None:
+                continue
+            encoding = str(part.heading.get("content-transfer-encoding", "")).strip().lower() or None
+            try:
+                body = decode(self.data[part.body_start : part.end], encoding)
+            except TransferError:
+                continue
+            if part.body_start > at:
+                self.decoded[part.body_start] = body
+            for match in _CID_URL.finditer(body.lower()):
+                linking.setdefault(match.group().decode("ascii", "replace"), base)
+        return linking
+
+
+def _cid_names(entity: _Entity) -> list[str]:
+    """The cid: URLs that name *entity*: a ``cid:`` Content-Location, its Content-ID (RFC 2392)."""
+    names = []
+    location = header_url(entity.heading, "content-location")
+    if location and location[:4].lower() == "cid:":
+        names.append(location.lower())
+    content_id = str(entity.heading.get("content-id", "")).strip()
+    if content_id:
+        names.append("cid:" + content_id.strip("<>").lower())
+    return names
 
 
 # --------------------------------------------------------------------------
@@ -404,7 +499,8 @@ def _location_url(entity: _Entity, location: str, enclosing: Base | None, policy
     """The URL *entity*'s Content-Location *location* names it by, fragment set aside (RFC 2557
     §8.2(c)): resolved against the ``Base``/``Content-Base`` of the same heading (RFC 2110
     §4.2), else the enclosing base (RFC 2557 §5), else ``thismessage:/`` (§5(e))."""
-    context = chain(_declared_base(entity, enclosing, policy, []), enclosing)
+    declared = _declared_base(entity, enclosing, policy, [])
+    context = chain(declared.offering(enclosing=enclosing)) if declared is not None else enclosing
     if context is None:
         context = Base(_THIS_MESSAGE, "Content-Location", None)
     resolved = _against(location, context, policy)
@@ -426,7 +522,7 @@ def _named_parts(related: _Entity, policy: Policy) -> _Named:
             named.setdefault(url, (entity.path, location))
         if not top and (entity.content_type == "multipart/related" or entity.content_type.startswith("message/")):
             return
-        base = chain(_heading_base(entity, enclosing, policy, []), enclosing)
+        base = _heading_base(entity, enclosing, policy, [])
         for child in entity.children:
             add(child, base, False)
 
@@ -516,9 +612,9 @@ class _PartLinks:
 def _part(
     entity: _Entity, base: Base | None, action: Action, problems: list[str], result: DocumentResult | None = None
 ) -> Part:
-    """The report for *entity*; a ``<base>`` element the engine used outranks the MIME base."""
+    """The report for *entity*: the chain of the MIME base and the ``<base>`` element the engine used."""
     if result is not None and result.layer == "base-element" and result.base is not None:
-        base = Base(result.base, "base-element", None)
+        base = chain(Candidates(base_element=Base(result.base, "base-element"), enclosing=base))
     return Part(
         path=entity.path,
         content_type=entity.content_type,
@@ -543,19 +639,21 @@ def _rewrite_leaf(
     rewrite: bool,
     problems: list[str],
     part_links: _PartLinks | None = None,
+    decoded: bytes | None = None,
 ) -> tuple[Part, bytes | None]:
     """One text/html or text/css part: its report, and its new body (None: it stays).
 
     The body is decoded (transfer encoding; the charset is the engine's to apply: the
     part's parameter, else the document's own declaration), rewritten, and encoded again
     the same way. *part_links*: the keep that finds references to parts of the message
-    (a part with no base), given to the engine with *policy*.
+    (a part with no base), given to the engine with *policy*; *decoded*: the body decoded
+    already (by :class:`_Referrers`).
     """
     body = data[entity.body_start : entity.end]
     encoding = str(entity.heading.get("content-transfer-encoding", "")).strip().lower() or None
     problems = list(problems)  # the entity's, and what its heading's bases gave
     try:
-        decoded = decode(body, encoding)
+        decoded = decode(body, encoding) if decoded is None else decoded
     except TransferError as error:
         problems.append(f"kept as it is: {error.reason}")
         return _part(entity, base, "skipped", problems), None
@@ -601,6 +699,7 @@ class _Walk:
         self.edits: list[tuple[int, int, bytes]] = []
         self.problems: list[str] = []
         self.named: dict[str, _Named] = {}  # a multipart/related's path: the URLs naming its parts
+        self.referrers = _Referrers(data, policy)
 
     def named_parts(self, related: _Entity) -> _Named:
         named = self.named.get(related.path)
@@ -611,14 +710,18 @@ class _Walk:
     def visit(
         self,
         entity: _Entity,
-        enclosing: Base | None,
+        handed: Candidates,
         boundaries: list[bytes],
         signed: bool,
         related: tuple[_Entity, ...] = (),
     ) -> None:
-        """*related*: the multipart/related entities around *entity* in its message, innermost first."""
+        """*handed*: the bases the enclosing entity (or, for the message, the caller) offers;
+        *related*: the multipart/related entities around *entity* in its message, innermost first."""
         problems = list(entity.problems)
-        base = chain(_heading_base(entity, enclosing, self.policy, problems), enclosing)
+        candidates = _heading_candidates(entity, handed, self.policy, problems)
+        if entity.content_type in DOCUMENT_TYPES and not entity.children:
+            candidates = self.referrers.offered(entity, candidates, related)
+        base = chain(candidates)
         if entity.content_type in _SIGNED and not self.policy.rewrite_signed:
             signed = True
             problems.append("signed content is left as it is: a change would break the signature")
@@ -633,7 +736,7 @@ class _Walk:
             elif entity.content_type == "multipart/related":
                 related = (entity, *related)
             for child in entity.children:
-                self.visit(child, base, boundaries, signed, related)
+                self.visit(child, Candidates(enclosing=base), boundaries, signed, related)
             return
         if entity.content_type not in DOCUMENT_TYPES:
             self._add(_part(entity, base, "other", problems))
@@ -644,7 +747,15 @@ class _Walk:
             # it resolves, and a part it names has that base too.
             part_links = _PartLinks(related, self) if base is None and related else None
             part, new_body = _rewrite_leaf(
-                self.data, entity, base, self.policy, boundaries, self.rewrite, problems, part_links
+                self.data,
+                entity,
+                base,
+                self.policy,
+                boundaries,
+                self.rewrite,
+                problems,
+                part_links,
+                self.referrers.decoded.pop(entity.body_start, None),
             )
             self._add(part)
             if new_body is not None:
@@ -672,7 +783,7 @@ def _process(data: bytes, url: str | None, policy: Policy, *, rewrite: bool) -> 
     try:
         root = _parse_entity(data, 0, len(data), "1", 0)
         walk = _Walk(data, policy, rewrite)
-        walk.visit(root, _top_base(root, url), [], False)
+        walk.visit(root, _top_candidates(root, url, policy), [], False)
     except RecursionError:
         return MessageResult(data, (), ("the message is nested too deeply to read: it is kept as it is",))
     output = walk.output()
@@ -732,10 +843,15 @@ def entities(data: bytes, *, url: str | None = None, policy: Policy = DEFAULT_PO
     except RecursionError:
         return []
     found: list[Entity] = []
+    referrers = _Referrers(data, policy)
 
-    def visit(entity: _Entity, enclosing: Base | None) -> None:
+    def visit(entity: _Entity, handed: Candidates, related: tuple[_Entity, ...]) -> None:
         problems = list(entity.problems)
-        base = chain(_heading_base(entity, enclosing, policy, problems), enclosing)
+        candidates = _heading_candidates(entity, handed, policy, problems)
+        if entity.content_type in DOCUMENT_TYPES and not entity.children:
+            candidates = referrers.offered(entity, candidates, related)
+        base = chain(candidates)
+        enclosing = chain(handed)
         found.append(
             Entity(
                 entity.path,
@@ -749,8 +865,12 @@ def entities(data: bytes, *, url: str | None = None, policy: Policy = DEFAULT_PO
                 tuple(problems),
             )
         )
+        if entity.content_type.startswith("message/"):
+            related = ()
+        elif entity.content_type == "multipart/related":
+            related = (entity, *related)
         for child in entity.children:
-            visit(child, base)
+            visit(child, Candidates(enclosing=base), related)
 
-    visit(root, _top_base(root, url))
+    visit(root, _top_candidates(root, url, policy), ())
     return found

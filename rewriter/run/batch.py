@@ -600,17 +600,13 @@ def process(
         raise Unrecognised("neither HTML, CSS, a MIME message nor an mbox (it looks like binary data)")
     policy = settings.policy
     found = engine(fmt).run(rewrite=rewrite)
+    if settings.url_from_collection:  # --url-root/--url-map: a saved-from mark knows better (url.base.PRECEDENCE)
+        policy = policy.clone(url_guessed=True)
     if fmt in ("message", "mbox"):  # a message: its own headings give each part's base
         return fmt, found(data, url=settings.url, policy=policy)
     if settings.local is not None:  # a page's copies on disk; never a message's
         policy = policy.with_keep(settings.local)
-    url = settings.url
-    if fmt == "html" and settings.url_from_collection:
-        from rewriter.html.engine import saved_from_mark
-
-        if saved_from_mark(data) is not None:
-            url = None  # the engine reads the mark, below a <base> as always
-    return fmt, found(data, url=url, charset=settings.charset, policy=policy)
+    return fmt, found(data, url=settings.url, charset=settings.charset, policy=policy)
 
 
 def job_key(job: Job, *, whole: bool = False) -> str:
