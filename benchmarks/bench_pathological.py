@@ -68,8 +68,10 @@ def best_of(*runs: Callable[[], object], reps: int = 3, budget: float = 0.25) ->
 
 
 def figures_of(output: str) -> list[dict[str, object]]:
-    """The figures each case printed (one JSON object a line, starting with its case)."""
-    return [json.loads(line) for line in output.splitlines() if line.startswith('{"case"')]
+    """The figures each case printed (one JSON object a line, from its case on: pytest's progress
+    dot for the case before may precede it)."""
+    marker = '{"case"'
+    return [json.loads(line[line.index(marker) :]) for line in output.splitlines() if marker in line]
 
 
 def table(rows: list[dict[str, object]]) -> str:

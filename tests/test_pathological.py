@@ -467,7 +467,10 @@ def _inert_bases(wrapper: str) -> Callable[[int], bytes]:
 # Each <noscript> is read apart, as a browser with scripting off reads it: one fragment parse
 # per element, a fixed cost whatever its length, so a page made of nothing but <noscript>s
 # costs more than a link list of its size, linearly in their number.
-@pytest.mark.parametrize(("wrapper", "count"), [("template", 25_000), ("noscript", 600)])
+@pytest.mark.parametrize(
+    ("wrapper", "count"),
+    [pytest.param("template", 25_000, id="template"), pytest.param("noscript", 600, id="noscript")],
+)
 def test_many_inert_base_elements(wrapper: str, count: int) -> None:
     """Many ``<base>`` elements that cannot be the document's base (in ``<template>``
     content, or in ``<noscript>``) before the one that is."""
