@@ -251,7 +251,24 @@ _CORPUS_MODULES = frozenset({"test_html_corpus.py", "test_mime_corpus.py", "test
 # itself, with `pytestmark` at its top): node id without parameters -> (suite, why). An entry
 # that names no collected test fails a full run in CI, so a rename cannot quietly put a slow
 # test back into the default run.
-MARKED_TESTS: dict[str, tuple[str, str]] = {}
+_FUZZ = "a derandomized fuzz campaign: thousands of mutated inputs"
+_PROPERTY = "thousands of generated examples, each checked against a reference"
+MARKED_TESTS: dict[str, tuple[str, str]] = {
+    "tests/test_adapters.py::test_corpus_page_agrees_with_the_bytes_engine": ("corpus", "50 pages x 4 adapters"),
+    "tests/test_dask.py::test_html_corpus_on_the_cluster_matches_the_serial_run": ("corpus", "the corpus on a cluster"),
+    "tests/test_dask.py::test_mail_corpus_as_an_mbox_and_its_mbox_files": ("corpus", "the mail corpus on a cluster"),
+    "tests/test_fuzz.py::test_resolver": ("slow", _FUZZ),
+    "tests/test_fuzz.py::test_html": ("slow", _FUZZ),
+    "tests/test_fuzz.py::test_css": ("slow", _FUZZ),
+    "tests/test_fuzz.py::test_mime": ("slow", _FUZZ),
+    "tests/test_fuzz.py::test_mbox": ("slow", _FUZZ),
+    "tests/test_heading_linear.py::test_generated_parameters_read_as_the_email_package_reads_them": ("slow", _PROPERTY),
+    "tests/test_heading_linear.py::test_generated_encoded_words_decode_as_the_email_package_decodes_them": (
+        "slow",
+        _PROPERTY,
+    ),
+    "tests/test_html.py::test_the_declared_encoding_is_read_as_bs4_reads_it": ("slow", _PROPERTY),
+}
 
 
 def run_all_suites() -> bool:
@@ -289,7 +306,7 @@ def _mark_suites(items: list[pytest.Item]) -> set[str]:
             item.add_marker(pytest.mark.corpus)
         name = item.nodeid.split("[", 1)[0]
         if name in MARKED_TESTS:
-            item.add_marker(MARKED_TESTS[name][0])
+            item.add_marker(getattr(pytest.mark, MARKED_TESTS[name][0]))
             matched.add(name)
     return matched
 
