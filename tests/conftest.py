@@ -268,6 +268,7 @@ MARKED_TESTS: dict[str, tuple[str, str]] = {
         _PROPERTY,
     ),
     "tests/test_html.py::test_the_declared_encoding_is_read_as_bs4_reads_it": ("slow", _PROPERTY),
+    "tests/test_pack.py::test_chromium_renders_both_packs_offline": ("browser", "opens both packs in Chromium"),
 }
 
 
