@@ -253,6 +253,7 @@ _CORPUS_MODULES = frozenset({"test_html_corpus.py", "test_mime_corpus.py", "test
 # test back into the default run.
 _FUZZ = "a derandomized fuzz campaign: thousands of mutated inputs"
 _PROPERTY = "thousands of generated examples, each checked against a reference"
+_KILL = "runs killed at chosen moments under each executor, then resumed"
 MARKED_TESTS: dict[str, tuple[str, str]] = {
     "tests/test_adapters.py::test_corpus_page_agrees_with_the_bytes_engine": ("corpus", "50 pages x 4 adapters"),
     "tests/test_dask.py::test_html_corpus_on_the_cluster_matches_the_serial_run": ("corpus", "the corpus on a cluster"),
@@ -269,6 +270,12 @@ MARKED_TESTS: dict[str, tuple[str, str]] = {
     ),
     "tests/test_html.py::test_the_declared_encoding_is_read_as_bs4_reads_it": ("slow", _PROPERTY),
     "tests/test_pack.py::test_chromium_renders_both_packs_offline": ("browser", "opens both packs in Chromium"),
+    "tests/test_pipeline.py::test_a_killed_run_resumed_finishes_without_touching_what_was_done": ("slow", _KILL),
+    "tests/test_pipeline.py::test_a_worker_killed_mid_run_costs_a_retry_named_in_the_summary": ("slow", _KILL),
+    "tests/test_resolve.py::test_shortcuts_agree_with_the_full_algorithm": ("slow", _PROPERTY),
+    "tests/test_resolve.py::test_properties": ("slow", _PROPERTY),
+    "tests/test_resolve.py::test_remove_dot_segments_matches_the_rfc_rules": ("slow", _PROPERTY),
+    "tests/test_resolve.py::test_rfc1808_dot_segments_match_the_steps_as_written": ("slow", _PROPERTY),
 }
 
 
