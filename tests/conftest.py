@@ -276,6 +276,14 @@ MARKED_TESTS: dict[str, tuple[str, str]] = {
     "tests/test_resolve.py::test_properties": ("slow", _PROPERTY),
     "tests/test_resolve.py::test_remove_dot_segments_matches_the_rfc_rules": ("slow", _PROPERTY),
     "tests/test_resolve.py::test_rfc1808_dot_segments_match_the_steps_as_written": ("slow", _PROPERTY),
+    "tests/test_security_decompression.py::test_a_1_gib_bomb_runs_in_flat_memory_and_is_named_and_kept": (
+        "slow",
+        "a gibibyte inflated through each reader",
+    ),
+    "tests/test_security_run.py::test_a_forged_journal_is_refused_with_its_line_and_never_a_traceback": (
+        "slow",
+        "35 runs of the command line",
+    ),
 }
 
 
