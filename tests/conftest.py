@@ -256,6 +256,18 @@ _PROPERTY = "thousands of generated examples, each checked against a reference"
 _KILL = "runs killed at chosen moments under each executor, then resumed"
 MARKED_TESTS: dict[str, tuple[str, str]] = {
     "tests/test_adapters.py::test_corpus_page_agrees_with_the_bytes_engine": ("corpus", "50 pages x 4 adapters"),
+    "tests/test_coverage.py::test_rewriter_finds_every_relative_url_lxml_finds": ("corpus", "each corpus page"),
+    "tests/test_mbox_pieces.py::test_every_corpus_mbox_in_pieces_is_the_whole_file": ("corpus", "each corpus mbox"),
+    "tests/test_warc.py::test_the_corpus_mirror_matches_a_direct_rewrite_of_each_page": ("corpus", "each corpus page"),
+    "tests/test_dask.py::test_the_command_line_runs_on_dask_and_writes_what_it_writes_without": (
+        "slow",
+        "starts a Dask cluster from the command line",
+    ),
+    "tests/test_fuzz.py::test_every_mutation_runs_on_every_format": ("slow", _FUZZ),
+    "tests/test_security_config.py::test_a_key_that_writes_connects_or_reads_is_refused_from_a_file": (
+        "slow",
+        "26 runs of the command line",
+    ),
     "tests/test_dask.py::test_html_corpus_on_the_cluster_matches_the_serial_run": ("corpus", "the corpus on a cluster"),
     "tests/test_dask.py::test_mail_corpus_as_an_mbox_and_its_mbox_files": ("corpus", "the mail corpus on a cluster"),
     "tests/test_fuzz.py::test_resolver": ("slow", _FUZZ),
