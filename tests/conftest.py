@@ -233,17 +233,145 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     NETWORK_GUARD.uninstall()
 
 
-# Suites a user may leave out (`-m "not browser and not corpus"`); CI runs everything.
-# The whole-corpus modules go over every page or message of ../shared.
+# --------------------------------------------------------------------------
+# The suites a newcomer's run leaves out, and CI runs
+# --------------------------------------------------------------------------
+
+# The marked suites (pyproject.toml declares the markers): headless Chromium, the whole corpus of
+# ../shared, and the slow ones (kills, builds, property sweeps, large inputs). The README's test
+# command, run as it is, leaves them out and says so in one line; CI=true runs everything (and
+# there a test that needs ../shared fails instead of skipping: see shared_path).
+OPTIONAL_SUITES = ("browser", "corpus", "slow")
+ALL_SUITES_SWITCH = "REWRITER_ALL_TESTS"  # =1: run every suite, as CI does, without CI's other rules
+
+# Whole modules that go over every page or message of ../shared.
 _CORPUS_MODULES = frozenset({"test_html_corpus.py", "test_mime_corpus.py", "test_html_differential.py"})
 
+# Single tests of a suite in modules that are otherwise quick (a whole module of a suite says so
+# itself, with `pytestmark` at its top): node id without parameters -> (suite, why). An entry
+# that names no collected test fails a full run in CI, so a rename cannot quietly put a slow
+# test back into the default run.
+_FUZZ = "a derandomized fuzz campaign: thousands of mutated inputs"
+_PROPERTY = "thousands of generated examples, each checked against a reference"
+_KILL = "runs killed at chosen moments under each executor, then resumed"
+MARKED_TESTS: dict[str, tuple[str, str]] = {
+    "tests/test_adapters.py::test_corpus_page_agrees_with_the_bytes_engine": ("corpus", "50 pages x 4 adapters"),
+    "tests/test_coverage.py::test_rewriter_finds_every_relative_url_lxml_finds": ("corpus", "each corpus page"),
+    "tests/test_mbox_pieces.py::test_every_corpus_mbox_in_pieces_is_the_whole_file": ("corpus", "each corpus mbox"),
+    "tests/test_warc.py::test_the_corpus_mirror_matches_a_direct_rewrite_of_each_page": ("corpus", "each corpus page"),
+    "tests/test_dask.py::test_the_command_line_runs_on_dask_and_writes_what_it_writes_without": (
+        "slow",
+        "starts a Dask cluster from the command line",
+    ),
+    "tests/test_fuzz.py::test_every_mutation_runs_on_every_format": ("slow", _FUZZ),
+    "tests/test_security_config.py::test_a_key_that_writes_connects_or_reads_is_refused_from_a_file": (
+        "slow",
+        "26 runs of the command line",
+    ),
+    "tests/test_dask.py::test_html_corpus_on_the_cluster_matches_the_serial_run": ("corpus", "the corpus on a cluster"),
+    "tests/test_dask.py::test_mail_corpus_as_an_mbox_and_its_mbox_files": ("corpus", "the mail corpus on a cluster"),
+    "tests/test_fuzz.py::test_resolver": ("slow", _FUZZ),
+    "tests/test_fuzz.py::test_html": ("slow", _FUZZ),
+    "tests/test_fuzz.py::test_css": ("slow", _FUZZ),
+    "tests/test_fuzz.py::test_mime": ("slow", _FUZZ),
+    "tests/test_fuzz.py::test_mbox": ("slow", _FUZZ),
+    "tests/test_heading_linear.py::test_generated_parameters_read_as_the_email_package_reads_them": ("slow", _PROPERTY),
+    "tests/test_heading_linear.py::test_generated_encoded_words_decode_as_the_email_package_decodes_them": (
+        "slow",
+        _PROPERTY,
+    ),
+    "tests/test_html.py::test_the_declared_encoding_is_read_as_bs4_reads_it": ("slow", _PROPERTY),
+    "tests/test_pack.py::test_chromium_renders_both_packs_offline": ("browser", "opens both packs in Chromium"),
+    "tests/test_pipeline.py::test_a_killed_run_resumed_finishes_without_touching_what_was_done": ("slow", _KILL),
+    "tests/test_pipeline.py::test_a_worker_killed_mid_run_costs_a_retry_named_in_the_summary": ("slow", _KILL),
+    "tests/test_resolve.py::test_shortcuts_agree_with_the_full_algorithm": ("slow", _PROPERTY),
+    "tests/test_resolve.py::test_properties": ("slow", _PROPERTY),
+    "tests/test_resolve.py::test_remove_dot_segments_matches_the_rfc_rules": ("slow", _PROPERTY),
+    "tests/test_resolve.py::test_rfc1808_dot_segments_match_the_steps_as_written": ("slow", _PROPERTY),
+    "tests/test_security_decompression.py::test_a_1_gib_bomb_runs_in_flat_memory_and_is_named_and_kept": (
+        "slow",
+        "a gibibyte inflated through each reader",
+    ),
+    "tests/test_security_run.py::test_a_forged_journal_is_refused_with_its_line_and_never_a_traceback": (
+        "slow",
+        "35 runs of the command line",
+    ),
+}
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+
+def run_all_suites() -> bool:
+    """Whether this run takes every suite: in CI, or when the user asks for it."""
+    return os.environ.get("CI") == "true" or os.environ.get(ALL_SUITES_SWITCH) == "1"
+
+
+def _named_on_the_command_line(config: pytest.Config, item: pytest.Item) -> bool:
+    """Whether the user named *item*'s file (or the test itself), not only a folder holding it:
+    `pytest tests/test_browser.py` runs that file in full."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return False  # the testpaths of pyproject.toml: no file named by the user
+    root = Path(config.invocation_params.dir)
+    for arg in config.args:
+        path_part = str(arg).split("::", 1)[0]
+        path = (root / path_part).resolve()
+        if path.is_file() and path == item.path.resolve():
+            return True
+    return False
+
+
+def _user_chose_markers(config: pytest.Config) -> bool:
+    """Whether the command line has `-m` (even `-m ''`): then the user's expression decides."""
+    return any(arg == "-m" or arg.startswith(("-m", "--markexpr")) for arg in config.invocation_params.args)
+
+
+def _mark_suites(items: list[pytest.Item]) -> set[str]:
+    """Add the suite markers that follow from a test's fixtures, module or entry in MARKED_TESTS;
+    the MARKED_TESTS entries that matched a test."""
+    matched: set[str] = set()
     for item in items:
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
         if item.path.name in _CORPUS_MODULES:
             item.add_marker(pytest.mark.corpus)
+        name = item.nodeid.split("[", 1)[0]
+        if name in MARKED_TESTS:
+            item.add_marker(getattr(pytest.mark, MARKED_TESTS[name][0]))
+            matched.add(name)
+    return matched
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    matched = _mark_suites(items)
+    stale = sorted(set(MARKED_TESTS) - matched)
+    if stale and os.environ.get("CI") == "true" and config.args_source != pytest.Config.ArgsSource.ARGS:
+        raise pytest.UsageError(f"tests/conftest.py MARKED_TESTS names tests that are not collected: {stale}")
+    if run_all_suites() or _user_chose_markers(config):
+        return
+    kept, left_out = [], []
+    for item in items:
+        optional = any(item.get_closest_marker(suite) for suite in OPTIONAL_SUITES)
+        (left_out if optional and not _named_on_the_command_line(config, item) else kept).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
+        config.stash[_LEFT_OUT] = left_out
+
+
+_LEFT_OUT = pytest.StashKey[list[pytest.Item]]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """One line: how many tests the default run left out, and the switch that runs them."""
+    left_out = config.stash.get(_LEFT_OUT, [])
+    if not left_out:
+        return
+    counts = {suite: sum(1 for item in left_out if item.get_closest_marker(suite)) for suite in OPTIONAL_SUITES}
+    which = ", ".join(f"{suite}: {count}" for suite, count in counts.items() if count)
+    terminalreporter.write_line(
+        f"{len(left_out)} tests left out ({which}): {ALL_SUITES_SWITCH}=1 runs them too, as CI=true does; "
+        f"-m SUITE runs one suite",
+        yellow=True,
+        bold=True,
+    )
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -23,10 +23,13 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(os, "killpg") or not hasattr(signal, "SIGKILL") or sys.platform == "win32",
-    reason="needs os.killpg and SIGKILL (POSIX) to kill a batch and its worker processes at once",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not hasattr(os, "killpg") or not hasattr(signal, "SIGKILL") or sys.platform == "win32",
+        reason="needs os.killpg and SIGKILL (POSIX) to kill a batch and its worker processes at once",
+    ),
+    pytest.mark.slow,  # 34 kills, each a full run of a batch: about 40 s of CPU
+]
 
 URL = "http://example.org/base/"
 SEED = 20240611

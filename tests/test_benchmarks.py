@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each runs a benchmark end to end in a subprocess
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -181,3 +185,13 @@ def test_html_benchmark_runs_in_quick_mode() -> None:
     assert "rewriter with its C extension" in out or "rewriter on its Python twins" in out
     for label in ("CPU time", "wall time"):
         assert f"rewriter throughput / lxml throughput, {label}:" in out
+
+
+def test_pathological_benchmark_times_a_case_and_prints_its_ratios() -> None:
+    out = _quick("bench_pathological.py", "-k", "nested_svg")
+    header, row = out.strip().splitlines()
+    assert header.split()[:3] == ["case", "step", "time"]
+    case, step, time_growth, vs_benign, operations_growth, operations_vs_benign = row.rsplit(None, 5)
+    assert case == "nested <svg>" and float(step) == 4.0
+    assert float(time_growth) > 0 and float(vs_benign) > 0  # timed: printed, never asserted
+    assert float(operations_growth) > 0 and float(operations_vs_benign) > 0

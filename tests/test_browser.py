@@ -39,6 +39,8 @@ from rewriter.css.syntax import find_urls
 from rewriter.html.engine import find_links
 from rewriter.url.query_encoding import SPECIAL_QUERY_SET, percent_encode_after_encoding
 
+pytestmark = pytest.mark.browser  # headless Chromium: seconds a page
+
 RULES = "whatwg"
 STEP = 7  # every 7th page with an http(s) URL, in manifest order: 43 of the 299
 MINIMUM_PAGES = 40

@@ -59,6 +59,8 @@ from browser_collections import (
     wget_mirror,
 )
 
+pytestmark = pytest.mark.browser  # headless Chromium: seconds a page
+
 CLI_SECONDS = 300
 
 

@@ -29,7 +29,7 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -648,7 +648,6 @@ def test_url_that_would_forge_a_delimiter_line_is_not_written(encoding: str) -> 
 
 def test_guard_refuses_a_connection_at_once(network_guard: NetworkGuard) -> None:
     before = len(network_guard.attempts)
-    started = time.perf_counter()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(5)
         with pytest.raises(NetworkAccessError):
@@ -663,8 +662,7 @@ def test_guard_refuses_a_connection_at_once(network_guard: NetworkGuard) -> None
         socket.getaddrinfo("example.org", 80)
     with pytest.raises(NetworkAccessError):
         socket.gethostbyname("example.org")
-    assert time.perf_counter() - started < 1, "the guard must refuse before any packet is sent"
-    assert len(network_guard.attempts) - before == 6
+    assert len(network_guard.attempts) - before == 6  # each refused by the guard, before the real call
     del network_guard.attempts[before:]  # refused on purpose: not this test's failure
 
 
@@ -900,9 +898,14 @@ def test_xhtml_entities_are_never_expanded_nor_fetched(tmp_path: Path, network_g
     secret.write_text("TOP-SECRET-CONTENT")
     document = _xhtml(secret)
     attempts = len(network_guard.attempts)
-    started = time.perf_counter()
-    result = rewrite_html(document.encode(), url="http://h/d/page.xhtml")
-    assert time.perf_counter() - started < 2, "a billion laughs must cost nothing: nothing is expanded"
+    tracemalloc.start()
+    try:
+        result = rewrite_html(document.encode(), url="http://h/d/page.xhtml")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # A billion laughs must cost nothing: nothing is expanded (one level alone is 3 GB of "lol").
+    assert peak < 100 * len(document), f"{peak} bytes allocated for a {len(document)}-byte page"
     output = result.output.decode()
     assert output == _expected_xhtml(document, "http://h/d/")
     assert "TOP-SECRET" not in output and "root:" not in output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -9,6 +10,8 @@ from rewriter.html.engine import ByteView, find_links, rewrite_html, start_tags
 from rewriter.html.links import iter_links
 from rewriter.html.microsyntax import srcset_urls
 from rewriter.policy import Policy
+
+pytestmark = pytest.mark.slow  # property suites: thousands of generated pages, each read twice
 
 _PIECES = [
     "<a href=",

@@ -42,6 +42,8 @@ from rewriter.html.engine import ParsedDocument
 from rewriter.html.plain import LAZY_URL, OTHER, SRCSET, STYLE, URL
 from rewriter.html.table import attributes_of, selector
 
+pytestmark = pytest.mark.slow  # the C extension against its Python twins on thousands of generated inputs a function
+
 ROOT = Path(__file__).resolve().parents[1]
 compiled = speedups.compiled
 reference = speedups.reference  # every twin's module is imported above

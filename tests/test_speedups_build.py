@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each case builds and installs the project into a fresh virtual environment
+
 ROOT = Path(__file__).resolve().parents[1]
 CHECK = (
     "from rewriter.document import speedups; from rewriter.html import rewrite_html; import rewriter, sys\n"

@@ -19,6 +19,8 @@ from conftest import shared_path
 
 from rewriter.bundle.unpack import unpack_message
 
+pytestmark = pytest.mark.browser  # headless Chromium: seconds a page
+
 
 def _png() -> bytes:
     """A valid 1x1 PNG."""
