@@ -550,6 +550,7 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         "include": args.include or (),
         "exclude": args.exclude or (),
         "copy_others": not args.no_copy_others,
+        "backup": args.backup,
     }
     settings = replace(_settings(args, records=bool(args.report)), report_text=bool(args.report))
     journal = _journal(args, err, batch)
