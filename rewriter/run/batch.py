@@ -40,7 +40,7 @@ import shutil
 import stat
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
@@ -80,6 +80,7 @@ __all__ = [
     "Unrecognised",
     "count_into",
     "job_settings",
+    "kinds_of",
     "located_links",
     "plan",
     "process",
@@ -351,6 +352,17 @@ def _walked_file(
     return entry.path, relative, "other", kind
 
 
+def kinds_of(names: Iterable[str]) -> dict[str, Kind | None]:
+    """What each file named on a command line is (:func:`iter_plan`'s decision, made once, for
+    a caller that must know it before the plan: the web archives the command line mirrors);
+    None for standard input, a folder, a named pipe and a file that cannot be read."""
+    return {name: _kind_of_named(name) for name in names}
+
+
+def _kind_of_named(name: str) -> Kind | None:
+    return _kind(name) if name != "-" and os.path.isfile(name) else None
+
+
 def _kind(path: str) -> Kind | None:
     """What the regular file *path* is, from its head (read once, here); None when it
     cannot be read (the job that reads it then says why)."""
@@ -422,6 +434,7 @@ def iter_plan(
     piece_size: int | None = None,
     max_message: int | None = None,
     backup: str | None = None,
+    kinds: Mapping[str, Kind | None] | None = None,
 ) -> Iterator[Job | str]:
     """The jobs for *inputs* (files, folders, Maildirs, ``-``) and, in their places, what
     cannot be a job (a str, the message), as a stream: a folder is walked as the jobs are
@@ -519,7 +532,7 @@ def iter_plan(
             yield f"rewriter: {given}: {kind_of(path.stat().st_mode)}, not a regular file: not rewritten in place"
         else:
             # What it is, told here once (a named pipe is told by its job, from what it reads).
-            kind = _kind(given) if path.is_file() else None
+            kind = kinds[given] if kinds is not None and given in kinds else _kind_of_named(given)
             told = Job(given, None, given, tree=alone)
             if kind is not None:
                 told = replace(told, format=kind.format, why=kind.reason)
@@ -1333,6 +1346,7 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
             gzip=gzip,
             rewrite=not job.dry,
             max_size=settings.max_size,
+            container="arc" if archive == "arc" else "warc",
         )
         for item in pages:
             if isinstance(item, WarcDamage):
