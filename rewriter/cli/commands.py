@@ -1116,11 +1116,19 @@ def _run_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     prefix = f"rewriter: {outcome.shown}: "
     problems = [line.removeprefix(prefix) for line in outcome.warnings]
     if args.json:
-        document = {"file": outcome.shown, "format": outcome.format, "parts": outcome.rows, "problems": problems}
+        document = {
+            "file": outcome.shown,
+            "format": outcome.format,
+            "why": outcome.why,
+            "parts": outcome.rows,
+            "problems": problems,
+        }
         out.write(_json(document, indent=2) + "\n")
         return EXIT_SOME_FAILED if outcome.messages else EXIT_OK
     out = _Escaping(out)  # type: ignore[assignment]  # names, types and bases come from the document
     out.write(f"{outcome.shown} ({outcome.format})\n")
+    if outcome.why:  # what the file is, and why (rewriter.containers.formats.what_file_is)
+        out.write(f"  what it is: {outcome.why}\n")
     heading: object = None
     for row in outcome.rows:
         place = next((f"{key} {row[key]}" for key in ("record", "message") if key in row), None)
