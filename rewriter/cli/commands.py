@@ -165,8 +165,9 @@ def build_parser() -> _Parser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
             "Rewrite each INPUT with every relative URL made absolute and no other byte changed. An INPUT is an\n"
-            "HTML page, a CSS file, a message (.eml, .mht, .mhtml), an mbox, a Maildir, a folder (walked for\n"
-            "--include globs, less --exclude globs) or '-' for standard input; the content tells which.\n\n"
+            "HTML page, a CSS file, a message (.eml, .mht, .mhtml), an mbox, a Maildir, a folder (each of its\n"
+            "files that is one of these, whatever its name; --include and --exclude filter on top) or '-' for\n"
+            "standard input; the content tells which. A script, an image or data is copied as it is.\n\n"
             "Output: standard output for one file; -o FILE for one input; -o DIR for several, or a folder,\n"
             "where each file keeps its path; or --in-place (with --backup SUFFIX to keep the old files).\n"
             "Every file is written atomically (a temporary file in the same folder, fsync, rename): it holds\n"
@@ -195,8 +196,8 @@ def build_parser() -> _Parser:
         metavar="GLOB",
         action="append",
         default=None,
-        help="in folders, take files matching GLOB (a path under the folder, or a file name; repeatable; "
-        "default: *.html *.htm *.xhtml *.shtml *.css *.eml *.mht *.mhtml *.mbox *.mbx)",
+        help="in folders, take only the documents matching GLOB (a path under the folder, or a file name; "
+        "repeatable; default: every file whose content is a document, whatever its name)",
     )
     rewrite.add_argument(
         "--exclude", metavar="GLOB", action="append", default=None, help="in folders, leave out GLOB (repeatable)"
@@ -1116,19 +1117,11 @@ def _run_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     prefix = f"rewriter: {outcome.shown}: "
     problems = [line.removeprefix(prefix) for line in outcome.warnings]
     if args.json:
-        document = {
-            "file": outcome.shown,
-            "format": outcome.format,
-            "why": outcome.why,
-            "parts": outcome.rows,
-            "problems": problems,
-        }
+        document = {"file": outcome.shown, "format": outcome.format, "parts": outcome.rows, "problems": problems}
         out.write(_json(document, indent=2) + "\n")
         return EXIT_SOME_FAILED if outcome.messages else EXIT_OK
     out = _Escaping(out)  # type: ignore[assignment]  # names, types and bases come from the document
     out.write(f"{outcome.shown} ({outcome.format})\n")
-    if outcome.why:  # what the file is, and why (rewriter.containers.formats.what_file_is)
-        out.write(f"  what it is: {outcome.why}\n")
     heading: object = None
     for row in outcome.rows:
         place = next((f"{key} {row[key]}" for key in ("record", "message") if key in row), None)

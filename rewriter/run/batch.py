@@ -192,7 +192,6 @@ class Outcome:
     output: bytes | None = None  # the output, for a job whose target is standard output
     details: list[str] = field(default_factory=list)  # each link left relative, for -v
     format: str | None = None  # what the input was: html, css, message, mbox, maildir, warc, arc, other
-    why: str | None = None  # why it is that (rewriter.containers.formats.what_file_is), for explain
     rows: list[dict[str, object]] = field(default_factory=list)  # explain: each document or part
     report: str = ""  # the records as JSON Lines (Settings.report_text)
     # ... or, when they are many, the file in the run's work folder that holds them (so that
@@ -653,7 +652,6 @@ _OUTCOME_FIELDS = (
     "records",
     "details",
     "format",
-    "why",
     "rows",
     "report",
     "report_file",
@@ -692,7 +690,6 @@ _OUTCOME_TYPES: dict[str, type] = {
     "rows": list,
     "report": str,
     "format": str,
-    "why": str,
     "report_file": str,
     "retried": str,
 }
@@ -1030,13 +1027,12 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             head = stream.read(SNIFF_SIZE)
             kind = what_file_is(head, None if source is None else source.name)
             fmt, why = kind.format, kind.reason
-        outcome.why = why
         if fmt in ("warc", "arc"):
             if size is None:
                 return outcome.fail(f"{why}: a web archive is read from a file, not from a pipe")
             return _warc(job, settings, outcome, fmt)
         if settings.format != "auto":  # --format: the engine the user names
-            fmt, outcome.why = settings.format, f"told by --format {settings.format}"
+            fmt = settings.format
         if fmt == "mbox":  # streamed, message by message
             outcome.format = fmt
             return _mbox(job, _Replayed(head, stream), source, settings, outcome, read)  # type: ignore[arg-type]
