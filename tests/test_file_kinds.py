@@ -192,6 +192,11 @@ BOM = codecs.BOM_UTF8
         (b"<html>", "page.jsp", None, "html"),
         (b"<html>", "search.cgi", None, "html"),
         (b"Note: moved\n\n<p><a href=new>here</a>", None, None, "html"),
+        (b"", "index.html", None, "html"),  # nothing to tell by but the name
+        # Text with no markup is no page (a script, a key, a note): copied.
+        (b"#!/bin/sh\necho hi\n", "run.sh", None, "other"),
+        (b"key", "secret.key", None, "other"),
+        (b"", "empty.php", None, "other"),
         # Scripts and data are never pages, whatever they hold; a .css is a style sheet.
         (b"var a = '<a href=\"' + root + '\">';", "searcher.js", None, "other"),
         (b"<a href=x>", "module.mjs", None, "other"),

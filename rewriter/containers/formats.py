@@ -278,11 +278,13 @@ def detect_format(head: bytes, name: str | None = None) -> Format:
     >>> detect_format(b"\\x89PNG\\r\\n\\x1a\\n\\x00\\x00\\x00\\rIHDR", "logo.html")
     'unknown'
     """
-    return _content(head, name)[0]
+    fmt = _content(head, name)[0]
+    return "html" if fmt == "text" else fmt
 
 
-def _content(head: bytes, name: str | None) -> tuple[Format, str]:
-    """:func:`detect_format`'s answer and why (the words :class:`Kind` carries)."""
+def _content(head: bytes, name: str | None) -> tuple[Format | Literal["text"], str]:
+    """:func:`detect_format`'s answer and why (the words :class:`Kind` carries); ``text`` for
+    text that none of the rules took (rule 8)."""
     suffix = _suffix(name)
     head = head[:SNIFF_SIZE]
     mail_possible = True
@@ -312,7 +314,7 @@ def _content(head: bytes, name: str | None) -> tuple[Format, str]:
         return "unknown", "binary data (a binary data byte: WHATWG MIME Sniffing 7.1)"
     if suffix in _NAMES:
         return _NAMES[suffix], f"its name ({suffix}): the content does not tell"
-    return "html", "text (no markup first: no links, or markup further on)"
+    return "text", "text with markup further on"
 
 
 def _suffix(name: str | None) -> str:
@@ -429,7 +431,8 @@ def what_file_is(head: bytes, name: str | None = None, declared: str | None = No
        holds; it is copied as it is.
     4. The content (:func:`detect_format`): an mbox, a message, markup, a style sheet,
        binary data (``other``: WHATWG MIME Sniffing 7.1's binary data bytes, or an image,
-       font, PDF or archive signature), the name breaking ties.
+       font, PDF or archive signature), the name breaking ties. Text that is none of these
+       is a page when markup follows further on in *head*, else ``other`` (text/plain).
     5. What the content calls a page, the name may veto: a .css is a style sheet (never
        HTML); a .txt, .md, .csv, .svg, .xml, .xsl, .rss or .atom file is not a page
        (``other``): its server declares another type.
@@ -456,6 +459,10 @@ def what_file_is(head: bytes, name: str | None = None, declared: str | None = No
     fmt, reason = _content(head, name)
     if fmt == "unknown":
         return Kind("other", reason)
+    if fmt == "text":
+        if not _MARKUP.search(head):  # a script, a key, a note: a page would have a tag by now
+            return Kind("other", "text with no markup (WHATWG MIME Sniffing 7.1: text/plain), no links")
+        fmt = "html"
     if fmt == "html" and suffix == ".css":
         return Kind("css", "a style sheet by its name (.css), never read as HTML")
     if fmt == "html" and suffix in _NOT_PAGES:
