@@ -502,27 +502,9 @@ def iter_plan(
                 target = given if in_place else (None if dry else str(base))
                 yield Job(given, target, given, maildir=True, in_place=in_place, root=root, tree=given, dry=dry)
                 continue
-            tree = given if in_place else root
-            others = copy_others and not in_place and not dry
-            for found, relative, what, kind in _walk(path, include, exclude, skip, others=others):
-                if in_place and (os.path.islink(found) or (kind is not None and kind.format in ("warc", "arc"))):
-                    continue  # a link's target, when in the tree, is rewritten as itself; an archive never
-                target = found if in_place else (None if dry else str(base / _archive_name(relative)))
-                yield from checked(
-                    Job(
-                        found,
-                        target,
-                        found,
-                        maildir=what == "maildir",
-                        in_place=in_place,
-                        root=tree,
-                        tree=given,
-                        copy=what == "other",
-                        dry=dry,
-                        format=None if kind is None else kind.format,
-                        why=None if kind is None else kind.reason,
-                    )
-                )
+            walked = _walk(path, include, exclude, skip, others=copy_others and not in_place and not dry)
+            for job in _walked_jobs(walked, given, base, in_place=in_place, root=root, dry=dry):
+                yield from checked(job)
             continue
         alone = os.path.dirname(given) or "."  # a file named alone: its folder is its collection
         if in_place and path.is_symlink():
@@ -537,13 +519,45 @@ def iter_plan(
             if kind is not None:
                 told = replace(told, format=kind.format, why=kind.reason)
             if in_place:
-                yield from checked(replace(told, target=given, in_place=True))
+                told = replace(told, target=given, in_place=True)
             elif output in (None, "-") or dry:
-                yield from checked(replace(told, dry=dry))
+                told = replace(told, dry=dry)
             elif folder_output:
-                yield from checked(replace(told, target=str(Path(output) / path.name), root=root))
+                told = replace(told, target=str(Path(output) / path.name), root=root)
             else:
-                yield from checked(replace(told, target=output))
+                told = replace(told, target=output)
+            yield from checked(told)
+
+
+def _walked_jobs(
+    walked: Iterable[tuple[str, str, Found, Kind | None]],
+    given: str,
+    base: Path,
+    *,
+    in_place: bool,
+    root: str | None,
+    dry: bool,
+) -> Iterator[Job]:
+    """The jobs of a folder *given*'s walk: each document (or Maildir) and, to be copied, each
+    other file; in place, no link (its target, when in the tree, is rewritten as itself) and
+    no web archive (it records what was fetched)."""
+    for found, relative, what, kind in walked:
+        if in_place and (os.path.islink(found) or (kind is not None and kind.format in ("warc", "arc"))):
+            continue
+        target = found if in_place else (None if dry else str(base / _archive_name(relative)))
+        yield Job(
+            found,
+            target,
+            found,
+            maildir=what == "maildir",
+            in_place=in_place,
+            root=given if in_place else root,
+            tree=given,
+            copy=what == "other",
+            dry=dry,
+            format=None if kind is None else kind.format,
+            why=None if kind is None else kind.reason,
+        )
 
 
 def _archive_pieces(job: Job, archive: str, piece_size: int) -> Iterator[Job]:
