@@ -77,7 +77,7 @@ Source = bytes | str | os.PathLike[str]
 
 def _engine(source: Source, format: str | None) -> tuple[bytes | str, Any]:
     """The document of *source* and the engine that reads it (:mod:`rewriter.document.engines`)."""
-    from rewriter.containers.formats import SNIFF_SIZE, detect_format
+    from rewriter.containers.formats import SNIFF_SIZE, what_file_is
     from rewriter.document.engines import engine
 
     name = None
@@ -89,9 +89,12 @@ def _engine(source: Source, format: str | None) -> tuple[bytes | str, Any]:
         document = source
     if format is None:
         head = document[:SNIFF_SIZE]
-        format = detect_format(head if isinstance(head, bytes) else head.encode("utf-8", "surrogatepass"), name)
-    if format == "unknown":
-        format = "html"  # what the command line does with a file it cannot tell: no links, unchanged
+        kind = what_file_is(head if isinstance(head, bytes) else head.encode("utf-8", "surrogatepass"), name)
+        if not kind.document:  # a script, an image, data: no engine reads it unless told to
+            raise ValueError(
+                f"{name or 'the document'}: {kind.reason}: no engine reads it (give format= to read it all the same)"
+            )
+        format = kind.format
     if format not in ("html", "css", "message"):
         raise ValueError(
             f"{format!r}: one document or message is read here; an mbox, a Maildir or a WARC holds "

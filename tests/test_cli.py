@@ -293,7 +293,7 @@ def test_explain_a_plain_html_document(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_format_can_be_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    page = tmp_path / "page.txt"
+    page = tmp_path / "page"  # no name to tell by (a .txt is plain text: rewriter.containers.formats)
     page.write_bytes(b"Note: a page\n<a href=x>x</a>")  # one field-like line: read as HTML
     code, out, _ = run(capsys, "rewrite", str(page), "--url", "http://h/")
     assert code == 0 and "href=http://h/x" in out

@@ -490,11 +490,12 @@ def test_quiet_says_nothing_but_errors_and_still_exits_1(tmp_path: Path) -> None
 
 def test_quiet_still_names_a_file_that_cannot_be_rewritten(tmp_path: Path) -> None:
     _pages(tmp_path, 1)
-    write(tmp_path / "DIR/binary.html", PNG + bytes(range(256)))
-    done = rewriter(tmp_path, "rewrite", "DIR/", "-o", "OUT/", "-q")
+    write(tmp_path / "DIR/binary.html", PNG + bytes(range(256)))  # no page: copied, never failed
+    write(tmp_path / "DIR/large.html", "<p>" + "x" * 2000)
+    done = rewriter(tmp_path, "rewrite", "DIR/", "-o", "OUT/", "-q", "--max-size", "1K")
     assert done.returncode == 1
     [line] = err_lines(done)
-    assert line.startswith("rewriter: DIR/binary.html: "), line
+    assert line.startswith("rewriter: DIR/large.html: larger than "), line
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads a file of mode 000")

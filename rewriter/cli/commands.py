@@ -25,7 +25,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
@@ -36,6 +36,7 @@ from rewriter.run.report import escape_controls, json_text
 from rewriter.url.resolve import RULES, Resolver, UnresolvableReference
 
 if TYPE_CHECKING:
+    from rewriter.containers.formats import Kind
     from rewriter.run.batch import Job, Outcome, Settings
     from rewriter.run.journal import Journal
     from rewriter.run.pipeline import Leftovers
@@ -164,8 +165,9 @@ def build_parser() -> _Parser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
             "Rewrite each INPUT with every relative URL made absolute and no other byte changed. An INPUT is an\n"
-            "HTML page, a CSS file, a message (.eml, .mht, .mhtml), an mbox, a Maildir, a folder (walked for\n"
-            "--include globs, less --exclude globs) or '-' for standard input; the content tells which.\n\n"
+            "HTML page, a CSS file, a message (.eml, .mht, .mhtml), an mbox, a Maildir, a folder (each of its\n"
+            "files that is one of these, whatever its name; --include and --exclude filter on top) or '-' for\n"
+            "standard input; the content tells which. A script, an image or data is copied as it is.\n\n"
             "Output: standard output for one file; -o FILE for one input; -o DIR for several, or a folder,\n"
             "where each file keeps its path; or --in-place (with --backup SUFFIX to keep the old files).\n"
             "Every file is written atomically (a temporary file in the same folder, fsync, rename): it holds\n"
@@ -194,8 +196,8 @@ def build_parser() -> _Parser:
         metavar="GLOB",
         action="append",
         default=None,
-        help="in folders, take files matching GLOB (a path under the folder, or a file name; repeatable; "
-        "default: *.html *.htm *.xhtml *.shtml *.css *.eml *.mht *.mhtml *.mbox *.mbx)",
+        help="in folders, take only the documents matching GLOB (a path under the folder, or a file name; "
+        "repeatable; default: every file whose content is a document, whatever its name)",
     )
     rewrite.add_argument(
         "--exclude", metavar="GLOB", action="append", default=None, help="in folders, leave out GLOB (repeatable)"
@@ -516,7 +518,7 @@ def _report_over_an_input(report: str | None, files: Sequence[str]) -> str | Non
 
 def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from rewriter.containers.pieces import PIECE_SIZE
-    from rewriter.run.batch import iter_plan
+    from rewriter.run.batch import iter_plan, kinds_of
 
     if args.backup and not args.in_place:
         err.write("rewriter rewrite: --backup goes with --in-place\n")
@@ -540,7 +542,8 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if overwritten:
         err.write(f"rewriter rewrite: --report {args.report} would overwrite {overwritten}, an input of this run\n")
         return EXIT_USAGE
-    warc_status, others, mirrors = _rewrite_warcs(args, err)
+    kinds = kinds_of(args.files)  # what each named file is, told once: the planner reads it too
+    warc_status, others, mirrors = _rewrite_warcs(args, err, kinds)
     if warc_status == EXIT_USAGE or not (others or mirrors):
         return warc_status
     batch = bool(mirrors) or len(args.files) > 1 or any(Path(name).is_dir() for name in args.files if name != "-")
@@ -550,6 +553,8 @@ def _run_rewrite(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         "include": args.include or (),
         "exclude": args.exclude or (),
         "copy_others": not args.no_copy_others,
+        "backup": args.backup,
+        "kinds": kinds,
     }
     settings = replace(_settings(args, records=bool(args.report)), report_text=bool(args.report))
     journal = _journal(args, err, batch)
@@ -873,22 +878,22 @@ class _RunTotals:
         return lines
 
 
-def _warcs(names: list[str]) -> list[str]:
-    """The web archives (WARC or ARC) among *names* (rewriter.containers.warc, with warcio and fsspec, is
-    imported only for those: 0.28 s)."""
-    from rewriter.containers.formats import container_format
-
-    return [name for name in names if name != "-" and Path(name).is_file() and container_format(name) is not None]
+def _warcs(names: list[str], kinds: Mapping[str, Kind | None]) -> list[str]:
+    """The web archives (WARC or ARC) among *names*, as *kinds* (rewriter.run.batch.kinds_of) tells
+    (rewriter.containers.warc, with warcio and fsspec, is imported only for those: 0.28 s)."""
+    return [name for name in names if (kind := kinds.get(name)) is not None and kind.format in ("warc", "arc")]
 
 
-def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str], list[Job]]:
+def _rewrite_warcs(
+    args: argparse.Namespace, err: TextIO, kinds: Mapping[str, Kind | None]
+) -> tuple[int, list[str], list[Job]]:
     """The web archives named with ``-o DIR``: each a job mirroring it into the folder, its pages
     rewritten against their URLs (the archive itself is never changed), done by the pipeline
     like any input (rewriter.run.pipeline.MirrorFolder); returns the status, the other inputs
     and those jobs. One archive written to ``-o OUT.warc`` or ``OUT.warc.gz``, or to standard
     output, is a WARC out: a job of the pipeline, like any other input (and so is an archive
     found in a folder: it keeps its path and its format)."""
-    warcs = _warcs(args.files)
+    warcs = _warcs(args.files, kinds)
     if not warcs:
         return EXIT_OK, args.files, []
     if args.in_place:
@@ -902,7 +907,6 @@ def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str
     warc_out = len(args.files) == 1 and output is not None and output.lower().endswith((".warc", ".warc.gz"))
     if output in (None, "-") or (warc_out and not Path(output).is_dir()):
         return EXIT_OK, args.files, []
-    from rewriter.containers.formats import container_format
     from rewriter.run.batch import Job
 
     mirrors = []
@@ -913,7 +917,9 @@ def _rewrite_warcs(args: argparse.Namespace, err: TextIO) -> tuple[int, list[str
             for suffix in (".gz", ".warc", ".arc"):
                 stem = stem.removesuffix(suffix)
             folder = folder / stem
-        mirrors.append(Job(name, str(folder), name, format=container_format(name), mirror=True))
+        kind = kinds[name]
+        assert kind is not None  # _warcs took only the named archives
+        mirrors.append(Job(name, str(folder), name, format=kind.format, why=kind.reason, mirror=True))
     return EXIT_OK, [name for name in args.files if name not in warcs], mirrors
 
 
@@ -1156,11 +1162,13 @@ def _run_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _run_unpack(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from rewriter.bundle.unpack import UnpackError, unpack_message
-    from rewriter.containers.formats import detect_format
+    from rewriter.containers.formats import SNIFF_SIZE, what_file_is
+    from rewriter.run.batch import kinds_of
 
     path, folder = args.files[0], Path(args.output)
     name = _shown(path)
-    if _warcs([path]):
+    kind = kinds_of([path])[path]  # None for standard input: told from what is read
+    if kind is not None and kind.format in ("warc", "arc"):
         from rewriter.containers.warc import unpack_warc
 
         try:
@@ -1175,7 +1183,9 @@ def _run_unpack(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     data = _read("unpack", path, err)
     if data is None:
         return EXIT_SOME_FAILED
-    fmt = args.format if args.format != "auto" else detect_format(data[:65536], None if path == "-" else path)
+    if kind is None:
+        kind = what_file_is(data[:SNIFF_SIZE], None if path == "-" else path)
+    fmt = args.format if args.format != "auto" else kind.format
     if fmt != "message":
         what = {"mbox": "an mbox (unpack one message of it)", "html": "an HTML page (bundle it with rewriter pack)"}
         err.write(f"rewriter unpack: {name} is {what.get(fmt, f'not a MIME message ({fmt})')}\n")

@@ -1,20 +1,27 @@
-"""What a file is, from its first bytes: a page, a style sheet, a MIME message, an mbox, a
-web archive (WARC or ARC) or none of them (binary data).
+"""What a file is: a page, a style sheet, a MIME message, an mbox, a web archive (WARC or
+ARC) or none of them (an image, a font, a script, data). :func:`what_file_is` decides, once
+per input, from its first bytes, the type declared for it (a WARC record's or a MIME part's
+Content-Type) and its name; the planner records the decision in the job, and nothing reads
+the head again.
 
 Kept apart from the engines so that telling a file's format imports none of them: a batch
 of pages never imports the MIME engine (and the ``email`` package), which cost every
 command line 17-22 ms of start-up.
 
->>> detect_format(b"<!DOCTYPE html><title>t</title>"), detect_format(b"From: a@example.org\\nMIME-Version: 1.0\\n\\n")
-('html', 'message')
+>>> what_file_is(b"<!DOCTYPE html><title>t</title>", "view.php?id=2")
+Kind(format='html', reason='an HTML signature (WHATWG MIME Sniffing 7.1)')
+>>> what_file_is(b"<a href='" + b"' + path_to_root + '>", "searcher.js").format
+'other'
 """
 
 from __future__ import annotations
 
 import codecs
+import io
 import os
 import re
 import zlib
+from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
 __all__ = [
@@ -22,19 +29,23 @@ __all__ = [
     "SNIFF_SIZE",
     "Container",
     "Format",
+    "Kind",
+    "KindOfFile",
     "container_format",
     "detect_format",
     "gzip_holds_arc",
     "gzip_holds_warc",
     "is_arc",
     "is_warc",
+    "kind_of_path",
     "sniff_container",
+    "what_file_is",
 ]
 
 Format = Literal["mbox", "message", "html", "css", "unknown"]
 Container = Literal["warc", "arc"]  # the web archives: a file of records, told by its path
 
-SNIFF_SIZE = 8192  # how much of a file's head detect_format needs
+SNIFF_SIZE = 8192  # how much of a file's head what_file_is needs (a gzip archive's first record too)
 _WARC_PEEK = 1 << 20  # how much compressed data gzip_holds_warc reads at most
 _ARC_HEAD = 4096  # how much of an ARC file's first record container_format reads
 
@@ -267,7 +278,14 @@ def detect_format(head: bytes, name: str | None = None) -> Format:
     >>> detect_format(b"\\x89PNG\\r\\n\\x1a\\n\\x00\\x00\\x00\\rIHDR", "logo.html")
     'unknown'
     """
-    suffix = os.path.splitext(name)[1].lower() if name else ""
+    fmt = _content(head, name)[0]
+    return "html" if fmt == "text" else fmt
+
+
+def _content(head: bytes, name: str | None) -> tuple[Format | Literal["text"], str]:
+    """:func:`detect_format`'s answer and why (the words :class:`Kind` carries); ``text`` for
+    text that none of the rules took (rule 8)."""
+    suffix = _suffix(name)
     head = head[:SNIFF_SIZE]
     mail_possible = True
     if head.startswith(codecs.BOM_UTF8):
@@ -278,33 +296,196 @@ def detect_format(head: bytes, name: str | None = None) -> Format:
     if mail_possible:
         lines = head.split(b"\n", 64)[:64]
         if lines[0].startswith(b"From ") and len(lines) > 1 and _FIELD.match(lines[1]):
-            return "mbox"
+            return "mbox", "an mbox: a From_ line, then a header field"
         if _is_heading(lines):
-            return "message"
+            return "message", "a message: it opens with header fields (RFC 5322 3.6, RFC 2045 3)"
     text = head.lstrip(b" \t\r\n\f")
     if _MARKUP.match(text) and not (suffix == ".css" and text.startswith(b"<!--")):
-        return "html"
+        if _HTML_SIGNATURE.match(text):
+            return "html", "an HTML signature (WHATWG MIME Sniffing 7.1)"
+        return "html", "markup at its first byte"
     sheet = _CSS_COMMENT.sub(b" ", text).lstrip(b" \t\r\n\f")
     if _CSS_START.match(sheet) and not _MARKUP.search(sheet):
-        return "css"
-    if b"\0" in head or head.startswith(_BINARY_SIGNATURES):
-        return "unknown"
-    return _NAMES.get(suffix, "html")
+        return "css", "a style sheet: an at-rule or a rule with declarations first"
+    for signature, what in _BINARY_SIGNATURES.items():
+        if head.startswith(signature):
+            return "unknown", f"binary data ({what}, by its signature)"
+    if _BINARY_BYTE.search(head):
+        return "unknown", "binary data (a binary data byte: WHATWG MIME Sniffing 7.1)"
+    if suffix in _NAMES:
+        return _NAMES[suffix], f"its name ({suffix}): the content does not tell"
+    return "text", "text with markup further on"
 
 
-# Files people keep beside pages and mail: images, PDF, archives, compressed data.
-_BINARY_SIGNATURES = (
-    b"\x89PNG",
-    b"\xff\xd8\xff",
-    b"GIF8",
-    b"%PDF-",
-    b"PK\x03\x04",
-    b"\x1f\x8b",
-    b"BZh",
-    b"\xfd7zXZ",
-    b"7z\xbc\xaf",
-    b"RIFF",
-    b"\x00\x00\x01\x00",
-    b"wOFF",
-    b"wOF2",
+def _suffix(name: str | None) -> str:
+    """The extension of *name*'s last segment, in lower case, before any "?" (wget keeps a
+    URL's query in the name: ``casts.html?from=query`` is a .html)."""
+    if not name:
+        return ""
+    return os.path.splitext(os.path.basename(name).split("?", 1)[0])[1].lower()
+
+
+# WHATWG MIME Sniffing §7.1 (identifying a resource with an unknown MIME type), step "HTML":
+# these, without regard to case, each followed by a tag-terminating byte (space or ">");
+# and "<?xml" (text/xml). Only the reason uses it: any markup at the first byte is a page.
+_HTML_SIGNATURE = re.compile(
+    rb"(?:<!DOCTYPE HTML|<HTML|<HEAD|<SCRIPT|<IFRAME|<H1|<DIV|<FONT|<TABLE|<A|<STYLE|<TITLE|<B|<BODY|<BR|<P"
+    rb"|<!--)[ >]|<\?xml",
+    re.I,
 )
+# WHATWG MIME Sniffing §3 "binary data byte": 0x00-0x08, 0x0B, 0x0E-0x1A, 0x1C-0x1F.
+_BINARY_BYTE = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
+
+
+# Files people keep beside pages and mail: images, fonts, PDF, archives, compressed data
+# (WHATWG MIME Sniffing 6.1 and 6.3 give most of these signatures).
+_BINARY_SIGNATURES = {
+    b"\x89PNG": "a PNG image",
+    b"\xff\xd8\xff": "a JPEG image",
+    b"GIF8": "a GIF image",
+    b"%PDF-": "a PDF document",
+    b"PK\x03\x04": "a ZIP archive",
+    b"\x1f\x8b": "gzip data",
+    b"BZh": "bzip2 data",
+    b"\xfd7zXZ": "xz data",
+    b"7z\xbc\xaf": "a 7-Zip archive",
+    b"RIFF": "a RIFF file (WebP, WAV, AVI)",
+    b"\x00\x00\x01\x00": "an icon",
+    b"wOFF": "a WOFF font",
+    b"wOF2": "a WOFF2 font",
+}
+
+
+KindOfFile = Literal["html", "css", "message", "mbox", "warc", "arc", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """What :func:`what_file_is` decided: the engine or container that reads the file
+    (*format*; ``other``: none, the file is copied as it is) and why, in words (*reason*:
+    what ``explain`` and a run's messages say)."""
+
+    format: KindOfFile
+    reason: str
+
+    @property
+    def document(self) -> bool:
+        """Whether an engine or a container reads it (a folder walk takes it)."""
+        return self.format != "other"
+
+
+# The name rules. Scripts and data are never documents, whatever they hold: mdBook's
+# searcher.js holds '<a href="' + path_to_root + '">', which the HTML engine would rewrite.
+_NOT_DOCUMENTS = {
+    ".js": "a script",
+    ".mjs": "a script",
+    ".cjs": "a script",
+    ".json": "JSON data",
+    ".map": "a source map",
+}
+# Names a server serves as a type that is not HTML (text/plain, text/markdown, text/csv, XML):
+# a browser never reads them as a page (WHATWG MIME Sniffing 7 sniffs only unknown types,
+# and text/plain only for binary data), so neither does a walk, whatever markup they hold.
+# Any other name leaves it to the content (a wget mirror's view.php?id=2 or a page saved
+# with no extension is a page).
+_NOT_PAGES = {
+    ".txt": "plain text",
+    ".md": "Markdown text",
+    ".csv": "CSV data",
+    ".svg": "an SVG image",
+    ".xml": "XML",
+    ".xsl": "an XSLT style sheet",
+    ".rss": "a feed",
+    ".atom": "a feed",
+}
+# A declared type (a WARC record's or a MIME part's Content-Type: RFC 2045 5.1, its essence
+# without parameters) that says which engine reads it. Any other type is no document; these
+# say nothing and leave it to the content (WHATWG MIME Sniffing 7.1 sniffs the first three;
+# a server's text/plain and octet-stream are often wrong).
+_DECLARED: dict[str, KindOfFile] = {
+    "text/html": "html",
+    "application/xhtml+xml": "html",
+    "text/css": "css",
+    "message/rfc822": "message",
+    "multipart/related": "message",
+    "application/x-mimearchive": "message",
+    "application/mbox": "mbox",
+}
+_UNDECLARED = frozenset({"", "unknown/unknown", "application/unknown", "*/*", "text/plain", "application/octet-stream"})
+
+
+def what_file_is(head: bytes, name: str | None = None, declared: str | None = None) -> Kind:
+    """What a file is, from its first :data:`SNIFF_SIZE` bytes (*head*), the type declared
+    for it (*declared*, a Content-Type) and its *name*. The one place this is decided.
+
+    In order, first match wins:
+
+    1. A web archive, plain or gzip, by its first record: ``warc`` (WARC 1.1 §4, Annex D),
+       ``arc`` (an ARC v1 version block). The content alone: an archive is one whatever
+       its name or type.
+    2. The declared type, when it names one: text/html and application/xhtml+xml,
+       text/css, message/rfc822 and multipart/related, application/mbox. Any other type
+       (image/png, text/javascript, application/json, ...) is ``other``. None, text/plain,
+       application/octet-stream and the unknown types say nothing: on to the content.
+    3. A script or data by its name (.js, .mjs, .cjs, .json, .map): ``other``, whatever it
+       holds; it is copied as it is.
+    4. The content (:func:`detect_format`): an mbox, a message, markup, a style sheet,
+       binary data (``other``: WHATWG MIME Sniffing 7.1's binary data bytes, or an image,
+       font, PDF or archive signature), the name breaking ties. Text that is none of these
+       is a page when markup follows further on in *head*, else ``other`` (text/plain).
+    5. What the content calls a page, the name may veto: a .css is a style sheet (never
+       HTML); a .txt, .md, .csv, .svg, .xml, .xsl, .rss or .atom file is not a page
+       (``other``): its server declares another type.
+
+    >>> what_file_is(b"<p>a", "casts.html?from=query").format, what_file_is(b"<p>a", "style.css").format
+    ('html', 'css')
+    >>> what_file_is(b"<p>a", "x.js", declared="text/html; charset=utf-8").format
+    'html'
+    >>> what_file_is(b"\\x89PNG\\r\\n\\x1a\\n\\0\\0\\0\\rIHDR", "logo.html")
+    Kind(format='other', reason='binary data (a PNG image, by its signature)')
+    """
+    archive = _archive(head)
+    if archive is not None:
+        return archive
+    if declared is not None:
+        essence = declared.split(";", 1)[0].strip().lower()
+        if essence in _DECLARED:
+            return Kind(_DECLARED[essence], f"declared {essence}")
+        if essence not in _UNDECLARED:
+            return Kind("other", f"declared {essence}, not a document")
+    suffix = _suffix(name)
+    if suffix in _NOT_DOCUMENTS:
+        return Kind("other", f"{_NOT_DOCUMENTS[suffix]} by its name ({suffix}), not a document")
+    fmt, reason = _content(head, name)
+    if fmt == "unknown":
+        return Kind("other", reason)
+    if fmt == "text":
+        if not _MARKUP.search(head):  # a script, a key, a note: a page would have a tag by now
+            return Kind("other", "text with no markup (WHATWG MIME Sniffing 7.1: text/plain), no links")
+        fmt = "html"
+    if fmt == "html" and suffix == ".css":
+        return Kind("css", "a style sheet by its name (.css), never read as HTML")
+    if fmt == "html" and suffix in _NOT_PAGES:
+        return Kind("other", f"{_NOT_PAGES[suffix]} by its name ({suffix}), not a page")
+    return Kind(fmt, reason)
+
+
+def _archive(head: bytes) -> Kind | None:
+    """A web archive's :class:`Kind`, from the first bytes of its first record (decompressed
+    from *head* when it is gzip); None for any other file."""
+    gzip = head.startswith(b"\x1f\x8b")
+    record = _gzip_head(io.BytesIO(head), 0, _ARC_HEAD) if gzip else head
+    packed = ", gzip (WARC 1.1 Annex D)" if gzip else ""
+    if record.startswith(b"WARC/"):
+        return Kind("warc", f"a WARC record (WARC 1.1 4){packed}")
+    if _ARC_VERSION_BLOCK.match(record):
+        return Kind("arc", f"an ARC v1 version block{packed}")
+    return None
+
+
+def kind_of_path(path: str | os.PathLike[str], declared: str | None = None) -> Kind:
+    """:func:`what_file_is` for the file at *path*: its head read once (a regular file: a
+    named pipe would block). Raises OSError when it cannot be read."""
+    with open(path, "rb") as stream:
+        head = stream.read(SNIFF_SIZE)
+    return what_file_is(head, os.fspath(path), declared)

@@ -280,25 +280,27 @@ def _records(
     end: int | None = None,
     digests: bool = True,
     limit: int = 0,
+    container: Container | None = None,
 ) -> Iterator[_Event]:
     """The record loop: run warcio's iterator; on damage, look for the next record and run it again from there.
 
     Reads from where *stream* stands, or from *start*, a record's offset (a piece: the kind of
     file is then told from its first bytes, not from *start*'s); stops before the first
     record that begins at or after *end*. *digests*: whether warcio checks them. *limit*: the
-    decoded bytes of a body held at most (the bodies *wanted*).
+    decoded bytes of a body held at most (the bodies *wanted*). *container*: what the file is,
+    when the planner told it already (rewriter.containers.formats.what_file_is): not read again.
     """
     seekable = _seekable(stream)
     reader: IO[bytes] = stream
     head = stream.tell() if seekable else 0
     position = head if start is None else start
     gzipped = False
-    container: Container = "warc"
+    told: Container = container or "warc"  # what the file is: WARC or ARC records
     whole: _GzipStream | None = None
     size = 0
     if seekable:
         first = head if start is None else 0
-        container = sniff_container(cast(BinaryIO, stream), first) or "warc"
+        told = container or sniff_container(cast(BinaryIO, stream), first) or "warc"
         stream.seek(first)
         gzipped = stream.read(2) == b"\x1f\x8b"
         size = stream.seek(0, os.SEEK_END)
@@ -310,7 +312,7 @@ def _records(
             except (OSError, EOFError, ValueError, zlib.error) as error:
                 yield WarcDamage(position, f"offset {position}: cannot read on from here: {_clean(str(error))}")
                 return
-        stop = yield from _run(reader, wanted, skip, container, digests, end if whole is None else None, limit)
+        stop = yield from _run(reader, wanted, skip, told, digests, end if whole is None else None, limit)
         if stop.bounded:
             return
         skip = 0
@@ -335,7 +337,7 @@ def _records(
                 return
             if whole is not None or not seekable or last >= size or not _unread(stream, last, size):
                 return
-            stop.damage, stop.problem = last, f"{size - last} bytes that are no {container.upper()} record"
+            stop.damage, stop.problem = last, f"{size - last} bytes that are no {told.upper()} record"
         damage = max(stop.damage, floor)
         where = f"offset {damage}" if stop.damage >= floor else f"after the record at offset {floor}"
         if not seekable:
@@ -344,7 +346,7 @@ def _records(
         # A gzip member ends where it ends; in a plain file, a wrong Content-Length before the damage
         # may have swallowed the start of the next record, so the search begins after the last one read.
         after = damage if gzipped or stop.last is None else floor
-        following = _next_start(reader, after + 1, gzipped, container)
+        following = _next_start(reader, after + 1, gzipped, told)
         then = "no record can be found after it" if following is None else f"reading goes on at offset {following}"
         if stop.problem:
             yield WarcDamage(damage, f"{where}: {stop.problem}; {then}")
@@ -1723,6 +1725,7 @@ def rewrite_warc_piece(
     gzip: bool,
     rewrite: bool = True,
     max_size: int = MAX_BODY,
+    container: Container | None = None,
 ) -> Iterator[WarcPage | WarcDamage]:
     """WARC out: write every record of *piece* (None: the whole file) of the WARC at *path* to
     *target*, each page followed by a conversion record of it rewritten; yield each page and
@@ -1775,13 +1778,14 @@ def rewrite_warc_piece(
             return
         start, end, index = (0, None, 0) if piece is None else (piece.start, piece.end, piece.first)
         end = None if piece is None or piece.last else end
-        container = sniff_container(cast(BinaryIO, stream), 0) or "warc"
+        # What the file is, when the planner did not tell it (rewriter.containers.formats.what_file_is).
+        container = container or sniff_container(cast(BinaryIO, stream), 0) or "warc"
         stream.seek(0)
         gzipped = stream.read(2) == b"\x1f\x8b"
         out = None
         if copy is not None and target is not None:
             out = _Out(copy, target, gzipped=gzipped, gzip=gzip, arc=container == "arc", start=start)
-        for event in _records(stream, _page_body, start=start, end=end, limit=max_size):
+        for event in _records(stream, _page_body, start=start, end=end, limit=max_size, container=container):
             if isinstance(event, _Whole):
                 if end is not None:
                     yield WarcDamage(event.position, f"offset {event.position}: {_NOT_PLANNED}")

@@ -34,17 +34,18 @@ import contextlib
 import errno
 import fnmatch
 import gc
-import io
+import glob
 import os
 import shutil
 import stat
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
+from rewriter.containers.formats import SNIFF_SIZE, Kind, kind_of_path, what_file_is
 from rewriter.containers.pieces import Piece
 from rewriter.disk.files import (
     O_CLOEXEC,
@@ -74,13 +75,13 @@ if TYPE_CHECKING:
     from rewriter.url.base import Layer
 
 __all__ = [
-    "DEFAULT_INCLUDE",
     "Job",
     "Outcome",
     "Settings",
     "Unrecognised",
     "count_into",
     "job_settings",
+    "kinds_of",
     "located_links",
     "plan",
     "process",
@@ -90,27 +91,6 @@ __all__ = [
     "totals",
     "write_atomically",
 ]
-
-# What a folder walk takes when no --include is given: what browsers save and mail
-# programs export. A file named on the command line is always taken.
-DEFAULT_INCLUDE: tuple[str, ...] = (
-    "*.html",
-    "*.htm",
-    "*.xhtml",
-    "*.shtml",
-    "*.css",
-    "*.eml",
-    "*.mht",
-    "*.mhtml",
-    "*.mbox",
-    "*.mbx",
-    "*.warc",
-    "*.warc.gz",
-    "*.arc",
-    "*.arc.gz",
-)
-# A web archive records what was fetched: it is rewritten into a new file, never in place.
-_ARCHIVES: tuple[str, ...] = ("*.warc", "*.warc.gz", "*.arc", "*.arc.gz")
 
 State = Literal["rewritten", "unchanged", "failed", "copied"]
 
@@ -180,8 +160,12 @@ class Job:
     dry: bool = False
     # A file of a folder that is not rewritten, copied unchanged into the output folder.
     copy: bool = False
-    # Told by the planner (a large container it scanned): not detected again.
+    # What the file is (rewriter.containers.formats.what_file_is: html, css, message, mbox,
+    # warc, arc or other), told once by the planner from its head, and why; None: told by the
+    # job from the stream it reads (standard input, a named pipe, a file the planner could
+    # not read, which the job then names).
     format: str | None = None
+    why: str | None = None
     # A piece of a large container (its bytes [start, end)), done as a job of its own.
     piece: Piece | None = None
     # In place, for a container done in pieces: the input's status when it was planned; a
@@ -212,7 +196,7 @@ class Outcome:
     records: list[dict[str, object]] = field(default_factory=list)
     output: bytes | None = None  # the output, for a job whose target is standard output
     details: list[str] = field(default_factory=list)  # each link left relative, for -v
-    format: str | None = None  # what the input was: html, css, message, mbox, maildir, warc
+    format: str | None = None  # what the input was: html, css, message, mbox, maildir, warc, arc, other
     rows: list[dict[str, object]] = field(default_factory=list)  # explain: each document or part
     report: str = ""  # the records as JSON Lines (Settings.report_text)
     # ... or, when they are many, the file in the run's work folder that holds them (so that
@@ -306,16 +290,18 @@ Found = Literal["input", "maildir", "other"]
 
 def _walk(
     root: Path, include: Sequence[str], exclude: Sequence[str], skip: Path | None, *, others: bool = False
-) -> Iterator[tuple[str, str, Found]]:
-    """(path, its path under *root* with "/" between names, what it is) for each input under
-    *root*, sorted, symbolic links not followed.
+) -> Iterator[tuple[str, str, Found, Kind | None]]:
+    """(path, its path under *root* with "/" between names, what it is, what its content is)
+    for each input under *root*, sorted, symbolic links not followed.
 
-    A Maildir found on the way is one input (its message files have no suffix to match).
-    *skip* is the output folder, when it lies inside *root*. With *others*, the regular
-    files that --include does not take come too (to be copied); what --exclude names never.
-    Read with os.scandir, whose entries say what each is: a regular file costs no stat call
-    (the corpus's 320 pages: five calls a file before). A folder that cannot be read is passed
-    over, as os.walk does.
+    Every regular file that *include* takes (all, when it is empty) is read for what it is
+    (:func:`~rewriter.containers.formats.what_file_is`, from its head): a document whatever
+    its name (wget keeps ``view.php?id=2``), ``other`` when it is none. A Maildir found on
+    the way is one input (its message files have no suffix to match). *skip* is the output
+    folder, when it lies inside *root*. With *others*, the regular files that are no document,
+    or that --include does not take, come too (to be copied); what --exclude names never.
+    Read with os.scandir, whose entries say what each is: a regular file costs no stat call.
+    A folder that cannot be read is passed over, as os.walk does.
     """
     pending = [(os.fspath(root), "")]
     while pending:
@@ -337,27 +323,58 @@ def _walk(
             if _matches(relative, exclude) or is_work_folder(entry.name):
                 continue  # a run's journal and pieces (rewriter.run.journal) are never an input
             if _is_maildir(Path(entry.path)):
-                yield entry.path, relative, "maildir"
+                yield entry.path, relative, "maildir", None
                 continue
             kept.append((entry.path, relative + "/"))
         for entry in files:
-            name, relative = entry.name, prefix + entry.name
-            if is_temporary(name):
-                continue  # ours, left by a killed run
-            if entry.is_symlink() and not _inside(Path(entry.path), root):
-                continue  # never reach out of the tree through a link
-            try:
-                if not entry.is_file():  # through a link: what it names
-                    continue  # a named pipe or a device: reading one could block or never end
-            except OSError:
-                continue
-            if _matches(relative, exclude):
-                continue
-            if _matches(relative, include):
-                yield entry.path, relative, "input"
-            elif others:
-                yield entry.path, relative, "other"
+            found = _walked_file(entry, prefix, root, include, exclude)
+            if found is not None and (found[2] == "input" or others):
+                yield found
         pending.extend(reversed(kept))  # depth first, in order, as os.walk goes
+
+
+def _walked_file(
+    entry: os.DirEntry[str], prefix: str, root: Path, include: Sequence[str], exclude: Sequence[str]
+) -> tuple[str, str, Found, Kind | None] | None:
+    """What :func:`_walk` yields for one file of a folder; None for one it passes over."""
+    name, relative = entry.name, prefix + entry.name
+    if is_temporary(name):
+        return None  # ours, left by a killed run
+    if entry.is_symlink() and not _inside(Path(entry.path), root):
+        return None  # never reach out of the tree through a link
+    try:
+        if not entry.is_file():  # through a link: what it names
+            return None  # a named pipe or a device: reading one could block or never end
+    except OSError:
+        return None
+    if _matches(relative, exclude):
+        return None
+    if include and not _matches(relative, include):
+        return entry.path, relative, "other", None
+    kind = _kind(entry.path)
+    if kind is None or kind.document:  # unreadable: its job says why
+        return entry.path, relative, "input", kind
+    return entry.path, relative, "other", kind
+
+
+def kinds_of(names: Iterable[str]) -> dict[str, Kind | None]:
+    """What each file named on a command line is (:func:`iter_plan`'s decision, made once, for
+    a caller that must know it before the plan: the web archives the command line mirrors);
+    None for standard input, a folder, a named pipe and a file that cannot be read."""
+    return {name: _kind_of_named(name) for name in names}
+
+
+def _kind_of_named(name: str) -> Kind | None:
+    return _kind(name) if name != "-" and os.path.isfile(name) else None
+
+
+def _kind(path: str) -> Kind | None:
+    """What the regular file *path* is, from its head (read once, here); None when it
+    cannot be read (the job that reads it then says why)."""
+    try:
+        return kind_of_path(path)
+    except OSError:
+        return None
 
 
 def _entry_name(entry: os.DirEntry[str]) -> str:
@@ -421,6 +438,8 @@ def iter_plan(
     dry: bool = False,
     piece_size: int | None = None,
     max_message: int | None = None,
+    backup: str | None = None,
+    kinds: Mapping[str, Kind | None] | None = None,
 ) -> Iterator[Job | str]:
     """The jobs for *inputs* (files, folders, Maildirs, ``-``) and, in their places, what
     cannot be a job (a str, the message), as a stream: a folder is walked as the jobs are
@@ -429,20 +448,22 @@ def iter_plan(
     Outputs: in place; or *output*, a file for one input or a folder (several inputs,
     or a folder input, or an existing folder, or a name ending in "/"), where each input
     keeps its path under the folder it came from; or, with neither, standard output (one
-    file only). A folder is walked for *include* globs (default :data:`DEFAULT_INCLUDE`)
-    less *exclude* globs; a glob matches the path under the folder or the file name. With
-    *copy_others*, a folder's other files (but those *exclude* names) are copied to the
-    output folder unchanged, so that it is a complete mirror. *dry*: nothing is written
-    (``links``, ``explain``).
+    file only). A folder is walked for its documents, each file told by what it holds
+    (:func:`~rewriter.containers.formats.what_file_is`), whatever its name; *include* globs
+    (when given) and *exclude* globs filter on top; a glob matches the path under the folder
+    or the file name. With *copy_others*, a folder's other files (but those *exclude* names)
+    are copied to the output folder unchanged, so that it is a complete mirror; in place they
+    are left alone, and so is a web archive (it records what was fetched). *dry*: nothing is
+    written (``links``, ``explain``). Each job carries what its file is (``Job.format``).
 
     With *piece_size*, an mbox at least that large that is written to a file or only read
     is done in pieces of about that size (:mod:`rewriter.containers.pieces`), each a job; *max_message*
     must be what the jobs are given (``min(Settings.max_size, MAX_MESSAGE)``, the default),
     since it decides where an mbox's messages end.
     """
-    include = tuple(include) or (
-        tuple(glob for glob in DEFAULT_INCLUDE if glob not in _ARCHIVES) if in_place else DEFAULT_INCLUDE
-    )
+    include = tuple(include)
+    if in_place and backup:  # a page's backup holds a page too: the next run would rewrite it
+        exclude = (*exclude, "*" + glob.escape(backup))
     if len(inputs) > 1 and not in_place and output in (None, "-") and not dry:
         yield "rewriter: several inputs need -o DIR (a folder for the outputs) or --in-place"
         return
@@ -486,26 +507,9 @@ def iter_plan(
                 target = given if in_place else (None if dry else str(base))
                 yield Job(given, target, given, maildir=True, in_place=in_place, root=root, tree=given, dry=dry)
                 continue
-            tree = given if in_place else root
-            others = copy_others and not in_place and not dry
-            for found, relative, kind in _walk(path, include, exclude, skip, others=others):
-                if in_place and os.path.islink(found):
-                    continue  # its target, when in the tree, is rewritten as itself
-                target = found if in_place else (None if dry else str(base / _archive_name(relative)))
-                maildir, copy = kind == "maildir", kind == "other"
-                yield from checked(
-                    Job(
-                        found,
-                        target,
-                        found,
-                        maildir=maildir,
-                        in_place=in_place,
-                        root=tree,
-                        tree=given,
-                        copy=copy,
-                        dry=dry,
-                    )
-                )
+            walked = _walk(path, include, exclude, skip, others=copy_others and not in_place and not dry)
+            for job in _walked_jobs(walked, given, base, in_place=in_place, root=root, dry=dry):
+                yield from checked(job)
             continue
         alone = os.path.dirname(given) or "."  # a file named alone: its folder is its collection
         if in_place and path.is_symlink():
@@ -513,25 +517,63 @@ def iter_plan(
         elif in_place and not path.is_file():
             # Replacing a named pipe or a device with a regular file would break whatever uses it.
             yield f"rewriter: {given}: {kind_of(path.stat().st_mode)}, not a regular file: not rewritten in place"
-        elif in_place:
-            yield from checked(Job(given, given, given, in_place=True, tree=alone))
-        elif output in (None, "-") or dry:
-            yield from checked(Job(given, None, given, tree=alone, dry=dry))
-        elif folder_output:
-            yield from checked(Job(given, str(Path(output) / path.name), given, root=root, tree=alone))
         else:
-            yield from checked(Job(given, output, given, tree=alone))
+            # What it is, told here once (a named pipe is told by its job, from what it reads).
+            kind = kinds[given] if kinds is not None and given in kinds else _kind_of_named(given)
+            told = Job(given, None, given, tree=alone)
+            if kind is not None:
+                told = replace(told, format=kind.format, why=kind.reason)
+            if in_place:
+                told = replace(told, target=given, in_place=True)
+            elif output in (None, "-") or dry:
+                told = replace(told, dry=dry)
+            elif folder_output:
+                told = replace(told, target=str(Path(output) / path.name), root=root)
+            else:
+                told = replace(told, target=output)
+            yield from checked(told)
+
+
+def _walked_jobs(
+    walked: Iterable[tuple[str, str, Found, Kind | None]],
+    given: str,
+    base: Path,
+    *,
+    in_place: bool,
+    root: str | None,
+    dry: bool,
+) -> Iterator[Job]:
+    """The jobs of a folder *given*'s walk: each document (or Maildir) and, to be copied, each
+    other file; in place, no link (its target, when in the tree, is rewritten as itself) and
+    no web archive (it records what was fetched)."""
+    for found, relative, what, kind in walked:
+        if in_place and (os.path.islink(found) or (kind is not None and kind.format in ("warc", "arc"))):
+            continue
+        target = found if in_place else (None if dry else str(base / _archive_name(relative)))
+        yield Job(
+            found,
+            target,
+            found,
+            maildir=what == "maildir",
+            in_place=in_place,
+            root=given if in_place else root,
+            tree=given,
+            copy=what == "other",
+            dry=dry,
+            format=None if kind is None else kind.format,
+            why=None if kind is None else kind.reason,
+        )
 
 
 def _archive_pieces(job: Job, archive: str, piece_size: int) -> Iterator[Job]:
     """A large WARC or ARC file's jobs: a piece each (a run in place refuses it whole)."""
     if job.in_place:
-        yield replace(job, format=archive)
+        yield job
         return
     from rewriter.containers.warc import plan_warc
 
     for piece in plan_warc(job.source, piece_size=piece_size):
-        yield replace(job, format=archive, piece=piece)
+        yield replace(job, piece=piece)
 
 
 def _archive_name(relative: str) -> str:
@@ -545,10 +587,10 @@ def _archive_name(relative: str) -> str:
 
 
 def _split(job: Job, piece_size: int, max_message: int | None) -> Iterator[Job | str]:
-    """*job*, or its pieces when it is a large mbox (each with its format told, so that no
-    worker reads the head again). Only a file written to a file, or only read, is split."""
-    if job.target is None and not job.dry:
-        yield job  # standard output: streamed in one job, as it is read
+    """*job*, or its pieces when it is a large mbox or web archive (each with the format the
+    planner told). Only a file written to a file, or only read, is split."""
+    if (job.target is None and not job.dry) or job.format not in ("mbox", "warc", "arc"):
+        yield job  # standard output: streamed in one job, as it is read; the others are whole
         return
     try:
         status = os.stat(job.source)
@@ -558,24 +600,16 @@ def _split(job: Job, piece_size: int, max_message: int | None) -> Iterator[Job |
     if not stat.S_ISREG(status.st_mode) or status.st_size < piece_size:
         yield job
         return
-    from rewriter.containers.formats import detect_format, sniff_container
+    if job.format in ("warc", "arc"):
+        yield from _archive_pieces(job, job.format, piece_size)
+        return
+    from rewriter.containers.mailbox import MAX_MESSAGE, plan_mbox
 
+    limit = MAX_MESSAGE if max_message is None else min(max_message, MAX_MESSAGE)
     try:
         with open(job.source, "rb") as stream:
-            archive = sniff_container(stream)
-            if archive is not None:
-                yield from _archive_pieces(job, archive, piece_size)
-                return
-            stream.seek(0)
-            fmt = detect_format(stream.read(65536), Path(job.source).name)
-            if fmt != "mbox":
-                yield replace(job, format=fmt)
-                return
-            from rewriter.containers.mailbox import MAX_MESSAGE, plan_mbox
-
-            limit = MAX_MESSAGE if max_message is None else min(max_message, MAX_MESSAGE)
             for piece in plan_mbox(stream, piece_size=piece_size, max_message=limit):
-                yield replace(job, format="mbox", piece=piece, status=status if job.in_place else None)
+                yield replace(job, piece=piece, status=status if job.in_place else None)
     except OSError as error:
         yield f"rewriter: {job.shown}: {error.strerror or error}"
 
@@ -592,10 +626,9 @@ def process(
     the content, *name* only breaking ties; the engine from :mod:`rewriter.document.engines`):
     (format, result). Raises :class:`Unrecognised` for what is none of them, and the
     engine's :class:`~rewriter.document.model.NoBaseError` when the policy requires a base."""
-    from rewriter.containers.formats import detect_format
     from rewriter.document.engines import engine
 
-    fmt = format or (settings.format if settings.format != "auto" else detect_format(data[:65536], name))
+    fmt = format or (settings.format if settings.format != "auto" else what_file_is(data[:SNIFF_SIZE], name).format)
     if fmt not in ("html", "css", "message", "mbox"):
         raise Unrecognised("neither HTML, CSS, a MIME message nor an mbox (it looks like binary data)")
     policy = settings.policy
@@ -995,7 +1028,6 @@ def _opened(job: Job) -> Iterator[tuple[BinaryIO, os.stat_result | None]]:
 
 
 def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
-    from rewriter.containers.formats import detect_format
     from rewriter.document.model import NoBaseError
 
     source = None if job.source == "-" else Path(job.source)
@@ -1007,34 +1039,28 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             outcome.identity = (status.st_size, status.st_mtime_ns)
             if stat.S_ISREG(status.st_mode):
                 size, mode = status.st_size, stat.S_IMODE(status.st_mode)
-        head = stream.read(_HEAD)
-        if job.format is None and size is not None:
-            from rewriter.containers.formats import sniff_container
-
-            # A plain archive is told by its first bytes; a gzip one is read on (up to 1 MiB).
-            gzip = head.startswith(b"\x1f\x8b")
-            archive = sniff_container(stream if gzip else io.BytesIO(head))
-            if archive is not None:
-                return _warc(job, settings, outcome, archive)
-            if gzip:
-                stream.seek(len(head))
-        fmt = job.format or settings.format
-        if fmt == "auto":
-            fmt = detect_format(head, source.name if source else None)
+        head, fmt, why = b"", job.format, job.why
+        if fmt is None:  # standard input, a pipe, a file the planner could not read: told once, here
+            head = stream.read(SNIFF_SIZE)
+            kind = what_file_is(head, None if source is None else source.name)
+            fmt, why = kind.format, kind.reason
+        if fmt in ("warc", "arc"):
+            if size is None:
+                return outcome.fail(f"{why}: a web archive is read from a file, not from a pipe")
+            return _warc(job, settings, outcome, fmt)
+        if settings.format != "auto":  # --format: the engine the user names
+            fmt = settings.format
         if fmt == "mbox":  # streamed, message by message
             outcome.format = fmt
             return _mbox(job, _Replayed(head, stream), source, settings, outcome, read)  # type: ignore[arg-type]
-        if size is not None and len(head) == _HEAD and size <= settings.max_size:
-            # Read again whole, in one read: no copy of the head and the rest joined.
-            stream.seek(0)
-            data = _read_up_to(stream, settings.max_size + 1, size)
-        else:
-            left = None if size is None else size - len(head)
-            rest = _read_up_to(stream, max(settings.max_size + 1 - len(head), 0), left)
-            data = head + rest if rest else head
+        left = None if size is None else size - len(head)
+        rest = _read_up_to(stream, max(settings.max_size + 1 - len(head), 0), left)
+        data = head + rest if head else rest
         if len(data) > settings.max_size:
             return _too_large(job, _Replayed(data, stream), source, settings, outcome)  # type: ignore[arg-type]
     outcome.bytes_in = len(data)
+    if fmt == "other":
+        return _as_it_is(job, settings, outcome, data, why or "not a document", mode)
     try:
         fmt, result = process(data, job.shown, settings, rewrite=not job.dry, format=fmt)
     except (Unrecognised, NoBaseError) as error:
@@ -1054,14 +1080,34 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
                 Path(job.target), output, backup=settings.backup, root=_root(job), expect=read, sync=settings.sync
             )
             outcome.identity = _identity_now(job.target, outcome.identity)
-    elif (group := commit_group()) is not None:  # put in place with its batch (run_batch)
-        group.write(Path(job.target), output, mode=mode, root=_root(job))
     else:
-        write_atomically(Path(job.target), output, mode=mode, root=_root(job), sync=settings.sync)
+        _write_out(job, output, mode, settings)
     return outcome
 
 
-_HEAD = 65536  # what is read of a file first: its format, and whether it is an archive, are told from it
+def _write_out(job: Job, output: bytes, mode: int | None, settings: Settings) -> None:
+    """*output* written to the job's target (not in place): with its batch (run_batch), or alone."""
+    assert job.target is not None
+    if (group := commit_group()) is not None:  # put in place with its batch (run_batch)
+        group.write(Path(job.target), output, mode=mode, root=_root(job))
+    else:
+        write_atomically(Path(job.target), output, mode=mode, root=_root(job), sync=settings.sync)
+
+
+def _as_it_is(job: Job, settings: Settings, outcome: Outcome, data: bytes, why: str, mode: int | None) -> Outcome:
+    """A file named on the command line that is no document (an image, a font, a script,
+    data): never read by an engine, never failed; written out byte for byte, and said so."""
+    outcome.format, outcome.bytes_out = "other", len(data)
+    if job.dry or job.in_place:
+        outcome.warnings.append(f"rewriter: {job.shown}: {why}: left as it is")
+        return outcome
+    outcome.warnings.append(f"rewriter: {job.shown}: {why}: copied as it is")
+    outcome.state = "copied"
+    if job.target is None:
+        outcome.output = data
+    else:
+        _write_out(job, data, mode, settings)
+    return outcome
 
 
 def _read_up_to(stream: BinaryIO, limit: int, expected: int | None) -> bytes:
@@ -1315,6 +1361,7 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
             gzip=gzip,
             rewrite=not job.dry,
             max_size=settings.max_size,
+            container="arc" if archive == "arc" else "warc",
         )
         for item in pages:
             if isinstance(item, WarcDamage):
