@@ -184,6 +184,11 @@ def _mirror(root: Path, out: str) -> None:
     assert "url(https://example.org/img/logo.png)" in (target / "style.css").read_text(encoding="utf-8")
     _same(source / "img/logo.png", target / "img/logo.png")
     _same(source / "js/menu.js", target / "js/menu.js")  # a script is never read as HTML
+    # Pages saved under their URLs' names are pages: rewritten against their own URLs.
+    episode = (target / "view.php?id=2").read_text(encoding="utf-8")
+    assert 'href="https://example.org/index.html"' in episode and 'href="https://example.org/view.php?id=1"' in episode
+    assert 'src="https://example.org/media/ep2.mp3"' in episode
+    assert 'href="https://example.org/people/ann"' in (target / "about").read_text(encoding="utf-8")
 
 
 def _mbox_explain(root: Path, out: str) -> None:
