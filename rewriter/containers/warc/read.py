@@ -481,29 +481,20 @@ def _read(
 ) -> tuple[WarcDocument | WarcDamage | None, bool]:
     """The document (or damage) of one record, and whether the file is damaged within it. Its body
     (when *wanted*) is decoded as it is read, *limit* bytes of it held at most (see :class:`_Body`)."""
-    kind = getattr(record, "rec_type", None)
-    length = record.rec_headers.get_header("Content-Length")
-    if length is None or not length.strip().isdigit():
-        # WARC 1.1 §5.3: every record has one; without it the heading was cut short or damaged.
-        problem = (
-            f"a record without a valid Content-Length ({_clean(str(length), 40)}): its heading is cut short or damaged"
-        )
-        return WarcDamage(offset, f"offset {offset}: {problem}"), True
-    if not kind:
-        return WarcDamage(offset, f"offset {offset}: a record without WARC-Type (WARC 1.1 §5.5): not read"), False
+    kind: str = getattr(record, "rec_type", None) or ""
+    unread = _unreadable(record, kind, offset)
+    if unread is not None:
+        return unread
     uri = record.rec_headers.get_header("WARC-Target-URI") or ""
     problems: list[str] = []
     http, relevant, own_parse = _http_heading(record, kind, uri, offset, problems)
-    status: int | None = None
-    if relevant and http is not None:
-        try:
-            status = int(http.get_statuscode())
-        except (TypeError, ValueError):
-            problems.append(f"offset {offset}: unreadable HTTP status line {_clean(http.statusline, 80)!r}")
-    type_field = http.get_header("Content-Type") if http is not None else record.content_type
-    if kind == "response" and http is None:
-        type_field = None  # a non-HTTP response (dns:, whois:): its body is no resource of the site
-    content_type, charset = _content_type(type_field)
+    status = _status(http, offset, problems) if relevant else None
+    if http is not None:
+        content_type, charset = _content_type(http.get_header("Content-Type"))
+    elif kind == "response":  # a non-HTTP response (dns:, whois:): its body is no resource of the site
+        content_type, charset = None, None
+    else:
+        content_type, charset = _content_type(record.content_type)
     keep = relevant and (wanted is None or wanted(offset, kind, uri, status, content_type))
     reader = _Body(http, f"offset {offset}", _clean(uri, 120) or "(no URI)", limit) if keep else None
     damage = _block(record, kind, uri, offset, reader, relevant, own_parse, problems)
@@ -515,11 +506,36 @@ def _read(
     if reader is not None and damage is None:
         body, decoding = reader.finish()
         problems.extend(decoding)
-    location = None
-    if status is not None and 300 <= status < 400 and http is not None:
-        location = http.get_header("Location")
+    redirect = status is not None and 300 <= status < 400 and http is not None
+    location = http.get_header("Location") if redirect and http is not None else None
     document = WarcDocument(uri, status, content_type, charset, body, location, offset, kind, tuple(problems))
     return document, damage is not None
+
+
+def _unreadable(record: ArcWarcRecord, kind: str, offset: int) -> tuple[WarcDamage, bool] | None:
+    """The damage of a record whose heading lacks what every record has, and whether the file is
+    damaged there; None when it has it."""
+    length = record.rec_headers.get_header("Content-Length")
+    if length is None or not length.strip().isdigit():
+        # WARC 1.1 §5.3: every record has one; without it the heading was cut short or damaged.
+        problem = (
+            f"a record without a valid Content-Length ({_clean(str(length), 40)}): its heading is cut short or damaged"
+        )
+        return WarcDamage(offset, f"offset {offset}: {problem}"), True
+    if not kind:
+        return WarcDamage(offset, f"offset {offset}: a record without WARC-Type (WARC 1.1 §5.5): not read"), False
+    return None
+
+
+def _status(http: StatusAndHeaders | None, offset: int, problems: list[str]) -> int | None:
+    """The HTTP status of a response (None when it has no heading, or an unreadable status line)."""
+    if http is None:
+        return None
+    try:
+        return int(http.get_statuscode())
+    except (TypeError, ValueError):
+        problems.append(f"offset {offset}: unreadable HTTP status line {_clean(http.statusline, 80)!r}")
+        return None
 
 
 def _http_heading(
