@@ -59,20 +59,8 @@ class _Body:
         self.where = where
         self.name = name  # the record's URI, for the problem of a body over the limit
         self.limit = limit
-        self.chunked = False
-        self.coding: str | None = None
-        self.refused: str | None = None  # a coding not undone here: the body is not given (when there is one)
-        if http is not None:
-            transfer = [token.strip().lower() for token in (http.get_header("Transfer-Encoding") or "").split(",")]
-            transfer = [token for token in transfer if token and token != "identity"]
-            coding = [token.strip().lower() for token in (http.get_header("Content-Encoding") or "").split(",")]
-            coding = [token for token in coding if token and token != "identity"]
-            if transfer not in ([], ["chunked"]):
-                self.refused = f"Transfer-Encoding {http.get_header('Transfer-Encoding')!r} cannot be undone"
-            elif len(coding) > 1 or (coding and coding[0] not in _CODINGS):
-                self.refused = f"Content-Encoding {http.get_header('Content-Encoding')!r} cannot be decoded here"
-            if self.refused is None:
-                self.chunked, self.coding = bool(transfer), (coding[0] if coding else None)
+        # The codings to undo; refused: one not undone here, so the body is not given (when there is one).
+        self.chunked, self.coding, self.refused = _codings(http)
         self.pieces: list[bytes] = []
         self.size = 0  # decoded bytes, kept or not
         self.fed = False
@@ -220,6 +208,34 @@ class _Body:
             self.over, self.pieces = True, []
         elif data:
             self.pieces.append(data)
+
+
+def _tokens(value: str | None) -> list[str]:
+    """The codings a Transfer-Encoding or Content-Encoding field names, lower-cased, ``identity`` left out."""
+    tokens = [token.strip().lower() for token in (value or "").split(",")]
+    return [token for token in tokens if token and token != "identity"]
+
+
+def _codings(http: StatusAndHeaders | None) -> tuple[bool, str | None, str | None]:
+    """Whether a body is chunked (RFC 9112 §7.1), its content coding (RFC 9110 §8.4.1: None when
+    there is none), and why it cannot be undone here (None when it can: chunked at most, then one
+    coding of gzip or deflate).
+
+    >>> from warcio.statusandheaders import StatusAndHeaders
+    >>> _codings(StatusAndHeaders("200 OK", [("Transfer-Encoding", "chunked"), ("Content-Encoding", "GZIP")]))
+    (True, 'gzip', None)
+    >>> _codings(StatusAndHeaders("200 OK", [("Content-Encoding", "br")]))
+    (False, None, "Content-Encoding 'br' cannot be decoded here")
+    """
+    if http is None:
+        return False, None, None
+    transfer = _tokens(http.get_header("Transfer-Encoding"))
+    coding = _tokens(http.get_header("Content-Encoding"))
+    if transfer not in ([], ["chunked"]):
+        return False, None, f"Transfer-Encoding {http.get_header('Transfer-Encoding')!r} cannot be undone"
+    if len(coding) > 1 or (coding and coding[0] not in _CODINGS):
+        return False, None, f"Content-Encoding {http.get_header('Content-Encoding')!r} cannot be decoded here"
+    return bool(transfer), (coding[0] if coding else None), None
 
 
 def _inflater(coding: str) -> zlib._Decompress:
