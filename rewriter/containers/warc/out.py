@@ -15,7 +15,7 @@ from rewriter.containers.formats import Container, sniff_container
 from rewriter.containers.pieces import PIECE_SIZE, Piece
 from rewriter.containers.warc.model import _BLOCK, MAX_BODY, WarcDamage, WarcDocument, _clean, _success
 from rewriter.containers.warc.page import WarcPage, _arc_id, _header, _page
-from rewriter.containers.warc.read import _GzipStream, _Record, _records, _Whole, _Window
+from rewriter.containers.warc.read import _Event, _GzipStream, _Record, _records, _Whole, _Window
 from rewriter.document.engines import DOCUMENT_TYPES
 from rewriter.policy import DEFAULT_POLICY, Policy
 
@@ -146,33 +146,51 @@ def rewrite_warc_piece(
         out = None
         if copy is not None and target is not None:
             out = _Out(copy, target, gzipped=gzipped, gzip=gzip, arc=container == "arc", start=start)
-        for event in _records(stream, _page_body, start=start, end=end, limit=max_size, container=container):
-            if isinstance(event, _Whole):
-                if end is not None:
-                    yield WarcDamage(event.position, f"offset {event.position}: {_NOT_PLANNED}")
-                    return
-                if out is not None:
-                    out.whole(event.position)
-            elif isinstance(event, WarcDamage):
-                yield event
-            elif event.again:
-                if out is not None:
-                    out.add(event, None)
-            else:
-                page, conversion = _page(event, index, policy, rewrite, container, write=out is not None)
-                index += 1
-                if out is not None:
-                    out.add(event, conversion)
-                    yield from out.take()
-                if page is not None:
-                    yield page
-                elif isinstance(event.item, WarcDocument):  # a record's own problems: a digest, its heading
-                    yield from (WarcDamage(event.offset, problem) for problem in event.item.problems)
-                elif isinstance(event.item, WarcDamage):
-                    yield event.item
-        if out is not None:
-            out.close(end)
-            yield from out.take()
+        events = _records(stream, _page_body, start=start, end=end, limit=max_size, container=container)
+        yield from _pages_out(events, out, index, end, policy, rewrite, container)
+
+
+def _pages_out(
+    events: Iterator[_Event],
+    out: _Out | None,
+    index: int,
+    end: int | None,
+    policy: Policy,
+    rewrite: bool,
+    container: Container,
+) -> Iterator[WarcPage | WarcDamage]:
+    """The record loop's *events* of one piece (its first record the file's *index*-th) given to
+    *out* (None: a dry run), each page rewritten; the pages and the damage, in file order."""
+    for event in events:
+        if isinstance(event, _Whole):
+            if end is not None:
+                yield WarcDamage(event.position, f"offset {event.position}: {_NOT_PLANNED}")
+                return
+            if out is not None:
+                out.whole(event.position)
+        elif isinstance(event, WarcDamage):
+            yield event
+        elif event.again:
+            if out is not None:
+                out.add(event, None)
+        else:
+            page, conversion = _page(event, index, policy, rewrite, container, write=out is not None)
+            index += 1
+            if out is not None:
+                out.add(event, conversion)
+                yield from out.take()
+            yield from [page] if page is not None else _record_problems(event)
+    if out is not None:
+        out.close(end)
+        yield from out.take()
+
+
+def _record_problems(record: _Record) -> Iterator[WarcDamage]:
+    """The problems of a record that is no page: a digest, its heading."""
+    if isinstance(record.item, WarcDocument):
+        yield from (WarcDamage(record.offset, problem) for problem in record.item.problems)
+    elif isinstance(record.item, WarcDamage):
+        yield record.item
 
 
 _NOT_PLANNED = (

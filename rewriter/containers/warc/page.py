@@ -68,18 +68,9 @@ def _page(
             result = run(document.body, url=document.uri or None, charset=document.charset, policy=policy)
         except Exception as error:  # the engines never raise by contract; should one, the page is reported
             problems.append(f"offset {record.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
-    changed = rewrite and result is not None and result.output != document.body
-    conversion = None
-    if changed and record.block_failed:  # its bytes are not those recorded: it is left out of the output
-        problems.append(f"offset {record.offset}: its block digest fails (WARC 1.1 §5.8): no conversion")
-        changed = False
-    if changed and result is not None:
-        original = _arc_id(record) if container == "arc" else _header(record.headers, "WARC-Record-ID")
-        if original is None:
-            problems.append(f"offset {record.offset}: a record without WARC-Record-ID (WARC 1.1 §5.2): no conversion")
-            changed = False
-        elif write:
-            conversion = _conversion(record, document, result.output, original)
+    changed, conversion = False, None
+    if rewrite and result is not None and result.output != document.body:
+        changed, conversion = _converted(record, document, result.output, container, problems, write=write)
     page = WarcPage(
         document.uri,
         engine.format,
@@ -94,6 +85,22 @@ def _page(
         tuple(problems),
     )
     return page, conversion
+
+
+def _converted(
+    record: _Record, document: WarcDocument, output: bytes, container: Container, problems: list[str], *, write: bool
+) -> tuple[bool, bytes | None]:
+    """Whether a page rewritten to *output* (which differs from its body) gets a conversion
+    record, and that record (None when there is none, or it is not to be written). Why it
+    gets none goes to *problems*."""
+    if record.block_failed:  # its bytes are not those recorded: it is left out of the output
+        problems.append(f"offset {record.offset}: its block digest fails (WARC 1.1 §5.8): no conversion")
+        return False, None
+    original = _arc_id(record) if container == "arc" else _header(record.headers, "WARC-Record-ID")
+    if original is None:
+        problems.append(f"offset {record.offset}: a record without WARC-Record-ID (WARC 1.1 §5.2): no conversion")
+        return False, None
+    return True, (_conversion(record, document, output, original) if write else None)
 
 
 def _header(headers: StatusAndHeaders | None, name: str) -> str | None:
