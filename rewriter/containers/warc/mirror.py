@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from rewriter.bundle.unpack import declare_charset
@@ -200,28 +200,36 @@ class MirrorPlan:
     def from_json(cls, head: object, entries: Iterable[object]) -> MirrorPlan:
         """The plan :meth:`head_json` and :meth:`entries_json` wrote (each value checked:
         the work folder is as untrusted as the tree it lies in); ValueError when it is not one."""
-        if not isinstance(head, dict):
-            raise ValueError("a mirror's plan is an object")
-        texts = [head.get(name) for name in ("warc", "out_dir", "manifest")]
-        if not all(isinstance(text, str) for text in texts) or not isinstance(head.get("unpack"), bool):
-            raise ValueError("a mirror's plan names its archive, its folder and its manifest")
-        files, redirects, problems = head.get("files"), head.get("redirects"), head.get("problems")
-        for mapping in (files, redirects):
-            if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in (*mapping, *mapping.values())):
-                raise ValueError("a mirror's plan maps URLs to names")
-        if not isinstance(problems, list) or not all(isinstance(problem, str) for problem in problems):
-            raise ValueError("a mirror's problems are text")
-        whole = head.get("whole")
-        if whole is not None and type(whole) is not int:
-            raise ValueError("a mirror's plan says where the file is one gzip stream by an offset")
-        plan = cls(str(texts[0]), str(texts[1]), bool(head["unpack"]), str(texts[2]), [], list(problems))
-        plan.files, plan.redirects, plan.whole = dict(files), dict(redirects), whole  # type: ignore[arg-type]
+        head = _head_from_json(head)
+        texts = [str(head[name]) for name in ("warc", "out_dir", "manifest")]
+        files, redirects, problems, whole = head["files"], head["redirects"], head["problems"], head.get("whole")
+        plan = cls(texts[0], texts[1], bool(head["unpack"]), texts[2], [], list(problems))
+        plan.files, plan.redirects, plan.whole = dict(files), dict(redirects), whole
         plan.pieces = [_piece_from_json(value) for value in _listed(head.get("pieces"))] or plan.pieces
         identity = head.get("identity")
         if isinstance(identity, list) and len(identity) == 2 and all(type(value) is int for value in identity):
             plan.identity = (identity[0], identity[1])
         plan.entries = [_entry_from_json(value) for value in entries]
         return plan
+
+
+def _head_from_json(head: object) -> dict[str, Any]:
+    """*head* (what :meth:`MirrorPlan.head_json` wrote), each value checked; ValueError when it is not one."""
+    if not isinstance(head, dict):
+        raise ValueError("a mirror's plan is an object")
+    texts = [head.get(name) for name in ("warc", "out_dir", "manifest")]
+    if not all(isinstance(text, str) for text in texts) or not isinstance(head.get("unpack"), bool):
+        raise ValueError("a mirror's plan names its archive, its folder and its manifest")
+    for mapping in (head.get("files"), head.get("redirects")):
+        if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in (*mapping, *mapping.values())):
+            raise ValueError("a mirror's plan maps URLs to names")
+    problems = head.get("problems")
+    if not isinstance(problems, list) or not all(isinstance(problem, str) for problem in problems):
+        raise ValueError("a mirror's problems are text")
+    whole = head.get("whole")
+    if whole is not None and type(whole) is not int:
+        raise ValueError("a mirror's plan says where the file is one gzip stream by an offset")
+    return head
 
 
 def _listed(value: object) -> list[object]:
@@ -434,39 +442,52 @@ def _plan(
             entries.append(_Planned(item.offset, "", "", None, None, (), "", None, problems=[item.problem]))
             entries[-1].whole = plan.whole is not None
             continue
-        entry = _Planned(item.offset, item.uri, url_key(item.uri), item.status, item.content_type, (), "", None)
-        entry.whole = plan.whole is not None
-        entry.problems.extend(item.problems)
-        if item.status is not None and 300 <= item.status < 400:
-            if not item.location:
-                continue
-            entry.sent = item.location
-            entry.location = _resolved_location(item, policy)
-            if entry.location is None:
-                entry.problems.append(f"offset {item.offset}: Location {item.location!r} cannot be resolved")
-        elif candidate(item.offset, item.record_type, item.uri, item.status, item.content_type):
-            if item.body is None:
-                entry.problems.append(f"offset {item.offset}: not written")
-            elif entry.key in first:
-                entry.problems.append(
-                    f"offset {item.offset}: {_clean(item.uri, 120)} is also the record at offset "
-                    f"{first[entry.key]}, which is the one written"
-                )
-            else:
-                first[entry.key] = item.offset
-                entry.naming_type = _naming_type(item.content_type)
-                entry.folders, entry.leaf = _layout(entry.key, entry.naming_type)
-                planned.append(entry)
-        elif item.status == 206 and _has_host(item.uri) and (plan.unpack or item.content_type in DOCUMENT_TYPES):
-            entry.problems.append(
-                f"offset {item.offset}: 206 Partial Content holds only part of {_clean(item.uri, 120)}: not written"
-            )
-        elif not item.problems:
+        entry = _entry(item, candidate, plan, policy, first)
+        if entry is None:
             continue
+        if entry.leaf:  # laid out: a file to write
+            planned.append(entry)
         entries.append(entry)
     with contextlib.suppress(OSError):
         plan.pieces = [*cut.pieces, Piece(cut.start, os.stat(warc).st_size, cut.first, cut.number, last=True)]
     return planned
+
+
+def _entry(
+    item: WarcDocument, candidate: Wanted, plan: MirrorPlan, policy: Policy, first: dict[str, int]
+) -> _Planned | None:
+    """The entry of one document read by the first pass (None: worth none): a redirect, a file to
+    write (its folders and leaf laid out: the first whole response of its URL, whose offset goes
+    to *first*), or a record not written and why."""
+    entry = _Planned(item.offset, item.uri, url_key(item.uri), item.status, item.content_type, (), "", None)
+    entry.whole = plan.whole is not None
+    entry.problems.extend(item.problems)
+    if item.status is not None and 300 <= item.status < 400:
+        if not item.location:
+            return None
+        entry.sent = item.location
+        entry.location = _resolved_location(item, policy)
+        if entry.location is None:
+            entry.problems.append(f"offset {item.offset}: Location {item.location!r} cannot be resolved")
+    elif candidate(item.offset, item.record_type, item.uri, item.status, item.content_type):
+        if item.body is None:
+            entry.problems.append(f"offset {item.offset}: not written")
+        elif entry.key in first:
+            entry.problems.append(
+                f"offset {item.offset}: {_clean(item.uri, 120)} is also the record at offset "
+                f"{first[entry.key]}, which is the one written"
+            )
+        else:
+            first[entry.key] = item.offset
+            entry.naming_type = _naming_type(item.content_type)
+            entry.folders, entry.leaf = _layout(entry.key, entry.naming_type)
+    elif item.status == 206 and _has_host(item.uri) and (plan.unpack or item.content_type in DOCUMENT_TYPES):
+        entry.problems.append(
+            f"offset {item.offset}: 206 Partial Content holds only part of {_clean(item.uri, 120)}: not written"
+        )
+    elif not item.problems:
+        return None
+    return entry
 
 
 class _Cuts:
