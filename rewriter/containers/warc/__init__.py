@@ -32,6 +32,11 @@ the file once and picks every file's name, :func:`write_mirror_piece` writes the
 piece of the file by that plan (pieces in any order, or at once), :func:`finish_mirror` writes
 the manifest.
 
+One module per job: :mod:`.read` the record loop (warcio, and going on past damage), :mod:`.http`
+HTTP bodies, :mod:`.model` what reading gives, :mod:`.redirects`, :mod:`.layout` the mirror's names,
+:mod:`.mirror` the mirror's three steps, :mod:`.page` a page and its conversion record, :mod:`.out`
+WARC out.
+
 >>> import io, tempfile, pathlib
 >>> from warcio.warcwriter import WARCWriter
 >>> from warcio.statusandheaders import StatusAndHeaders
@@ -52,6 +57,8 @@ b'<a href="http://example.org/docs/guide.html">guide</a>'
 from __future__ import annotations
 
 from rewriter.containers.formats import is_warc
+from rewriter.containers.warc.layout import MAX_DEPTH as MAX_DEPTH
+from rewriter.containers.warc.mirror import MANIFEST as MANIFEST
 from rewriter.containers.warc.mirror import (
     MirroredRecord,
     MirrorPlan,
@@ -64,6 +71,8 @@ from rewriter.containers.warc.mirror import (
     write_mirror_piece,
 )
 from rewriter.containers.warc.model import MAX_BODY, WarcDamage, WarcDocument
+from rewriter.containers.warc.model import Source as Source
+from rewriter.containers.warc.model import Wanted as Wanted
 from rewriter.containers.warc.out import plan_warc, rewrite_warc_piece
 from rewriter.containers.warc.page import WarcPage
 from rewriter.containers.warc.read import iter_documents
