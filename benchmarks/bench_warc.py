@@ -47,17 +47,9 @@ from warcio.warcwriter import WARCWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rewriter.containers.warc import (  # _records, _page_body, _Record: the record loop itself, as WARC out runs it
-    WarcDamage,
-    WarcDocument,
-    WarcPage,
-    _page_body,
-    _Record,
-    _records,
-    iter_documents,
-    plan_warc,
-    rewrite_warc_piece,
-)
+from rewriter.containers.warc import WarcDamage, WarcDocument, WarcPage, iter_documents, plan_warc, rewrite_warc_piece
+from rewriter.containers.warc.out import _page_body  # the record loop itself, as WARC out runs it
+from rewriter.containers.warc.read import _Record, _records
 
 try:
     from fastwarc.warc import ArchiveIterator as FastIterator
