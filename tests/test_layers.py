@@ -112,7 +112,6 @@ def test_python_m_rewriter_and_the_console_script_entry_point() -> None:
 
 def test_settings_pickled_under_the_new_home() -> None:
     from rewriter.run.batch import Settings
-
     from rewriter.run.jobs import Settings as at_home
 
     assert Settings is at_home  # the old home hands on the type itself
