@@ -48,7 +48,6 @@ from rewriter.run.jobs import job_key as job_key
 from rewriter.run.jobs import outcome_from_json as outcome_from_json
 from rewriter.run.jobs import outcome_json as outcome_json
 from rewriter.run.jobs import outcome_problem as outcome_problem
-from rewriter.run.pipeline import execute
 from rewriter.run.plan import Found as Found
 from rewriter.run.plan import iter_plan as iter_plan
 from rewriter.run.plan import kinds_of, plan
@@ -93,6 +92,7 @@ def run(jobs: Iterable[Job], settings: Settings, workers: int = 1) -> Iterator[O
     """Do *jobs* with *workers* processes (:mod:`rewriter.run.pipeline`); the outcomes come in
     the order of *jobs*."""
     from rewriter.run.executors import Executor, Processes, Serial
+    from rewriter.run.pipeline import execute  # here: a command line that runs no batch never loads it
 
     jobs = list(jobs) if isinstance(jobs, (list, tuple)) else jobs
     few = isinstance(jobs, list) and len(jobs) <= 1
