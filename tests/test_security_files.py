@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 import rewriter.run.batch as batch
+import rewriter.run.work as work
 from rewriter.cli.commands import escape_controls, main
 from rewriter.run.batch import Job, Settings, plan, run_job, write_atomically
 
@@ -65,7 +66,7 @@ def another_process(monkeypatch: pytest.MonkeyPatch, path: Path, act: str) -> It
     """While the engine works on *path* (after it was read, before the rename), something
     else acts on it: 'append' to it, 'replace' it by a file of the same size (a new inode),
     'touch' it (a new mtime only) or 'remove' it."""
-    engine = batch.process
+    engine = work.process
 
     def process(data: bytes, name: str, settings: Settings, **options: bool) -> object:
         if Path(name).name == path.name:
@@ -83,7 +84,7 @@ def another_process(monkeypatch: pytest.MonkeyPatch, path: Path, act: str) -> It
                 path.unlink()
         return engine(data, name, settings, **options)
 
-    monkeypatch.setattr(batch, "process", process)
+    monkeypatch.setattr(work, "process", process)  # what run_job calls
     yield
 
 

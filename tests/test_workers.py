@@ -155,19 +155,19 @@ def _alive(pid: int) -> bool:
 def test_a_page_that_kills_its_worker_fails_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The batch run through the workers: the page whose worker dies is reported by name;
     # every other page is rewritten.
-    import rewriter.run.batch
+    import rewriter.run.work
 
     for name in "abcdef":
         (tmp_path / "in" / f"{name}.html").parent.mkdir(exist_ok=True)
         (tmp_path / "in" / f"{name}.html").write_bytes(b"<a href=x>")
-    real = rewriter.run.batch.run_job
+    real = rewriter.run.work.run_job
 
-    def run_job(job: rewriter.run.batch.Job, settings: Settings) -> rewriter.run.batch.Outcome:
+    def run_job(job: rewriter.run.work.Job, settings: Settings) -> rewriter.run.work.Outcome:
         if job.shown.endswith("c.html"):
             os.kill(os.getpid(), signal.SIGKILL)
         return real(job, settings)
 
-    monkeypatch.setattr(rewriter.run.batch, "run_job", run_job)  # forked workers inherit it
+    monkeypatch.setattr(rewriter.run.work, "run_job", run_job)  # forked workers inherit it
     jobs, _ = plan([str(tmp_path / "in")], str(tmp_path / "out"))
     outcomes = list(run(jobs, Settings(url="http://h/"), 2))
     states = {Path(outcome.shown).name: (outcome.state, outcome.messages) for outcome in outcomes}

@@ -41,8 +41,10 @@ from typing import TYPE_CHECKING
 
 from rewriter.disk.files import is_temporary
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.run.batch import Job, Outcome, Settings, iter_plan, run_job
 from rewriter.run.executors import EXTRA_HINT, DaskExecutor, DaskMissing, Scheduler
+from rewriter.run.jobs import Job, Outcome, Settings
+from rewriter.run.plan import iter_plan, matches
+from rewriter.run.work import run_job
 
 try:
     import dask  # noqa: F401
@@ -131,8 +133,6 @@ def _has_magic(text: str) -> bool:
 def _glob_jobs(pattern: str, out_dir: Path, exclude: Sequence[str]) -> list[Job]:
     """A job per regular file *pattern* matches (``**`` included), its target under *out_dir*
     at its path under the pattern's leading folder (the part before the first wildcard)."""
-    from rewriter.run.batch import _matches
-
     parts = Path(pattern).parts
     fixed = next(number for number, part in enumerate(parts) if _has_magic(part))
     root = Path(*parts[:fixed]) if fixed else Path(".")
@@ -144,7 +144,7 @@ def _glob_jobs(pattern: str, out_dir: Path, exclude: Sequence[str]) -> list[Job]
         if not path.is_file() or path.is_symlink():
             continue
         relative = path.relative_to(root) if path.is_relative_to(root) else Path(path.name)
-        if _matches(relative.as_posix(), exclude):
+        if matches(relative.as_posix(), exclude):
             continue
         jobs.append(Job(found, str(out_dir / relative), found, root=str(out_dir)))  # no link below out_dir followed
     return jobs

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from rewriter.disk.files import Folder, Refused, kind_of
+from rewriter.run.jobs import outcome_problem
 
 __all__ = [
     "WORK_FOLDER",
@@ -258,9 +259,7 @@ def entry_problem(entry: object, folder: Path) -> str | None:
     """Why *entry*, a line of the journal of the work *folder*, is not one a run writes
     (a wrong type, a field missing or added, a value out of range, a file named that is not
     this run's own); None when it is one. Each field is checked, and the outcome's
-    (:func:`rewriter.run.batch.outcome_problem`)."""
-    from rewriter.run.batch import outcome_problem
-
+    (:func:`rewriter.run.jobs.outcome_problem`)."""
     if not isinstance(entry, dict) or set(entry) != {"key", "identity", "outcome"}:
         return "an entry has exactly the fields key, identity and outcome"
     key, identity, outcome = entry["key"], entry["identity"], entry["outcome"]

@@ -23,7 +23,8 @@ into its one output file (an mbox, a WARC out), and :class:`MirrorFolder` plans 
 into a folder, which its pieces write, and writes its manifest after the last.
 
 >>> import pathlib, tempfile
->>> from rewriter.run.batch import Settings, iter_plan
+>>> from rewriter.run.jobs import Settings
+>>> from rewriter.run.plan import iter_plan
 >>> from rewriter.run.executors import Serial
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> _ = (folder / "a.html").write_bytes(b"<a href=x>x</a>")
@@ -45,18 +46,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rewriter.run.batch import (
-    Job,
-    Outcome,
-    Settings,
-    job_key,
-    load_mirror_plan,
-    mirror_plan_path,
-    outcome_from_json,
-    outcome_json,
-    pieces_path,
-    run_batch,
-)
+from rewriter.run.jobs import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json
+from rewriter.run.work import load_mirror_plan, mirror_plan_path, pieces_path, replacing_target, run_batch
 
 if TYPE_CHECKING:
     from rewriter.containers.warc import MirrorPlan
@@ -351,8 +342,6 @@ class _Assembly:
             self.close()
             self.failed = False
             self.changed = False
-            from rewriter.run.batch import replacing_target
-
             self.context = replacing_target(job, self.backup if job.in_place else None, sync=self.sync)
             self.replacement = self.context.__enter__()
         if self.replacement is None:
