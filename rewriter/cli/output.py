@@ -1,4 +1,4 @@
-"""What the terminal shows of a run: messages escaped on their way to standard error, the
+r"""What the terminal shows of a run: messages escaped on their way to standard error, the
 progress bar, one line per input, the closing summary, and bytes to standard output.
 
 Every message has the characters that could drive a terminal escaped (:func:`escape_controls`),
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import errno
 from dataclasses import replace
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rewriter.run.report import escape_controls
 
@@ -224,3 +224,38 @@ def write_bytes(out: TextIO | None, data: bytes) -> None:
     out.flush()
     buffer.write(data)
     buffer.flush()
+
+
+def write_tree(out: Escaping, outcome: Outcome, problems: list[str]) -> None:
+    """``explain``'s tree: the file, then each part (under its page or message) with its type,
+    its links, and its base with where the base came from; then the problems."""
+    out.write(f"{outcome.shown} ({outcome.format})\n")
+    heading: object = None
+    for row in outcome.rows:
+        place = next((f"{key} {row[key]}" for key in ("record", "message") if key in row), None)
+        if place is not None and place != heading:
+            out.write(f"  {place}\n")
+            heading = place
+        _write_part(out, row, nested=place is not None)
+    for problem in problems:
+        out.write(f"  problem: {problem}\n")
+
+
+def _write_part(out: Escaping, row: dict[str, Any], *, nested: bool) -> None:
+    """One part of ``explain``'s tree: two lines, indented by its depth."""
+    depth = str(row["path"]).count(".") + 1 if row["path"] else 1
+    indent = "  " * (depth + nested)
+    label = f"{row['path']} " if row["path"] else ""
+    out.write(f"{indent}{label}{row['type']}")
+    if row["action"] in ("rewritten", "unchanged", "skipped") or row["links"]:
+        count = row["links"]
+        out.write(
+            f": {count} link{'' if count == 1 else 's'}, {row['rewritten']} to rewrite, {row['kept']} kept, "
+            f"{row['relative']} left relative"
+        )
+    out.write("\n")
+    base = row["base"] if row["base"] is not None else "none"
+    source = str(row["layer"] or "no layer")
+    if row["origin"]:
+        source += f" of part {row['origin']}"
+    out.write(f"{indent}  base: {base} ({source})\n")

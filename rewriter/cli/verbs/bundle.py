@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rewriter.cli.parser import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
 from rewriter.cli.request import RunRequest, shown
+
+if TYPE_CHECKING:
+    from rewriter.containers.formats import Kind
 
 
 def read_input(verb: str, path: str, err: TextIO) -> bytes | None:
@@ -23,26 +26,39 @@ def read_input(verb: str, path: str, err: TextIO) -> bytes | None:
 
 
 def run_unpack(request: RunRequest, out: TextIO, err: TextIO) -> int:
-    args = request.options
-    from rewriter.bundle.unpack import UnpackError, unpack_message
-    from rewriter.containers.formats import SNIFF_SIZE, what_file_is
+    """Unpack the one input: a web archive mirrored as folders, or a message (MHTML) into parts."""
     from rewriter.run.batch import kinds_of
 
-    path, folder = args.files[0], Path(args.output)
-    name = shown(path)
+    path = request.files[0]
     kind = kinds_of([path])[path]  # None for standard input: told from what is read
     if kind is not None and kind.format in ("warc", "arc"):
-        from rewriter.containers.warc import unpack_warc
+        return _unpack_archive(request, err)
+    return _unpack_message(request, kind, err)
 
-        try:
-            report = unpack_warc(Path(path), folder, policy=request.policy, max_size=request.max_size)
-        except (OSError, ValueError) as error:
-            err.write(f"rewriter unpack: {name}: {getattr(error, 'strerror', None) or error}\n")
-            return EXIT_SOME_FAILED
-        for problem in report.problems:
-            err.write(f"{name}: {problem}\n")
-        err.write(f"{name}: {report.summary()} into {folder}\n")
-        return EXIT_SOME_FAILED if report.problems else EXIT_OK
+
+def _unpack_archive(request: RunRequest, err: TextIO) -> int:
+    from rewriter.containers.warc import unpack_warc
+
+    path, folder = request.files[0], Path(request.options.output)
+    name = shown(path)
+    try:
+        report = unpack_warc(Path(path), folder, policy=request.policy, max_size=request.max_size)
+    except (OSError, ValueError) as error:
+        err.write(f"rewriter unpack: {name}: {getattr(error, 'strerror', None) or error}\n")
+        return EXIT_SOME_FAILED
+    for problem in report.problems:
+        err.write(f"{name}: {problem}\n")
+    err.write(f"{name}: {report.summary()} into {folder}\n")
+    return EXIT_SOME_FAILED if report.problems else EXIT_OK
+
+
+def _unpack_message(request: RunRequest, kind: Kind | None, err: TextIO) -> int:
+    from rewriter.bundle.unpack import UnpackError, unpack_message
+    from rewriter.containers.formats import SNIFF_SIZE, what_file_is
+
+    args = request.options
+    path, folder = request.files[0], Path(args.output)
+    name = shown(path)
     data = read_input("unpack", path, err)
     if data is None:
         return EXIT_SOME_FAILED
@@ -76,10 +92,11 @@ def run_unpack(request: RunRequest, out: TextIO, err: TextIO) -> int:
 
 
 def run_pack(request: RunRequest, out: TextIO, err: TextIO) -> int:
-    args = request.options
+    """Pack the saved page and its local files into one MHTML, or one HTML file."""
     from rewriter.bundle.pack import PackError, pack_mhtml, pack_single_file
     from rewriter.run.batch import write_atomically
 
+    args = request.options
     page = Path(args.files[0])
     target = Path(args.single_file or args.output)
     try:

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from rewriter.cli.output import Escaping, RunTotals
+from rewriter.cli.output import Escaping, RunTotals, write_tree
 from rewriter.cli.parser import EXIT_OK, EXIT_SOME_FAILED
 from rewriter.cli.request import RunRequest
 from rewriter.run.report import escape_controls, json_text
@@ -99,30 +99,5 @@ def run_explain(request: RunRequest, out: TextIO, err: TextIO) -> int:
         document = {"file": outcome.shown, "format": outcome.format, "parts": outcome.rows, "problems": problems}
         out.write(json_text(document, indent=2) + "\n")
         return EXIT_SOME_FAILED if outcome.messages else EXIT_OK
-    out = Escaping(out)  # type: ignore[assignment]  # names, types and bases come from the document
-    out.write(f"{outcome.shown} ({outcome.format})\n")
-    heading: object = None
-    for row in outcome.rows:
-        place = next((f"{key} {row[key]}" for key in ("record", "message") if key in row), None)
-        if place is not None and place != heading:
-            out.write(f"  {place}\n")
-            heading = place
-        depth = str(row["path"]).count(".") + 1 if row["path"] else 1
-        indent = "  " * (depth + (place is not None))
-        label = f"{row['path']} " if row["path"] else ""
-        out.write(f"{indent}{label}{row['type']}")
-        if row["action"] in ("rewritten", "unchanged", "skipped") or row["links"]:
-            count = row["links"]
-            out.write(
-                f": {count} link{'' if count == 1 else 's'}, {row['rewritten']} to rewrite, {row['kept']} kept, "
-                f"{row['relative']} left relative"
-            )
-        out.write("\n")
-        base = row["base"] if row["base"] is not None else "none"
-        source = str(row["layer"] or "no layer")
-        if row["origin"]:
-            source += f" of part {row['origin']}"
-        out.write(f"{indent}  base: {base} ({source})\n")
-    for problem in problems:
-        out.write(f"  problem: {problem}\n")
+    write_tree(Escaping(out), outcome, problems)  # names, types and bases come from the document
     return EXIT_SOME_FAILED if outcome.messages else EXIT_OK
