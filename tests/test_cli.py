@@ -302,7 +302,7 @@ def test_format_can_be_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 # --------------------------------------------------------------------------
-# Leaving: all of standard output is out before the process ends (rewriter.cli.commands._exit_now)
+# Leaving: all of standard output is out before the process ends (rewriter.cli.entry._exit_now)
 # --------------------------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ parses and reports: the work is the library's. ``rewriter.cli:entry_point`` is t
 console script.
 """
 
-from rewriter.cli.commands import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, build_parser, entry_point, main
+from rewriter.cli.entry import entry_point, main
+from rewriter.cli.parser import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, build_parser
 
 __all__ = ["EXIT_OK", "EXIT_SOME_FAILED", "EXIT_USAGE", "build_parser", "entry_point", "main"]

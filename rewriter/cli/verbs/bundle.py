@@ -1,0 +1,122 @@
+"""``rewriter unpack`` and ``rewriter pack``: an archive (MHTML, a message, a WARC) into a
+folder a browser opens offline, and a saved page with its local files into one MHTML (or one
+HTML with data: URLs).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from rewriter.cli.parser import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
+from rewriter.cli.request import RunRequest, shown
+
+if TYPE_CHECKING:
+    from rewriter.containers.formats import Kind
+
+
+def read_input(verb: str, path: str, err: TextIO) -> bytes | None:
+    """The bytes of *path* ('-': standard input), or None (said on *err*)."""
+    try:
+        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as error:
+        err.write(f"rewriter {verb}: cannot read {shown(path)}: {error.strerror or error}\n")
+        return None
+
+
+def run_unpack(request: RunRequest, out: TextIO, err: TextIO) -> int:
+    """Unpack the one input: a web archive mirrored as folders, or a message (MHTML) into parts."""
+    from rewriter.run.batch import kinds_of
+
+    path = request.files[0]
+    kind = kinds_of([path])[path]  # None for standard input: told from what is read
+    if kind is not None and kind.format in ("warc", "arc"):
+        return _unpack_archive(request, err)
+    return _unpack_message(request, kind, err)
+
+
+def _unpack_archive(request: RunRequest, err: TextIO) -> int:
+    from rewriter.containers.warc import unpack_warc
+
+    path, folder = request.files[0], Path(request.options.output)
+    name = shown(path)
+    try:
+        report = unpack_warc(Path(path), folder, policy=request.policy, max_size=request.max_size)
+    except (OSError, ValueError) as error:
+        err.write(f"rewriter unpack: {name}: {getattr(error, 'strerror', None) or error}\n")
+        return EXIT_SOME_FAILED
+    for problem in report.problems:
+        err.write(f"{name}: {problem}\n")
+    err.write(f"{name}: {report.summary()} into {folder}\n")
+    return EXIT_SOME_FAILED if report.problems else EXIT_OK
+
+
+def _unpack_message(request: RunRequest, kind: Kind | None, err: TextIO) -> int:
+    from rewriter.bundle.unpack import UnpackError, unpack_message
+    from rewriter.containers.formats import SNIFF_SIZE, what_file_is
+
+    args = request.options
+    path, folder = request.files[0], Path(args.output)
+    name = shown(path)
+    data = read_input("unpack", path, err)
+    if data is None:
+        return EXIT_SOME_FAILED
+    if kind is None:
+        kind = what_file_is(data[:SNIFF_SIZE], None if path == "-" else path)
+    fmt = args.format if args.format != "auto" else kind.format
+    if fmt != "message":
+        what = {"mbox": "an mbox (unpack one message of it)", "html": "an HTML page (bundle it with rewriter pack)"}
+        err.write(f"rewriter unpack: {name} is {what.get(fmt, f'not a MIME message ({fmt})')}\n")
+        return EXIT_SOME_FAILED
+    try:
+        result = unpack_message(data, folder, url=args.url, policy=request.policy)
+    except UnpackError as error:
+        err.write(f"rewriter unpack: {error}\n")
+        return EXIT_SOME_FAILED
+    except OSError as error:
+        err.write(f"rewriter unpack: cannot write {folder}: {error.strerror or error}\n")
+        return EXIT_SOME_FAILED
+    for problem in result.problems:
+        err.write(f"{name}: {problem}\n")
+    written = sum(1 for part in result.parts if part.file)
+    relinked = sum(part.relinked for part in result.parts)
+    absolute = sum(part.absolute for part in result.parts)
+    root = f" ({result.root})" if result.root else ", no HTML part to open"
+    err.write(
+        f"{name}: {written} of {len(result.parts)} parts into {folder}{root}: {relinked} links to the bundle, "
+        f"{absolute} made absolute\n"
+    )
+    failed = result.root is None or any(part.action == "failed" for part in result.parts)
+    return EXIT_SOME_FAILED if failed else EXIT_OK
+
+
+def run_pack(request: RunRequest, out: TextIO, err: TextIO) -> int:
+    """Pack the saved page and its local files into one MHTML, or one HTML file."""
+    from rewriter.bundle.pack import PackError, pack_mhtml, pack_single_file
+    from rewriter.run.batch import write_atomically
+
+    args = request.options
+    page = Path(args.files[0])
+    target = Path(args.single_file or args.output)
+    try:
+        if target.resolve() == page.resolve():
+            err.write(f"rewriter pack: the output {target} is the page itself\n")
+            return EXIT_USAGE
+        pack = pack_single_file if args.single_file else pack_mhtml
+        result = pack(page, url=args.url, policy=request.policy)
+    except PackError as error:
+        err.write(f"rewriter pack: {error}\n")
+        return EXIT_SOME_FAILED
+    except OSError as error:  # e.g. resolve() of a relative path once the working folder is gone
+        err.write(f"rewriter pack: {page}: {error.strerror or error}\n")
+        return EXIT_SOME_FAILED
+    for problem in result.problems:
+        err.write(f"{page}: {problem}\n")
+    try:
+        write_atomically(target, result.output)
+    except OSError as error:
+        err.write(f"rewriter pack: cannot write {target}: {error.strerror or error}\n")
+        return EXIT_SOME_FAILED
+    err.write(f"{page}: {len(result.parts)} files packed into {target}\n")
+    return EXIT_SOME_FAILED if result.problems else EXIT_OK
