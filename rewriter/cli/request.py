@@ -53,13 +53,6 @@ def shown(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
-def same_path(one: Path, other: Path) -> bool:
-    try:
-        return os.path.samefile(one, other)
-    except OSError:
-        return False
-
-
 @dataclass(frozen=True)
 class RunRequest:
     """One run of one verb: its inputs and its options (``options``, the parsed arguments with
@@ -173,10 +166,12 @@ def _report_over_an_input(report: str | None, files: Sequence[str]) -> str | Non
     with --in-place or without: the run would read one and write the other over it."""
     if not report or report == "-" or not os.path.lexists(report):
         return None
+    from rewriter.disk.files import same_file
+
     for name in files:
         if name == "-":
             continue
-        if same_path(Path(report), Path(name)):
+        if same_file(report, name):
             return name
         if os.path.isdir(name):
             folder = os.path.realpath(name)

@@ -85,6 +85,7 @@ __all__ = [
     "open_regular",
     "remove_temporaries_of",
     "replacing",
+    "same_file",
     "temporaries_in",
     "temporary_name",
     "write_atomically",
@@ -203,6 +204,15 @@ def identity(status: os.stat_result) -> tuple[int, int, int, int]:
     """What tells that a file is still the one read: which file (device, inode), its size
     and its modification time."""
     return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def same_file(one: str | os.PathLike[str], other: str | os.PathLike[str]) -> bool:
+    """Whether *one* and *other* name one file (links followed); False when either cannot be
+    looked at (most outputs do not exist yet). The run's one answer to "is this path an input?"."""
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return False
 
 
 class Folder:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rewriter.containers.formats import Kind, kind_of_path
-from rewriter.disk.files import is_temporary, kind_of
+from rewriter.disk.files import is_temporary, kind_of, same_file
 from rewriter.run.jobs import Job
 from rewriter.run.journal import is_work_folder
 
@@ -170,14 +170,6 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return entry.is_dir()
     except OSError:
         return False
-
-
-def _same_file(source: str, target: str) -> bool:
-    """Whether *target* is the file *source* (the target first: most do not exist yet)."""
-    try:
-        return os.path.samestat(os.stat(target), os.stat(source))
-    except OSError:
-        return False  # the target does not exist yet
 
 
 def _resolved(path: Path) -> Path:
@@ -370,7 +362,7 @@ def _file_jobs(given: str, path: Path, request: _Request) -> Iterator[Job | str]
 def _checked(job: Job, request: _Request) -> Iterator[Job | str]:
     """*job* as it is, or its pieces, or why it cannot be: -o naming an input would change it
     without --in-place, and is refused, file by file."""
-    if not job.in_place and job.target is not None and job.source != "-" and _same_file(job.source, job.target):
+    if not job.in_place and job.target is not None and job.source != "-" and same_file(job.target, job.source):
         yield f"rewriter: {job.shown}: the output is the input itself; use --in-place to rewrite it"
     elif request.piece_size is not None and not job.copy and not job.maildir and job.source != "-":
         yield from _split(job, request.piece_size, request.max_message)

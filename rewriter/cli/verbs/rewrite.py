@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from rewriter.cli.output import RunTotals, Silent, progress_for, summary, write_bytes
 from rewriter.cli.parser import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
-from rewriter.cli.request import RunRequest, same_path
+from rewriter.cli.request import RunRequest
+from rewriter.disk.files import same_file
 
 if TYPE_CHECKING:
     from rewriter.run.batch import Job, Outcome, Settings
@@ -293,7 +294,7 @@ def _work_folder(request: RunRequest) -> Path | None:
         first = Path(files[0])
         return work_folder_for(first, folder=first.is_dir())
     output = Path(args.output)
-    if any(same_path(Path(name), output) for name in files if name != "-"):
+    if any(same_file(name, output) for name in files if name != "-"):
         return None
     as_folder = len(files) > 1 or args.output.endswith(("/", os.sep)) or output.is_dir()
     as_folder = as_folder or any(Path(name).is_dir() for name in files if name != "-")
