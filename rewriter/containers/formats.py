@@ -193,9 +193,15 @@ def sniff_container(stream: BinaryIO, position: int = 0) -> Container | None:
     head = stream.read(_ARC_HEAD)
     if head.startswith(b"\x1f\x8b"):
         head = _gzip_head(stream, position, _ARC_HEAD)
-    if head.startswith(b"WARC/"):
+    return _container_of(head)
+
+
+def _container_of(record: bytes) -> Container | None:
+    """The web archive whose first record opens with *record* (decompressed): ``warc`` for a
+    first line ``WARC/`` (WARC 1.1 §4), ``arc`` for an ARC v1 version block, else None."""
+    if record.startswith(b"WARC/"):
         return "warc"
-    if _ARC_VERSION_BLOCK.match(head):
+    if _ARC_VERSION_BLOCK.match(record):
         return "arc"
     return None
 
@@ -476,11 +482,11 @@ def _archive(head: bytes) -> Kind | None:
     gzip = head.startswith(b"\x1f\x8b")
     record = _gzip_head(io.BytesIO(head), 0, _ARC_HEAD) if gzip else head
     packed = ", gzip (WARC 1.1 Annex D)" if gzip else ""
-    if record.startswith(b"WARC/"):
-        return Kind("warc", f"a WARC record (WARC 1.1 4){packed}")
-    if _ARC_VERSION_BLOCK.match(record):
-        return Kind("arc", f"an ARC v1 version block{packed}")
-    return None
+    container = _container_of(record)
+    if container is None:
+        return None
+    what = "a WARC record (WARC 1.1 4)" if container == "warc" else "an ARC v1 version block"
+    return Kind(container, f"{what}{packed}")
 
 
 def kind_of_path(path: str | os.PathLike[str], declared: str | None = None) -> Kind:
