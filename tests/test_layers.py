@@ -31,7 +31,7 @@ config>cli.config
 MOVED = {f"rewriter.{old}": f"rewriter.{new}" for old, new in (pair.split(">") for pair in _MOVES.split())}
 
 # Bottom to top (docs/layers.md): a module may import from its own layer and those before it.
-LAYERS = ["url", "disk", "policy", "document", "css", "html", "mime", "bundle", "containers", "run", "cli"]
+LAYERS = ["problems", "url", "disk", "policy", "document", "css", "html", "mime", "bundle", "containers", "run", "cli"]
 
 
 def _layer(path: pathlib.Path) -> str:
