@@ -486,7 +486,7 @@ def _earlier_plan(job: Job, work: str, journal: Journal) -> MirrorPlan | None:
     if not journal.earlier or not journal.holds(mirror_plan_path(work, job)):
         return None
     plan = load_mirror_plan(work, job, every=True)
-    return plan if plan.identity == identity_of(job.source) else None
+    return plan if plan.identity == identity_of(job.source) and plan.unpack == job.unpack else None
 
 
 def _save_plan(job: Job, settings: Settings, work: str, piece_size: int) -> MirrorPlan:
@@ -501,7 +501,12 @@ def _save_plan(job: Job, settings: Settings, work: str, piece_size: int) -> Mirr
     assert job.target is not None
     identity = identity_of(job.source)
     plan = plan_mirror(
-        job.source, job.target, policy=settings.policy, max_size=settings.max_size, piece_size=piece_size
+        job.source,
+        job.target,
+        policy=settings.policy,
+        max_size=settings.max_size,
+        unpack=job.unpack,
+        piece_size=piece_size,
     )
     plan.identity = identity
     root = Path(work).parent
