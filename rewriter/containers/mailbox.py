@@ -838,45 +838,63 @@ def rewrite_maildir(
     if not is_maildir(folder):
         raise NotADirectoryError(f"{folder} is not a Maildir (it needs cur/, new/ and tmp/ folders)")
     destination = folder if target_folder is None else Path(target_folder)
-    in_place = destination.resolve() == folder.resolve()
-    if not in_place and write:
+    if destination.resolve() == folder.resolve():
+        destination = folder  # in place
+    elif write:
         for name in _MAILDIR_SUBFOLDERS:
             (destination / name).mkdir(parents=True, exist_ok=True)
     for path in iter_maildir(folder):
-        relative = path.relative_to(folder)
-        try:
-            before = path.stat()
-            data = path.read_bytes()
-        except OSError as error:
-            problem = Problem("input", f"cannot be read: {error.strerror}", (str(relative),))
-            yield MaildirReport(path, None, False, problems=(problem,), name=str(relative), unwritten=write)
-            continue
-        output, counts, problems, left, result = _rewrite(data, url, policy)
-        changed = output != data
-        if changed and _SIZE_IN_NAME.search(path.name):
-            mismatch = "the size in its name (,S=/,W=) no longer matches; Dovecot may complain"
-            problems.append(Problem("message", mismatch, (str(relative),)))
-        written: Path | None = destination / relative
-        try:
-            if not write or (in_place and not changed):
-                written = None
-            elif in_place:
-                if identity(path.stat()) != identity(before):
-                    raise FileExistsError(0, "it changed while it was being rewritten")
-                _write_message(path, output, folder / "tmp", before, sync=sync)
-            else:
-                _write_message(destination / relative, output, destination / "tmp", before, sync=sync)
-        except OSError as error:
-            problems.append(Problem("output", f"not written: {error.strerror or error}", (str(relative),)))
+        yield _maildir_message(path, folder, destination, url, policy, with_links=with_links, write=write, sync=sync)
+
+
+def _maildir_message(
+    path: Path,
+    folder: Path,
+    destination: Path,
+    url: str | None,
+    policy: Policy,
+    *,
+    with_links: bool,
+    write: bool,
+    sync: bool,
+) -> MaildirReport:
+    """One message file of :func:`rewrite_maildir`: read, rewritten, written (in place when
+    *destination* is *folder*), and its report."""
+    relative = path.relative_to(folder)
+    name = str(relative)
+    in_place = destination == folder
+    try:
+        before = path.stat()
+        data = path.read_bytes()
+    except OSError as error:
+        problem = Problem("input", f"cannot be read: {error.strerror}", (name,))
+        return MaildirReport(path, None, False, problems=(problem,), name=name, unwritten=write)
+    output, counts, problems, left, result = _rewrite(data, url, policy)
+    changed = output != data
+    if changed and _SIZE_IN_NAME.search(path.name):
+        mismatch = "the size in its name (,S=/,W=) no longer matches; Dovecot may complain"
+        problems.append(Problem("message", mismatch, (name,)))
+    written: Path | None = destination / relative
+    try:
+        if not write or (in_place and not changed):
             written = None
-        yield MaildirReport(
-            path,
-            written,
-            changed,
-            *counts,
-            problems=tuple(problems),
-            relative=left,
-            result=result if with_links else None,
-            name=str(relative),
-            unwritten=write and written is None and not (in_place and not changed),
-        )
+        elif in_place:
+            if identity(path.stat()) != identity(before):
+                raise FileExistsError(0, "it changed while it was being rewritten")
+            _write_message(path, output, folder / "tmp", before, sync=sync)
+        else:
+            _write_message(destination / relative, output, destination / "tmp", before, sync=sync)
+    except OSError as error:
+        problems.append(Problem("output", f"not written: {error.strerror or error}", (name,)))
+        written = None
+    return MaildirReport(
+        path,
+        written,
+        changed,
+        *counts,
+        problems=tuple(problems),
+        relative=left,
+        result=result if with_links else None,
+        name=name,
+        unwritten=write and written is None and not (in_place and not changed),
+    )
