@@ -94,3 +94,11 @@ def test_resume_after_a_run_killed_part_way_finishes_the_unpacking(tmp_path: Pat
     assert "done by the run that was stopped" in resumed.stderr.decode()
     assert tree(tmp_path / "out") == reference  # nothing lost, nothing twice, no temporary left
     assert (tmp_path / "r.jsonl").read_bytes() == reference_report
+
+
+def test_a_message_unpacked_says_the_run_options_it_does_not_use(tmp_path: Path) -> None:
+    (tmp_path / "page.mhtml").write_bytes((FIXTURE.parents[1] / "mail" / "page.mhtml").read_bytes())
+    done = run_cli(tmp_path, "unpack", "page.mhtml", "-o", "out", "-j", "2", "--report", "r.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert "rewriter unpack: -j, --report: for a web archive; page.mhtml is not one, so ignored" in done.stderr.decode()
+    assert (tmp_path / "out" / "index.html").exists() and not (tmp_path / "r.jsonl").exists()

@@ -44,6 +44,10 @@ def run_unpack(request: RunRequest, out: TextIO, err: TextIO) -> int:
 _RUN_DEFAULTS = {"in_place": False, "backup": None, "include": None, "exclude": None, "no_copy_others": False}
 
 
+# The run's options that only a web archive's unpacking (a run of the pipeline) uses.
+_RUN_ONLY = (("-j", "jobs"), ("--report", "report"), ("--resume", "resume"), ("--piece-size", "piece_size"))
+
+
 def _unpack_archive(request: RunRequest, out: TextIO, err: TextIO) -> int:
     """A web archive unpacked into a folder by a run of the pipeline, as ``rewrite ARCHIVE -o
     DIR`` mirrors one (rewriter.run.pipeline.MirrorFolder), its records unpacked: every
@@ -70,6 +74,9 @@ def _unpack_message(request: RunRequest, kind: Kind | None, err: TextIO) -> int:
     args = request.options
     path, folder = request.files[0], Path(args.output)
     name = shown(path)
+    ignored = [option for option, given in _RUN_ONLY if getattr(args, given, None)]
+    if ignored and not args.quiet:  # one message is one part of no run: said, not refused
+        err.write(f"rewriter unpack: {', '.join(ignored)}: for a web archive; {name} is not one, so ignored\n")
     data = read_input("unpack", path, err)
     if data is None:
         return EXIT_SOME_FAILED
