@@ -56,3 +56,34 @@ def test_a_units_own_problems_stand_for_the_results_and_none_means_the_results()
     assert said.warnings == [f"rewriter: m: message 1: {problem}" for problem in message.problems]
     assert replaced.warnings == ["rewriter: m: message 1: quoted 1 From line"]
     assert (said.state, replaced.state) == ("unchanged", "unchanged")
+
+
+TALLY = WORK.with_name("tally.py")
+
+
+def test_the_tally_has_no_adapter_of_a_container_report() -> None:
+    defined = {
+        node.name for node in ast.parse(TALLY.read_text(encoding="utf-8")).body if isinstance(node, ast.FunctionDef)
+    }
+    assert not {name for name in defined if name.endswith("_units")}  # each container hands units itself
+
+
+def test_each_container_hands_units_whose_errors_are_placed_problem_records() -> None:
+    import io
+
+    from rewriter.containers.mailbox import rewrite_mbox
+    from rewriter.containers.warc import WarcDamage
+    from rewriter.problems import Problem
+
+    mbox = b"From a\n" + b"x" * 200 + b"\n"
+    (report,) = rewrite_mbox(io.BytesIO(mbox), io.BytesIO(), max_message=50)
+    unit = report.unit(report=True)
+    assert unit.failed and unit.where == {"message": 1} and unit.report is not None
+    (error,) = unit.errors
+    assert isinstance(error, Problem) and (error.code, error.where) == ("limit", ("message 1",))
+    assert str(error).startswith("message 1: larger than 50 bytes")
+    damage = WarcDamage(7, "offset 7: cut short").unit()
+    assert damage.failed and damage.where == {"offset": 7}
+    assert [(e.code, e.where, str(e)) for e in damage.errors] == [  # type: ignore[attr-defined]
+        ("record", ("offset 7",), "offset 7: offset 7: cut short")
+    ]

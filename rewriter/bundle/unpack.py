@@ -38,6 +38,7 @@ b'<img src=logo.png><a href=http://example.org/a/next.html>next</a>'
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from email.message import Message
 from pathlib import Path
@@ -51,6 +52,7 @@ from rewriter.mime.heading import content_charset, get_filename, get_param
 from rewriter.mime.message import Entity, entities, header_url
 from rewriter.mime.transfer import TransferError, decode
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.problems import Problem, as_problem
 from rewriter.url.resolve import Resolver, UnresolvableReference, parse, url_key
 
 __all__ = ["UnpackError", "UnpackResult", "UnpackedPart", "declare_charset", "unpack_message"]
@@ -203,9 +205,9 @@ def unpack_message(
     """
     found = entities(data, url=url, policy=policy)
     leaves = _leaves(found)
-    problems: list[str] = [f"part {e.path}: {problem}" for e in found for problem in e.problems]
+    problems: list[str] = [as_problem(problem, "part").at(f"part {e.path}") for e in found for problem in e.problems]
     if not found:
-        problems.append("the message is nested too deeply to read")
+        problems.append(Problem("input", "the message is nested too deeply to read"))
     with Folder(folder) as out:
         for reserved in (ROOT, MANIFEST):
             if out.taken(reserved):
@@ -213,37 +215,13 @@ def unpack_message(
             out.pick(reserved)
         root = _root(found, leaves)
         if root is None:
-            problems.append("no text/html part: there is no index.html")
-        named: dict[str, _Leaf] = {}
-        for leaf in leaves:
-            leaf.file = ROOT if leaf is root else out.pick(_raw_name(leaf), leaf.entity.content_type)
-            leaf.keys = _keys(leaf, policy)
-            for key in leaf.keys:
-                if key in named and named[key] is not leaf:
-                    first = named[key].entity.path
-                    problems.append(f"part {leaf.entity.path}: {key} also names part {first}, which links to it reach")
-                    continue
-                named.setdefault(key, leaf)
-        files = {key: leaf.file for key, leaf in named.items() if leaf.file}
-        # Where the exact URL is not a key, the browser's reading of both sides decides.
-        browser_files: dict[str, str] = {}
-        for key, name in files.items():
-            browser_files.setdefault(url_key(key), name)
-
-        def relink(target: str) -> str | None:
-            url, hash_mark, fragment = target.partition("#")
-            name = files.get(url)
-            if name is None and url[:4].lower() == "cid:":
-                name = files.get("cid:" + unquote(url[4:]))
-            if name is None and parse(url).scheme is None:
-                name = files.get(_against_message(url))
-            if name is None:
-                name = browser_files.get(url_key(url))
-            return None if name is None else quote(name, safe="") + hash_mark + fragment
-
-        bundled = policy.clone(remove_base=True, relink=relink)
+            problems.append(Problem("not-unpacked", "no text/html part: there is no index.html"))
+        named = _named(out, leaves, root, policy, problems)
+        bundled = policy.clone(remove_base=True, relink=_relinker({key: leaf.file for key, leaf in named.items()}))
         parts = [_write(out, leaf, data, bundled) for leaf in leaves]
-        problems.extend(f"part {part.path}: {problem}" for part in parts for problem in part.problems)
+        problems.extend(
+            as_problem(problem, "part").at(f"part {part.path}") for part in parts for problem in part.problems
+        )
         manifest = {
             "root": ROOT if root is not None else None,
             "parts": [asdict(part) for part in parts],
@@ -251,6 +229,51 @@ def unpack_message(
         }
         out.write(MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False).encode("utf-8") + b"\n")
     return UnpackResult(Path(folder), ROOT if root is not None else None, tuple(parts), tuple(problems))
+
+
+def _named(
+    out: Folder, leaves: list[_Leaf], root: _Leaf | None, policy: Policy, problems: list[str]
+) -> dict[str, _Leaf]:
+    """Each leaf's file picked in *out* (the root's is ``index.html``), and the leaf each URL
+    that names one reaches (RFC 2557 §8): the first leaf it names; a later one it names too
+    is a problem (in *problems*)."""
+    named: dict[str, _Leaf] = {}
+    for leaf in leaves:
+        leaf.file = ROOT if leaf is root else out.pick(_raw_name(leaf), leaf.entity.content_type)
+        leaf.keys = _keys(leaf, policy)
+        for key in leaf.keys:
+            if key in named and named[key] is not leaf:
+                first = named[key].entity.path
+                where = (f"part {leaf.entity.path}",)
+                problems.append(
+                    Problem("not-unpacked", f"{key} also names part {first}, which links to it reach", where)
+                )
+                continue
+            named.setdefault(key, leaf)
+    return named
+
+
+def _relinker(named: dict[str, str | None]) -> Callable[[str], str | None]:
+    """The bundle's relink: a reference to a part (by its URL, its ``cid:``, a name relative to
+    the message, or failing these the browser's reading of both sides) becomes its file's name."""
+    files = {key: file for key, file in named.items() if file}
+    # Where the exact URL is not a key, the browser's reading of both sides decides.
+    browser_files: dict[str, str] = {}
+    for key, name in files.items():
+        browser_files.setdefault(url_key(key), name)
+
+    def relink(target: str) -> str | None:
+        url, hash_mark, fragment = target.partition("#")
+        name = files.get(url)
+        if name is None and url[:4].lower() == "cid:":
+            name = files.get("cid:" + unquote(url[4:]))
+        if name is None and parse(url).scheme is None:
+            name = files.get(_against_message(url))
+        if name is None:
+            name = browser_files.get(url_key(url))
+        return None if name is None else quote(name, safe="") + hash_mark + fragment
+
+    return relink
 
 
 def declare_charset(original: bytes, output: bytes, transport: str | None, encoding: str) -> bytes:

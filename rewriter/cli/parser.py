@@ -357,6 +357,9 @@ LINKS = Verb(
     ),
 )
 
+# The options of rewrite's run that unpack takes too (a WARC unpacked is a run of the pipeline).
+_UNPACK_RUN = ("--no-fsync", "--jobs", "--report", "--resume", "--quiet", "--verbose", "--piece-size")
+
 UNPACK = Verb(
     "unpack",
     "unpack an MHTML archive, a message or a WARC into a folder a browser opens offline",
@@ -378,6 +381,8 @@ UNPACK = Verb(
         max_size(
             "a body of a WARC decoded to more than SIZE (bytes, or with K, M, G) is named and not written (default: 1G)"
         ),
+        # A WARC is unpacked by a run of the pipeline, as rewrite mirrors one: the same run options.
+        *(option for option in REWRITE.options if option.names[-1] in _UNPACK_RUN),
     ),
 )
 

@@ -39,9 +39,10 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol, TypedDict
 from rewriter.containers.formats import detect_format, is_warc
 from rewriter.containers.pieces import PIECE_SIZE, Piece
 from rewriter.disk.files import identity, replacing
-from rewriter.document.model import MessageResult
+from rewriter.document.model import MessageResult, Unit, placed
 from rewriter.mime.message import rewrite_message
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.problems import Problem
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -437,6 +438,37 @@ class MboxReport:
     relative: int = 0  # links left relative: no base, or unresolvable
     result: MessageResult | None = field(default=None, repr=False, compare=False)  # with_links=True
 
+    def unit(self, *, report: bool = False) -> Unit:
+        """This message as the run's tally takes it, named by its number (from 1), with this
+        report as a plain dict when *report*. One the engine could not read (too large, or it
+        failed on it) was kept as it was, and fails; the problems of one it read are its own
+        and the mbox's (quoted From lines)."""
+        number = self.index + 1
+        own = self._as_dict() if report else None
+        read = self.result is not None
+        return Unit(
+            {"message": number},
+            self.result,
+            "message",
+            self.problems if read else None,
+            errors=() if read else placed(self.problems, "message", f"message {number}"),
+            failed=not read,
+            bytes_in=self.size,
+            bytes_out=self.output_size,
+            changed=self.changed,
+            report=own,
+        )
+
+    def _as_dict(self) -> dict[str, object]:
+        """This report as a plain dict (the engine's result left out)."""
+        from dataclasses import fields
+
+        return {
+            item.name: list(value) if isinstance(value := getattr(self, item.name), tuple) else value
+            for item in fields(self)
+            if item.name != "result"
+        }
+
 
 def _counts(result: MessageResult) -> tuple[int, int, int, int]:
     """(parts, rewritten parts, links, rewritten links) of a message's result."""
@@ -456,7 +488,7 @@ def _rewrite(
     try:
         result = rewrite_message(data, url=url, policy=policy)
     except Exception as error:  # a bug in the engine: keep the message and go on with the next
-        problem = f"not rewritten, kept as it was: internal error: {type(error).__name__}: {error}"
+        problem = Problem("message", f"not rewritten, kept as it was: internal error: {type(error).__name__}: {error}")
         return data, (0, 0, 0, 0), [problem], 0, None
     left = sum(part.count("no-base", "unresolvable") for part in result.parts)
     return result.output, _counts(result), list(result.problems), left, result
@@ -475,9 +507,9 @@ def rewrite_mbox_message(
         output, quoted = _quote_new_from_lines(message, output)
         output = _fix_content_length(message, output)
     if quoted:
-        problems.append(f"{quoted} new line(s) starting with 'From ' quoted as '>From '")
+        problems.append(Problem("message", f"{quoted} new line(s) starting with 'From ' quoted as '>From '"))
     if unseparated:
-        problems.insert(0, "no From_ line before it: the file does not start like an mbox")
+        problems.insert(0, Problem("input", "no From_ line before it: the file does not start like an mbox"))
     return output, counts, problems, quoted, relative, result
 
 
@@ -531,7 +563,7 @@ def _rewrite_messages(
     stream offset *offset* (a piece's, for :func:`rewrite_mbox_piece`)."""
     for index, (separator, message, size) in enumerate(_split(source, CHUNK_SIZE, max_message, target.write), first):
         if message is None:
-            problem = f"larger than {max_message:,} bytes ({size:,}): copied unchanged, not rewritten"
+            problem = Problem("limit", f"larger than {max_message:,} bytes ({size:,}): copied unchanged, not rewritten")
             yield MboxReport(index, offset, size, size, False, problems=(problem,))
             offset += size
             continue
@@ -733,6 +765,23 @@ class MaildirReport:
     problems: tuple[str, ...] = ()
     relative: int = 0
     result: MessageResult | None = field(default=None, repr=False, compare=False)  # with_links=True
+    name: str = ""  # its path in the Maildir
+    unwritten: bool = False  # it was to be written, and was not
+
+    def unit(self) -> Unit:
+        """This message file as the run's tally takes it, named by its path in the Maildir.
+        Its problems are always said (each names its file); one the engine could not read,
+        or that was to be written and was not, fails."""
+        size = self.path.stat().st_size if self.path.exists() else 0
+        return Unit(
+            {"message": self.name or str(self.path)},
+            self.result,
+            "message",
+            errors=self.problems,
+            failed=self.result is None or self.unwritten,
+            bytes_in=size,
+            changed=self.changed and not self.unwritten,
+        )
 
 
 def _write_message(path: Path, data: bytes, scratch: Path, like: os.stat_result, *, sync: bool = True) -> None:
@@ -789,41 +838,63 @@ def rewrite_maildir(
     if not is_maildir(folder):
         raise NotADirectoryError(f"{folder} is not a Maildir (it needs cur/, new/ and tmp/ folders)")
     destination = folder if target_folder is None else Path(target_folder)
-    in_place = destination.resolve() == folder.resolve()
-    if not in_place and write:
+    if destination.resolve() == folder.resolve():
+        destination = folder  # in place
+    elif write:
         for name in _MAILDIR_SUBFOLDERS:
             (destination / name).mkdir(parents=True, exist_ok=True)
     for path in iter_maildir(folder):
-        relative = path.relative_to(folder)
-        try:
-            before = path.stat()
-            data = path.read_bytes()
-        except OSError as error:
-            yield MaildirReport(path, None, False, problems=(f"{relative}: cannot be read: {error.strerror}",))
-            continue
-        output, counts, problems, left, result = _rewrite(data, url, policy)
-        changed = output != data
-        if changed and _SIZE_IN_NAME.search(path.name):
-            problems.append(f"{relative}: the size in its name (,S=/,W=) no longer matches; Dovecot may complain")
-        written: Path | None = destination / relative
-        try:
-            if not write or (in_place and not changed):
-                written = None
-            elif in_place:
-                if identity(path.stat()) != identity(before):
-                    raise FileExistsError(0, "it changed while it was being rewritten")
-                _write_message(path, output, folder / "tmp", before, sync=sync)
-            else:
-                _write_message(destination / relative, output, destination / "tmp", before, sync=sync)
-        except OSError as error:
-            problems.append(f"{relative}: not written: {error.strerror or error}")
+        yield _maildir_message(path, folder, destination, url, policy, with_links=with_links, write=write, sync=sync)
+
+
+def _maildir_message(
+    path: Path,
+    folder: Path,
+    destination: Path,
+    url: str | None,
+    policy: Policy,
+    *,
+    with_links: bool,
+    write: bool,
+    sync: bool,
+) -> MaildirReport:
+    """One message file of :func:`rewrite_maildir`: read, rewritten, written (in place when
+    *destination* is *folder*), and its report."""
+    relative = path.relative_to(folder)
+    name = str(relative)
+    in_place = destination == folder
+    try:
+        before = path.stat()
+        data = path.read_bytes()
+    except OSError as error:
+        problem = Problem("input", f"cannot be read: {error.strerror}", (name,))
+        return MaildirReport(path, None, False, problems=(problem,), name=name, unwritten=write)
+    output, counts, problems, left, result = _rewrite(data, url, policy)
+    changed = output != data
+    if changed and _SIZE_IN_NAME.search(path.name):
+        mismatch = "the size in its name (,S=/,W=) no longer matches; Dovecot may complain"
+        problems.append(Problem("message", mismatch, (name,)))
+    written: Path | None = destination / relative
+    try:
+        if not write or (in_place and not changed):
             written = None
-        yield MaildirReport(
-            path,
-            written,
-            changed,
-            *counts,
-            problems=tuple(problems),
-            relative=left,
-            result=result if with_links else None,
-        )
+        elif in_place:
+            if identity(path.stat()) != identity(before):
+                raise FileExistsError(0, "it changed while it was being rewritten")
+            _write_message(path, output, folder / "tmp", before, sync=sync)
+        else:
+            _write_message(destination / relative, output, destination / "tmp", before, sync=sync)
+    except OSError as error:
+        problems.append(Problem("output", f"not written: {error.strerror or error}", (name,)))
+        written = None
+    return MaildirReport(
+        path,
+        written,
+        changed,
+        *counts,
+        problems=tuple(problems),
+        relative=left,
+        result=result if with_links else None,
+        name=name,
+        unwritten=write and written is None and not (in_place and not changed),
+    )

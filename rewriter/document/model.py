@@ -4,19 +4,34 @@ r"""What a document gives: its links, their one status vocabulary, and its resul
 tree's; :data:`Status` says what became of it; :class:`DocumentResult` is one document's
 rewritten bytes and links (the HTML and the CSS engines give it; ``HTMLResult`` is its
 older name). :data:`Kind` names the syntax a URL was found in. A message reports a tree of
-records, :class:`MessageResult` of :class:`Part`\ s, each with its links.
+records, :class:`MessageResult` of :class:`Part`\ s, each with its links. A container (an
+mbox, a Maildir, a WARC) hands the run each of its documents as a :class:`Unit`, the same
+whatever the container, so that the run keeps one tally.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from rewriter.problems import Problem, as_problem
 from rewriter.url.base import Layer
 
-__all__ = ["Action", "DocumentResult", "Kind", "Link", "MessageResult", "NoBaseError", "Part", "Status", "new_link"]
+__all__ = [
+    "Action",
+    "DocumentResult",
+    "Kind",
+    "Link",
+    "MessageResult",
+    "NoBaseError",
+    "Part",
+    "Status",
+    "Unit",
+    "new_link",
+    "placed",
+]
 
 # What became of a link. "relinked": the policy's relink gave what to write (a bundle's
 # local file). "local" and "part": the policy's keep kept a relative reference as written
@@ -274,3 +289,39 @@ class MessageResult:
     @property
     def links(self) -> tuple[Link, ...]:
         return tuple(link for part in self.parts for link in part.links)
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One document of a job, as its container hands it to the run's tally
+    (:func:`rewriter.run.tally.fold`): where it is, what the engine made of it, what was said
+    of it, its bytes, whether it changed. A file alone is one unit; an mbox, a Maildir, a WARC
+    hand one per message or record (each report's ``unit()``).
+
+    >>> unit = Unit({"offset": 99}, errors=placed(["no record here"], "record", "offset 99"), failed=True)
+    >>> [str(error) for error in unit.errors], unit.errors[0].code
+    (['offset 99: no record here'], 'record')
+    """
+
+    # How its warnings, each link left relative, its records and its rows name it:
+    # {"message": 3} in an mbox, {"record": url} in a WARC; {} for a file alone.
+    where: Mapping[str, object]
+    result: DocumentResult | MessageResult | None = None  # None: no engine read it through
+    format: str = "html"  # what the engine read it as: html, css, message
+    problems: Sequence[str] | None = None  # its warnings, said under *where* (None: the result's own)
+    errors: Sequence[str] = ()  # what went wrong, always said: problem records, placed where they are
+    failed: bool = False  # nothing (or not all) came of it: the outcome is not ok
+    bytes_in: int = 0
+    bytes_out: int = 0
+    changed: bool = False  # its output differs from its input (and was written, when written)
+    report: dict[str, object] | None = field(default=None, compare=False)  # its own report (Settings.units)
+
+
+def placed(problems: Iterable[str], code: str, *where: str) -> list[Problem]:
+    """*problems* as records inside *where* (a message, a record, an offset; outermost first):
+    one that is not a record yet becomes one of *code*.
+
+    >>> placed(["cut short"], "record", "record http://h/")
+    [Problem('record', 'cut short', where=('record http://h/',))]
+    """
+    return [as_problem(problem, code).at(*where) for problem in problems]

@@ -7,7 +7,7 @@ outputs and reports are byte for byte those of the serial run. :func:`run_jobs` 
 plan; :func:`rewrite_files` plans files, folders and glob patterns under an output folder;
 :func:`rewrite_mbox_messages` does one mbox in pieces (each piece a task) and gives a record
 per message as the pieces finish; :func:`rewrite_warc_records` mirrors a WARC into a folder
-as one task (read on the worker).
+in pieces too (each a task), planned here.
 
 Where the tasks run: a ``dask.distributed`` cluster given as ``client`` (a ``Client``, a
 cluster object, or a scheduler address such as ``"tcp://10.0.0.5:8786"``), else Dask's local
@@ -193,37 +193,42 @@ def rewrite_files(
     names = [inputs] if isinstance(inputs, str) else list(inputs)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)  # a folder, so that the plan puts every input under it
+    planned = _files_plan(names, out, include, exclude)
+    jobs = [item for item in planned if isinstance(item, Job)]
+    outcomes = iter(run_jobs(jobs, settings, client=client, scheduler=scheduler, workers=workers))
+    records = [{**as_record(next(outcomes)), "target": item.target} for item in planned if isinstance(item, Job)]
+    return records + [_unplanned(item, names) for item in planned if isinstance(item, str)]
+
+
+def _files_plan(names: list[str], out: Path, include: Sequence[str], exclude: Sequence[str]) -> list[Job | str]:
+    """:func:`rewrite_files`'s plan: the paths and folders of *names* planned as the command
+    line plans them, then each glob pattern's matches; a job whose output is an earlier job's
+    is a problem (a str), not a job."""
     patterns = [name for name in names if _has_magic(name) and not os.path.lexists(name)]
     literal = [name for name in names if name not in patterns]
     planned: list[Job | str] = []
     if literal:
         planned += iter_plan(literal, str(out), include=include, exclude=exclude)
     for pattern in patterns:
-        matched = _glob_jobs(pattern, out, exclude)
-        planned += matched or [f"rewriter: {pattern}: no file matches"]
-    unique: list[Job | str] = []
+        planned += _glob_jobs(pattern, out, exclude) or [f"rewriter: {pattern}: no file matches"]
     seen: set[str] = set()
-    for item in planned:
+    for index, item in enumerate(planned):
         if isinstance(item, Job):
             key = item.target or item.source
             if key in seen:
-                item = f"rewriter: {item.shown}: its output {key} is another input's: skipped"
+                planned[index] = f"rewriter: {item.shown}: its output {key} is another input's: skipped"
             seen.add(key)
-        unique.append(item)
-    jobs = [item for item in unique if isinstance(item, Job)]
-    outcomes = iter(run_jobs(jobs, settings, client=client, scheduler=scheduler, workers=workers))
-    records = []
-    problems = []
-    for item in unique:
-        if isinstance(item, str):
-            shown = next((name for name in (*patterns, *literal) if item.startswith(f"rewriter: {name}: ")), None)
-            failed = Outcome(shown or "")
-            failed.state, failed.ok = "failed", False
-            failed.messages.append(item)
-            problems.append({**as_record(failed), "file": shown, "target": None})
-            continue
-        records.append({**as_record(next(outcomes)), "target": item.target})
-    return records + problems
+    return planned
+
+
+def _unplanned(problem: str, names: Sequence[str]) -> dict[str, object]:
+    """The record of an input that could not be planned (*problem*), named by the input of
+    *names* it is of."""
+    shown = next((name for name in names if problem.startswith(f"rewriter: {name}: ")), None)
+    failed = Outcome(shown or "")
+    failed.state, failed.ok = "failed", False
+    failed.messages.append(problem)
+    return {**as_record(failed), "file": shown, "target": None}
 
 
 def rewrite_mbox_messages(
@@ -277,13 +282,6 @@ def _pieces(job: Job, size: int, max_message: int) -> Iterator[Job]:
             yield dataclasses.replace(job, piece=piece)
 
 
-def _mirror_task(job: tuple[str, str, Policy, int | None]) -> WarcReport:
-    from rewriter.containers.warc import MAX_BODY, rewrite_warc
-
-    warc, out_dir, policy, max_size = job
-    return rewrite_warc(Path(warc), Path(out_dir), policy=policy, max_size=MAX_BODY if max_size is None else max_size)
-
-
 def rewrite_warc_records(
     warc: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -295,17 +293,35 @@ def rewrite_warc_records(
     window: int = WINDOW,
     max_size: int | None = None,
 ) -> WarcReport:
-    """:func:`rewriter.containers.warc.rewrite_warc` as a Dask task (the WARC read and its mirror
-    written on the worker): the same files, manifest and :class:`~rewriter.containers.warc.WarcReport`.
-    *window* is kept for callers of earlier releases and changes nothing; *max_size*: the
-    decoded bytes of one body (None: rewrite_warc's default). (A WARC rewritten
-    into a WARC, ``rewriter rewrite crawl.warc.gz -o out.warc.gz``, is done in pieces, each a
-    task: :func:`rewrite_files`.)"""
-    from rewriter.run.workers import Failed
+    """:func:`rewriter.containers.warc.rewrite_warc` on Dask: the same files, manifest and
+    :class:`~rewriter.containers.warc.WarcReport`. The archive is read once here (which file
+    each record becomes, :func:`~rewriter.containers.warc.plan_mirror`), then written in pieces
+    of about *window* bytes, each a Dask task, as ``rewriter rewrite crawl.warc.gz -o DIR``
+    does (:class:`rewriter.run.pipeline.MirrorFolder`); the plan and the pieces' notes wait in
+    ``.DIR.rewriter-run`` beside the folder until the manifest is written. *max_size*: the
+    decoded bytes of one body (None: rewrite_warc's default)."""
+    _require()
+    from rewriter.containers.warc import MAX_BODY, WarcReport, finish_mirror
+    from rewriter.run.journal import Journal, work_folder_for
+    from rewriter.run.pipeline import MirrorFolder
 
-    with _executor(client, scheduler, workers) as executor:
-        for _, result in executor.map(_mirror_task, [(str(warc), str(out_dir), policy, max_size)]):
-            if isinstance(result, Failed):
-                raise OSError(f"{warc}: the Dask task stopped: {result.reason}")
-            return result
-    raise AssertionError("unreachable: one task gives one result")
+    source, target = Path(warc), Path(out_dir)
+    settings = Settings(policy=policy, max_size=MAX_BODY if max_size is None else max_size)
+    job = Job(str(source), str(target), str(source), format="warc", mirror=True)
+    journal = Journal.open(work_folder_for(target, folder=False), {}, resume=False)
+    finished = False
+    try:
+        pieces = list(MirrorFolder.jobs(job, settings, journal, piece_size=max(1, window)))
+        problem = next((item for item in pieces if isinstance(item, str)), None)
+        if problem is not None:  # the folder cannot be made, or the archive not read: nothing written
+            finished = True
+            return WarcReport(source, target, None, (), (), 0, (problem.split(": ", 2)[-1],))
+        for outcome in _execute(pieces, settings, client, scheduler, workers, journal):
+            stopped = f"rewriter: {outcome.shown}: not rewritten: "  # a piece's task that did nothing (it died)
+            for message in (message for message in outcome.messages if message.startswith(stopped)):
+                raise OSError(f"{warc}: a Dask task stopped: {message.removeprefix(stopped)}")
+        report = finish_mirror(MirrorFolder.done(job, journal))  # the manifest is there: the same, written once
+        finished = True
+        return report
+    finally:
+        journal.close(finished=finished)

@@ -121,6 +121,9 @@ class Job:
     # rewritten), not into a WARC: each piece writes its records by the plan of the whole file,
     # kept in the work folder (:func:`mirror_plan_path`; rewriter.run.pipeline.MirrorFolder).
     mirror: bool = False
+    # A mirror that unpacks (``rewriter unpack``): every resource written, each link the archive
+    # answers pointed at its file (rewriter.containers.warc.unpack_warc); not only the pages.
+    unpack: bool = False
 
 
 @dataclass(slots=True)
@@ -196,7 +199,7 @@ class Outcome:
 def job_key(job: Job, *, whole: bool = False) -> str:
     """What names *job* in a journal: its input and output, and for a piece its first byte
     (*whole*: the container's, without the piece)."""
-    key = f"{job.source}\0{job.target}\0{'dry' if job.dry else 'write'}"
+    key = f"{job.source}\0{job.target}\0{'dry' if job.dry else 'unpack' if job.unpack else 'write'}"
     if job.piece is not None and not whole:
         key += f"\0{job.piece.start}"
     return key

@@ -266,7 +266,7 @@ def entry_problem(entry: object, folder: Path) -> str | None:
     if not isinstance(key, str) or not key or len(key) > _KEY_ROOM:
         return "its key is not a string of a run's job"
     parts = key.split("\0")
-    if len(parts) not in (3, 4) or parts[2] not in ("dry", "write") or not parts[0]:
+    if len(parts) not in (3, 4) or parts[2] not in ("dry", "write", "unpack") or not parts[0]:
         return "its key is not a run's: input, output, what was done"
     if len(parts) == 4 and not (parts[3].isascii() and parts[3].isdigit() and len(parts[3]) < 20):
         return "its key's piece is not a byte offset"

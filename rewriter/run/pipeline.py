@@ -450,17 +450,29 @@ class MirrorFolder:
         assert job.piece is not None
         if not job.piece.last or journal is None:
             return
-        import json
-
         from rewriter.containers.warc import finish_mirror
-        from rewriter.disk.files import open_regular
 
-        work = str(journal.folder)
         try:
-            plan = load_mirror_plan(work, job, every=True)
+            plan = MirrorFolder.done(job, journal)
         except (OSError, ValueError) as error:
             outcome.fail(f"its manifest not written: {getattr(error, 'strerror', None) or error}")
             return
+        report = finish_mirror(plan)
+        unwritten = report.problems[-1:] if report.manifest is None else ()  # the last: see finish_mirror
+        for problem in (*plan.problems, *unwritten):
+            outcome.fail(problem)
+
+    @staticmethod
+    def done(job: Job, journal: Journal) -> MirrorPlan:
+        """The plan of *job*'s mirror (a piece of it) with what each of its pieces did, as their
+        jobs noted it in the work folder: what :func:`~rewriter.containers.warc.finish_mirror`
+        makes the manifest and the report of. OSError or ValueError when the plan cannot be read."""
+        import json
+
+        from rewriter.disk.files import open_regular
+
+        work = str(journal.folder)
+        plan = load_mirror_plan(work, job, every=True)
         by_offset = {entry.offset: entry for entry in plan.entries}
         for piece in plan.pieces:
             path = pieces_path(work, replace(job, piece=piece))
@@ -472,10 +484,7 @@ class MirrorFolder:
                     if entry is not None and entry.file is not None and type(written) is bool:
                         entry.written, entry.links = written, int(links)
                         entry.problems.extend(str(problem) for problem in problems)
-        report = finish_mirror(plan)
-        unwritten = report.problems[-1:] if report.manifest is None else ()  # the last: see finish_mirror
-        for problem in (*plan.problems, *unwritten):
-            outcome.fail(problem)
+        return plan
 
 
 def _earlier_plan(job: Job, work: str, journal: Journal) -> MirrorPlan | None:
@@ -486,7 +495,7 @@ def _earlier_plan(job: Job, work: str, journal: Journal) -> MirrorPlan | None:
     if not journal.earlier or not journal.holds(mirror_plan_path(work, job)):
         return None
     plan = load_mirror_plan(work, job, every=True)
-    return plan if plan.identity == identity_of(job.source) else None
+    return plan if plan.identity == identity_of(job.source) and plan.unpack == job.unpack else None
 
 
 def _save_plan(job: Job, settings: Settings, work: str, piece_size: int) -> MirrorPlan:
@@ -501,7 +510,12 @@ def _save_plan(job: Job, settings: Settings, work: str, piece_size: int) -> Mirr
     assert job.target is not None
     identity = identity_of(job.source)
     plan = plan_mirror(
-        job.source, job.target, policy=settings.policy, max_size=settings.max_size, piece_size=piece_size
+        job.source,
+        job.target,
+        policy=settings.policy,
+        max_size=settings.max_size,
+        unpack=job.unpack,
+        piece_size=piece_size,
     )
     plan.identity = identity
     root = Path(work).parent

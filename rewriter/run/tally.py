@@ -1,10 +1,10 @@
 """The tally: what the engines found in a job's documents, folded into its :class:`Outcome`.
 
-Every container hands its documents over as uniform :class:`Unit` values (a file alone is
-one unit; an mbox, a Maildir, a WARC written out or mirrored into a folder hand one per
-message or record, told from their own reports by the ``*_units`` functions here), and one
-function, :func:`fold`, counts them all: links rewritten, kept and left relative, what was
-said of each, the bytes, whether anything changed. :func:`totals` and :func:`count_into`
+Every container hands its documents over as uniform units
+(:class:`rewriter.document.model.Unit`: a file alone is one unit; an mbox, a Maildir, a WARC
+written out or mirrored into a folder hand one per message or record, each report's
+``unit()``), and one function, :func:`fold`, counts them all: links rewritten, kept and
+left relative, what was said of each, the bytes, whether anything changed. :func:`totals` and :func:`count_into`
 then sum the outcomes into a run's closing figures.
 
 >>> from rewriter.html import rewrite_html
@@ -18,17 +18,13 @@ Tallied(units=1, failed=0, changed=False)
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from rewriter.document.model import DocumentResult
+from rewriter.document.model import DocumentResult, Unit
 from rewriter.run.jobs import Outcome, Settings
 
 if TYPE_CHECKING:
-    from rewriter.containers.mailbox import MaildirReport, MboxReport
-    from rewriter.containers.warc import MirroredRecord, WarcDamage, WarcPage
     from rewriter.document.model import Link, MessageResult, Status
     from rewriter.url.base import Layer
 
@@ -38,32 +34,9 @@ __all__ = [
     "count_into",
     "fold",
     "located_links",
-    "maildir_units",
-    "message_units",
-    "mirror_units",
     "tally",
     "totals",
-    "warc_units",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """One document of a job, as its container hands it to the tally: where it is, what the
-    engine made of it, what was said of it, its bytes, whether it changed."""
-
-    # How its warnings, each link left relative, its records and its rows name it:
-    # {"message": 3} in an mbox, {"record": url} in a WARC; {} for a file alone.
-    where: Mapping[str, object]
-    result: DocumentResult | MessageResult | None = None  # None: no engine read it through
-    format: str = "html"  # what the engine read it as: html, css, message
-    problems: Sequence[str] | None = None  # its warnings, said under *where* (None: the result's own)
-    errors: Sequence[str] = ()  # what went wrong, always said, as the container words it
-    failed: bool = False  # nothing (or not all) came of it: the outcome is not ok
-    bytes_in: int = 0
-    bytes_out: int = 0
-    changed: bool = False  # its output differs from its input (and was written, when written)
-    report: dict[str, object] | None = field(default=None, compare=False)  # its own report (Settings.units)
 
 
 class Tallied(NamedTuple):
@@ -94,99 +67,6 @@ def fold(outcome: Outcome, units: Iterable[Unit], settings: Settings) -> Tallied
             outcome.ok = False
     outcome.state = "rewritten" if changed else "unchanged"
     return Tallied(count, failed, changed)
-
-
-def message_units(reports: Iterable[MboxReport], settings: Settings) -> Iterator[Unit]:
-    """An mbox's (or a piece's) messages as units: one the engine could not read (too large,
-    or it failed on it) is kept as it was, and fails; the problems of one it read are its own
-    and the mbox's (quoted From lines)."""
-    for report in reports:
-        where = {"message": report.index + 1}
-        own = _report_dict(report) if settings.units else None
-        if report.result is None:
-            errors = [f"message {report.index + 1}: {problem}" for problem in report.problems]
-            yield Unit(
-                where,
-                errors=errors,
-                failed=True,
-                bytes_in=report.size,
-                bytes_out=report.output_size,
-                changed=report.changed,
-                report=own,
-            )
-        else:
-            yield Unit(
-                where,
-                report.result,
-                "message",
-                report.problems,
-                bytes_in=report.size,
-                bytes_out=report.output_size,
-                changed=report.changed,
-                report=own,
-            )
-
-
-def _report_dict(report: MboxReport) -> dict[str, object]:
-    """One message's report as a plain dict (the engine's result left out)."""
-    from dataclasses import fields
-
-    return {
-        item.name: list(value) if isinstance(value := getattr(report, item.name), tuple) else value
-        for item in fields(report)
-        if item.name != "result"
-    }
-
-
-def maildir_units(reports: Iterable[MaildirReport], folder: Path, *, dry: bool, in_place: bool) -> Iterator[Unit]:
-    """A Maildir's message files as units, each named by its path in the Maildir. Its problems
-    are always said (each names its file); nothing written is a failure, but for a message
-    left alone in place on purpose."""
-    for report in reports:
-        size = report.path.stat().st_size if report.path.exists() else 0
-        unwritten = not dry and report.target is None and not (in_place and not report.changed)
-        yield Unit(
-            {"message": str(report.path.relative_to(folder))},
-            report.result,
-            "message",
-            errors=report.problems,
-            failed=report.result is None or unwritten,
-            bytes_in=size,
-            changed=report.changed and not unwritten,
-        )
-
-
-def warc_units(items: Iterable[WarcPage | WarcDamage]) -> Iterator[Unit]:
-    """A WARC's (or ARC's) pages as units, each named by its record's URI, and each damaged
-    part as a unit that fails, named by its offset. A page's warnings are its record's, then
-    the engine's; one whose body could not be read or rewritten fails."""
-    from rewriter.containers.warc import WarcDamage
-
-    for item in items:
-        if isinstance(item, WarcDamage):
-            yield Unit({"offset": item.offset}, errors=[f"offset {item.offset}: {item.problem}"], failed=True)
-        elif item.result is None:
-            errors = [f"record {item.uri}: {problem}" for problem in item.problems]
-            yield Unit({"record": item.uri}, errors=errors, failed=True, bytes_in=item.size)
-        else:
-            problems = (*item.problems, *item.result.problems)
-            yield Unit(
-                {"record": item.uri}, item.result, item.format, problems, bytes_in=item.size, changed=item.converted
-            )
-
-
-def mirror_units(records: Iterable[MirroredRecord]) -> Iterator[Unit]:
-    """The records of a WARC mirrored into a folder as units, each named by its URL: its
-    problems are said once for the whole plan (by the job), not here."""
-    for record in records:
-        yield Unit(
-            {"record": record.url},
-            record.result,
-            record.format or "html",
-            (),
-            bytes_in=record.size,
-            changed=record.written,
-        )
 
 
 def located_links(result: DocumentResult | MessageResult, *statuses: Status) -> list[tuple[str, Link]]:

@@ -46,10 +46,10 @@ from rewriter.disk.files import (
     replacing,
     write_atomically,
 )
-from rewriter.document.model import DocumentResult
+from rewriter.document.model import DocumentResult, Unit
 from rewriter.run.jobs import Job, Outcome, Settings, Unrecognised, job_key
 from rewriter.run.journal import piece_path
-from rewriter.run.tally import Unit, fold, maildir_units, message_units, mirror_units, warc_units
+from rewriter.run.tally import fold
 
 if TYPE_CHECKING:
     from rewriter.containers.mailbox import MboxOptions
@@ -417,7 +417,7 @@ def _mbox(
 
     def each(sink: BinaryIO) -> bool:
         reports = rewrite_mbox(stream, sink, **_mbox_options(settings))
-        return fold(outcome, message_units(reports, settings), settings).changed
+        return fold(outcome, (report.unit(report=settings.units) for report in reports), settings).changed
 
     if job.dry:
         each(_Discarded())  # type: ignore[arg-type]  # the one method rewrite_mbox writes with
@@ -452,7 +452,7 @@ def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         def each(sink: BinaryIO) -> bool:
             assert job.piece is not None
             reports = rewrite_mbox_piece(stream, job.piece, sink, **_mbox_options(settings))
-            return fold(outcome, message_units(reports, settings), settings).changed
+            return fold(outcome, (report.unit(report=settings.units) for report in reports), settings).changed
 
         if job.dry or job.target is None:
             each(_Discarded())  # type: ignore[arg-type]
@@ -506,7 +506,7 @@ def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
         write=not job.dry,
         sync=settings.sync,
     )
-    tallied = fold(outcome, maildir_units(reports, folder, dry=job.dry, in_place=job.in_place), settings)
+    tallied = fold(outcome, (report.unit() for report in reports), settings)
     if tallied.failed and tallied.failed == tallied.units:
         outcome.state = "failed"
     return outcome
@@ -549,7 +549,7 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
             max_size=settings.max_size,
             container="arc" if archive == "arc" else "warc",
         )
-        fold(outcome, warc_units(pages), settings)
+        fold(outcome, (page.unit() for page in pages), settings)
 
     if job.dry:
         each(None, False)
@@ -585,7 +585,7 @@ def _warc_folder(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     plan = load_mirror_plan(settings.work, job)
     done: list[bytes] = []
     records = write_mirror_piece(plan, job.piece, policy=settings.policy, max_size=settings.max_size)
-    fold(outcome, mirror_units(_noted(records, done)), settings)
+    fold(outcome, (record.unit() for record in _noted(records, done)), settings)
     for entry in sorted(plan.entries, key=lambda entry: entry.offset):  # the piece's, first pass and second
         outcome.messages.extend(f"rewriter: {job.shown}: {problem}" for problem in entry.problems)
     outcome.ok = outcome.ok and not outcome.messages

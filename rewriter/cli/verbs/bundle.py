@@ -5,7 +5,9 @@ HTML with data: URLs).
 
 from __future__ import annotations
 
+import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -30,26 +32,39 @@ def run_unpack(request: RunRequest, out: TextIO, err: TextIO) -> int:
     from rewriter.run.batch import kinds_of
 
     path = request.files[0]
-    kind = kinds_of([path])[path]  # None for standard input: told from what is read
+    kinds = kinds_of([path])  # None for standard input: told from what is read
+    kind = kinds[path]
     if kind is not None and kind.format in ("warc", "arc"):
-        return _unpack_archive(request, err)
+        return _unpack_archive(replace(request, kinds=kinds), out, err)
     return _unpack_message(request, kind, err)
 
 
-def _unpack_archive(request: RunRequest, err: TextIO) -> int:
-    from rewriter.containers.warc import unpack_warc
+# What rewrite's run reads of the options that unpack has not: a WARC unpacked is written to
+# its folder, never in place, every record of it (no folder of inputs to filter), on this machine.
+_RUN_DEFAULTS = {"in_place": False, "backup": None, "include": None, "exclude": None, "no_copy_others": False}
 
-    path, folder = request.files[0], Path(request.options.output)
-    name = shown(path)
-    try:
-        report = unpack_warc(Path(path), folder, policy=request.policy, max_size=request.max_size)
-    except (OSError, ValueError) as error:
-        err.write(f"rewriter unpack: {name}: {getattr(error, 'strerror', None) or error}\n")
-        return EXIT_SOME_FAILED
-    for problem in report.problems:
-        err.write(f"{name}: {problem}\n")
-    err.write(f"{name}: {report.summary()} into {folder}\n")
-    return EXIT_SOME_FAILED if report.problems else EXIT_OK
+
+# The run's options that only a web archive's unpacking (a run of the pipeline) uses.
+_RUN_ONLY = (("-j", "jobs"), ("--report", "report"), ("--resume", "resume"), ("--piece-size", "piece_size"))
+
+
+def _unpack_archive(request: RunRequest, out: TextIO, err: TextIO) -> int:
+    """A web archive unpacked into a folder by a run of the pipeline, as ``rewrite ARCHIVE -o
+    DIR`` mirrors one (rewriter.run.pipeline.MirrorFolder), its records unpacked: every
+    resource written, each link the archive answers pointed at its file. So it takes -j,
+    --resume and --report, and says what it did as a run does."""
+    from rewriter.cli.request import _report_over_an_input
+    from rewriter.cli.verbs.rewrite import run_rewrite
+
+    args = request.options
+    if args.jobs is not None and args.jobs < 1:
+        err.write("rewriter unpack: -j needs at least 1\n")
+        return EXIT_USAGE
+    if _report_over_an_input(args.report, request.files):
+        err.write(f"rewriter unpack: --report {args.report} would overwrite {request.files[0]}, the input\n")
+        return EXIT_USAGE
+    options = argparse.Namespace(**{**_RUN_DEFAULTS, "dask": None, **vars(args)})
+    return run_rewrite(replace(request, options=options), out, err)
 
 
 def _unpack_message(request: RunRequest, kind: Kind | None, err: TextIO) -> int:
@@ -59,6 +74,9 @@ def _unpack_message(request: RunRequest, kind: Kind | None, err: TextIO) -> int:
     args = request.options
     path, folder = request.files[0], Path(args.output)
     name = shown(path)
+    ignored = [option for option, given in _RUN_ONLY if getattr(args, given, None)]
+    if ignored and not args.quiet:  # one message is one part of no run: said, not refused
+        err.write(f"rewriter unpack: {', '.join(ignored)}: for a web archive; {name} is not one, so ignored\n")
     data = read_input("unpack", path, err)
     if data is None:
         return EXIT_SOME_FAILED

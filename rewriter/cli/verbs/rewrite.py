@@ -298,6 +298,8 @@ def _work_folder(request: RunRequest) -> Path | None:
         return None
     as_folder = len(files) > 1 or args.output.endswith(("/", os.sep)) or output.is_dir()
     as_folder = as_folder or any(Path(name).is_dir() for name in files if name != "-")
+    # A web archive mirrored (or unpacked) into -o DIR: DIR is a folder, made or not yet.
+    as_folder = as_folder or bool(_mirrors(request)[1])
     return work_folder_for(output, folder=as_folder)
 
 
@@ -314,8 +316,10 @@ def _mirrors(request: RunRequest) -> tuple[list[str], list[Job]]:
     output = request.options.output
     if not warcs or output in (None, "-"):
         return files, []
-    # -o OUT.warc[.gz] (one input) is a WARC out; any other -o is the folder the pages go to.
-    warc_out = len(files) == 1 and output.lower().endswith((".warc", ".warc.gz"))
+    # -o OUT.warc[.gz] (one input) is a WARC out; any other -o is the folder the pages go to
+    # (unpack's -o always is: its records unpacked, rewriter.cli.verbs.bundle).
+    unpack = request.verb == "unpack"
+    warc_out = not unpack and len(files) == 1 and output.lower().endswith((".warc", ".warc.gz"))
     if warc_out and not Path(output).is_dir():
         return files, []
     from rewriter.run.batch import Job
@@ -330,7 +334,7 @@ def _mirrors(request: RunRequest) -> tuple[list[str], list[Job]]:
             folder = folder / stem
         kind = kinds[name]
         assert kind is not None  # warcs holds only the named archives
-        mirrors.append(Job(name, str(folder), name, format=kind.format, why=kind.reason, mirror=True))
+        mirrors.append(Job(name, str(folder), name, format=kind.format, why=kind.reason, mirror=True, unpack=unpack))
     return [name for name in files if name not in warcs], mirrors
 
 

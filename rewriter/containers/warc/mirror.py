@@ -22,6 +22,7 @@ from rewriter.containers.warc.redirects import follow_redirects, redirect_map
 from rewriter.disk.files import open_regular
 from rewriter.disk.names import Folder
 from rewriter.document.engines import DOCUMENT_TYPES, engine_for_type
+from rewriter.document.model import Unit
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.url.resolve import UnresolvableReference, resolve, url_key
 
@@ -284,6 +285,13 @@ class MirroredRecord:
     format: str | None
     size: int
     result: DocumentResult | None = field(repr=False)
+
+    def unit(self) -> Unit:
+        """This record as the run's tally takes it, named by its URL: its problems are said
+        once for the whole plan (by the job), not here."""
+        return Unit(
+            {"record": self.url}, self.result, self.format or "html", (), bytes_in=self.size, changed=self.written
+        )
 
 
 def plan_mirror(

@@ -6,11 +6,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Union
+from typing import IO, Union
 
-if TYPE_CHECKING:
-    pass
-
+from rewriter.document.model import Unit, placed
 
 MAX_BODY = 1 << 30  # the decoded bytes of one body held at most, by default (as rewriter's --max-size)
 
@@ -47,6 +45,12 @@ class WarcDamage:
 
     offset: int
     problem: str
+
+    def unit(self) -> Unit:
+        """This damage as the run's tally takes it: a unit that fails, named by its offset."""
+        return Unit(
+            {"offset": self.offset}, errors=placed([self.problem], "record", f"offset {self.offset}"), failed=True
+        )
 
 
 Source = Union[str, "os.PathLike[str]", IO[bytes]]

@@ -16,6 +16,7 @@ from rewriter.containers.formats import Container
 from rewriter.containers.warc.model import WarcDocument, _clean, _success
 from rewriter.containers.warc.read import _Record
 from rewriter.document.engines import EngineFormat, engine_for_type
+from rewriter.document.model import Unit, placed
 from rewriter.policy import Policy
 
 if TYPE_CHECKING:
@@ -47,6 +48,16 @@ class WarcPage:
     result: DocumentResult | None = field(repr=False)
     converted: bool
     problems: tuple[str, ...] = ()
+
+    def unit(self) -> Unit:
+        """This page as the run's tally takes it, named by its record's URI: its warnings are
+        its record's, then the engine's; one whose body could not be read or rewritten fails."""
+        where = {"record": self.uri}
+        if self.result is None:
+            errors = placed(self.problems, "record", f"record {self.uri}")
+            return Unit(where, errors=errors, failed=True, bytes_in=self.size)
+        problems = (*self.problems, *self.result.problems)
+        return Unit(where, self.result, self.format, problems, bytes_in=self.size, changed=self.converted)
 
 
 def _page(
