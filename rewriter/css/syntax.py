@@ -269,8 +269,8 @@ def _function_name(css: str, k: int, pos: int, boundary: int) -> str | None:
 
 
 def _import_keyword_end(css: str, k: int) -> int:
-    """Where the at-keyword token at ``k`` ends when it is ``@import`` (§4.3.1 "@", §4.3.11 an ident
-    sequence); -1 when it is another, longer ones such as ``@imports`` included."""
+    """Where the at-keyword token at ``k`` ends when it is ``@import`` (§4.3.1 "@", §4.3.12 an ident
+    sequence); -1 for any other at-keyword, a longer one such as ``@imports`` included."""
     after = k + 7
     if css[k + 1 : after].lower() != "import":
         return -1
