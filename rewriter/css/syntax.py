@@ -242,6 +242,45 @@ def _import(css: str, j: int, out: list[CSSURL]) -> int:
     return i
 
 
+def _function_name(css: str, k: int, pos: int, boundary: int) -> str | None:
+    """The name of the function whose "(" is at ``k``, lower case, when it is one of ``_FUNCTIONS``
+    and a function token (§4.3.4 consume an ident-like token); None otherwise.
+
+    The name is read backwards from ``k``, within what the last search passed over (from ``pos``).
+    It is a function's only when it starts a token (§4.3.1), not when it ends a longer name (xurl), a
+    hash (#url), an at-keyword (@url) or a dimension (5url); "<!--" is a token of its own (§4.3.1
+    CDO), so "<!--url(" is a url.
+    """
+    tail = css[k - 3 : k].lower()
+    if tail == "url" or tail == "src":
+        name = tail
+    elif tail == "set" and css[k - 9 : k].lower() == "image-set":
+        name = "-webkit-image-set" if css[k - 17 : k].lower() == "-webkit-image-set" else "image-set"
+    else:
+        return None
+    start = k - len(name)
+    if start < pos:
+        return None
+    if start > boundary:
+        before = css[start - 1]
+        if (_is_name(before) or before in "@#") and not (start - 4 >= boundary and css[start - 4 : start] == "<!--"):
+            return None
+    return name
+
+
+def _import_keyword_end(css: str, k: int) -> int:
+    """Where the at-keyword token at ``k`` ends when it is ``@import`` (§4.3.1 "@", §4.3.12 an ident
+    sequence); -1 for any other at-keyword, a longer one such as ``@imports`` included."""
+    after = k + 7
+    if css[k + 1 : after].lower() != "import":
+        return -1
+    if after < len(css) and (
+        _is_name(css[after]) or (css[after] == "\\" and css[after + 1 : after + 2] not in _NEWLINES)
+    ):
+        return -1  # §4.3.12 the name goes on: a name code point or a valid escape (§4.3.8)
+    return after
+
+
 # --- the API --------------------------------------------------------------------------------------------------
 
 
@@ -266,36 +305,17 @@ def find_urls(css: str) -> list[CSSURL]:
     stack: list[_Frame] = []  # brackets inside image-set(); empty elsewhere
     scan = _SCAN.search
     scan_nested = _SCAN_NESTED.search
-    while pos < n:
+    function_name, function, string = _function_name, _function, _string  # local names: the loop is hot
+    while pos < n:  # §4.3.1 consume a token, at each code point where one may matter
         match = scan_nested(css, pos) if stack else scan(css, pos)
         if match is None:
             break
         k = match.start()
         char = css[k]
-        if char == "(":
-            # "url(" and the like: the name that ends here, within what this search passed over.
-            tail = css[k - 3 : k].lower()
-            if tail == "url" or tail == "src":
-                name: str | None = tail
-            elif tail == "set" and css[k - 9 : k].lower() == "image-set":
-                name = "-webkit-image-set" if css[k - 17 : k].lower() == "-webkit-image-set" else "image-set"
-            else:
-                name = None
-            start = k - len(name) if name is not None else k
-            # A function only when the name starts here (§4.3.4), not when it is the end of a longer name
-            # (xurl), a hash (#url), an at-keyword (@url) or a dimension (5url). "<!--" is a token of its own
-            # (§4.3.1 CDO), so "<!--url(" is a url.
-            before = css[start - 1] if start > boundary else ""
-            if (
-                name is not None
-                and start >= pos
-                and not (
-                    before
-                    and (_is_name(before) or before in "@#")
-                    and not (start - 4 >= boundary and css[start - 4 : start] == "<!--")
-                )
-            ):
-                pos = boundary = _function(name, css, k + 1, stack, out)
+        if char == "(":  # §4.3.4 a function token, or a "(" token
+            name = function_name(css, k, pos, boundary)
+            if name is not None:
+                pos = boundary = function(name, css, k + 1, stack, out)
             elif stack:  # a bracket inside image-set()
                 stack.append((")", False))
                 pos = boundary = k + 1
@@ -305,26 +325,21 @@ def find_urls(css: str) -> list[CSSURL]:
             if css.startswith("*", k + 1):  # §4.3.2 consume comments
                 end = css.find("*/", k + 2)
                 if end < 0:
-                    break
+                    break  # an unclosed comment runs to EOF
                 pos = boundary = end + 2
             else:
-                pos = k + 1
-        elif char == '"' or char == "'":
-            context: Context | None = "image-set" if stack and stack[-1][1] else None
-            pos = boundary = _string(css, k, context, out)
-        elif char == "\\":
+                pos = k + 1  # a delim token
+        elif char == '"' or char == "'":  # §4.3.5 consume a string token
+            pos = boundary = string(css, k, "image-set" if stack and stack[-1][1] else None, out)
+        elif char == "\\":  # §4.3.1 a valid escape starts an ident-like token (§4.3.4)
             pos = boundary = _backslash(css, k, boundary, stack, out)
-        elif char == "@":
-            after = k + 7
-            if css[k + 1 : after].lower() != "import":
+        elif char == "@":  # §4.3.1 an at-keyword token
+            after = _import_keyword_end(css, k)
+            if after < 0:
                 pos = k + 1
-            elif after < n and (
-                _is_name(css[after]) or (css[after] == "\\" and css[after + 1 : after + 2] not in _NEWLINES)
-            ):
-                pos = k + 1  # a longer at-keyword such as @imports (§4.3.12 the name goes on)
             else:
                 pos = boundary = _import(css, after, out)
-        elif char in _CLOSERS:
+        elif char in _CLOSERS:  # §5.4.8 consume a simple block, §5.4.9 consume a function
             stack.append((_CLOSERS[char], False))
             pos = boundary = k + 1
         else:  # ")", "]" or "}" inside image-set()

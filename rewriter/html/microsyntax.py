@@ -152,6 +152,28 @@ _url = cast(Callable[[str, int], "re.Match[str]"], _SRCSET_URL.match)
 _descriptors = cast(Callable[[str, int], "re.Match[str]"], _SRCSET_DESCRIPTORS.match)
 
 
+# HTML §7.11.1 "shared declarative refresh steps" (which the refresh pragma of §4.2.5.3
+# runs on a ``<meta http-equiv=refresh>``), steps 2 to 11.8 as one pattern, each step beside
+# its rule; a time with no URL (position past the end at step 10 or 11) does not match.
+# Possessive quantifiers: nothing given back, so a long run of digits fails in linear time.
+_REFRESH_UP_TO_URL = re.compile(
+    r"""
+    [ \t\n\f\r]*+                       # 3. skip ASCII whitespace
+    (?: [0-9]++ | (?=\.) )              # 5-7. timeString, ASCII digits; if empty, "." must follow
+    [0-9.]*+                            # 8. collect ASCII digits and "." (ignored)
+    (?= [;,\ \t\n\f\r] )                # 10.1 then ";", "," or ASCII whitespace, else return
+    [ \t\n\f\r]*+ [;,]?+ [ \t\n\f\r]*+  # 10.2-10.4 skip whitespace, one ";" or ",", whitespace
+    (?= . )                             # 11. position not past the end
+    (?: [uU][rR][lL] [ \t\n\f\r]*+ = [ \t\n\f\r]*+ )?+
+                                        # 11.2-11.7 "url", whitespace, "=", whitespace; when one
+                                        #   is missing, jump to "parse": urlString starts here
+    (["']?+)                            # 11.8 skip quotes: the quote, if there is one
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_refresh_up_to_url = _REFRESH_UP_TO_URL.match
+
+
 def refresh_url(content: str) -> tuple[int, int] | None:
     """The span of the URL in a ``<meta http-equiv=refresh content>`` value, or None.
 
@@ -166,45 +188,14 @@ def refresh_url(content: str) -> tuple[int, int] | None:
     >>> refresh_url("5") is None
     True
     """
-    length = len(content)
-    position = 0
-    while position < length and content[position] in ASCII_WHITESPACE:
-        position += 1
-    time_start = position
-    while position < length and content[position].isascii() and content[position].isdigit():
-        position += 1
-    if position == time_start and content[position : position + 1] != ".":
+    match = _refresh_up_to_url(content)
+    if match is None:
         return None
-    while position < length and (content[position] == "." or content[position] in "0123456789"):
-        position += 1
-    if position >= length:
-        return None
-    if content[position] not in ";," + ASCII_WHITESPACE:
-        return None
-    while position < length and content[position] in ASCII_WHITESPACE:
-        position += 1
-    if position < length and content[position] in ";,":
-        position += 1
-    while position < length and content[position] in ASCII_WHITESPACE:
-        position += 1
-    if position >= length:
-        return None
-    url_start = position
-    if content[position : position + 3].lower() == "url":
-        after = position + 3
-        while after < length and content[after] in ASCII_WHITESPACE:
-            after += 1
-        if after < length and content[after] == "=":
-            after += 1
-            while after < length and content[after] in ASCII_WHITESPACE:
-                after += 1
-            url_start = position = after
-    quote = content[position : position + 1]
-    if quote in ('"', "'"):
-        url_start = position + 1
-        close = content.find(quote, url_start)
-        url_end = length if close < 0 else close
-    else:
-        url_end = length
+    url_start = match.end()  # 11.9 urlString: from position to the end
+    quote = match[1]
+    url_end = content.find(quote, url_start) if quote else -1  # 11.10 truncated at the quote
+    if url_end < 0:
+        url_end = len(content)
+    # 11.11 parse: the URL parser strips leading and trailing whitespace; nothing left, no URL
     start, end = strip_whitespace(content, url_start, url_end)
     return (start, end) if end > start else None

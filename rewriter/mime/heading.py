@@ -301,17 +301,10 @@ def _encoded_words(text: str) -> Iterator[tuple[int, int, str, str, str]]:
         position = close + 2
 
 
-def decode_header(header: str) -> list[tuple[bytes | str, str | None]]:
-    """``email.header.decode_header(header)`` for a string, in linear time: (bytes,
-    charset) pairs, runs of one charset joined (plain text with spaces), or
-    ``[(header, None)]`` when there is no encoded word. Raises HeaderParseError on a
-    base64 word that cannot be decoded.
-
-    >>> decode_header("=?utf-8?q?caf=C3=A9?= =?utf-8?b?IGF1?= lait")
-    [(b'caf\\xc3\\xa9 au', 'utf-8'), (b' lait', None)]
-    """
-    if next(_encoded_words(header), None) is None:
-        return [(header, None)]
+def _header_words(header: str) -> list[tuple[str, str | None, str | None]]:
+    """(text, encoding, charset) of each piece of *header*, line by line, as
+    ``email.header.decode_header`` splits it: an encoded word (encoding "q" or "b", charset
+    lower-cased) or the plain text between two (None, None), stripped at the start of a line."""
     words: list[tuple[str, str | None, str | None]] = []
     for line in header.splitlines():
         position = 0
@@ -328,34 +321,57 @@ def decode_header(header: str) -> list[tuple[bytes | str, str | None]]:
             plain = plain.lstrip()
         if plain:
             words.append((plain, None, None))
-    # Whitespace between two encoded words goes.
-    dropped = [
-        2 <= index + 1 < len(words) and bool(words[index + 1][1]) and bool(words[index - 1][1]) and text.isspace()
-        for index, (text, _, _) in enumerate(words)
+    return words
+
+
+def _without_space_between_encoded_words(
+    words: list[tuple[str, str | None, str | None]],
+) -> list[tuple[str, str | None, str | None]]:
+    """*words* but the whitespace between two encoded words (RFC 2047 §6.2: it is ignored)."""
+    last = len(words) - 1
+    return [
+        word
+        for index, word in enumerate(words)
+        if not (1 <= index < last and words[index + 1][1] and words[index - 1][1] and word[0].isspace())
     ]
+
+
+def _word_bytes(text: str, encoding: str | None) -> bytes:
+    """The bytes of one piece: plain text as it is (one byte a character), an encoded word
+    decoded by its encoding (RFC 2047 §4.2 "Q", §4.1 "B", missing base64 padding added)."""
+    if encoding is None:
+        return bytes(text, "raw-unicode-escape")
+    if encoding == "q":
+        return bytes(email.quoprimime.header_decode(text), "raw-unicode-escape")
+    padding = len(text) % 4  # Postel's law: add missing padding
+    if padding:
+        text += "==="[: 4 - padding]
+    try:
+        return bytes(email.base64mime.decode(text))
+    except binascii.Error:
+        raise HeaderParseError("Base64 decoding error") from None
+
+
+def decode_header(header: str) -> list[tuple[bytes | str, str | None]]:
+    """``email.header.decode_header(header)`` for a string, in linear time: (bytes,
+    charset) pairs, runs of one charset joined (plain text with spaces), or
+    ``[(header, None)]`` when there is no encoded word. Raises HeaderParseError on a
+    base64 word that cannot be decoded.
+
+    >>> decode_header("=?utf-8?q?caf=C3=A9?= =?utf-8?b?IGF1?= lait")
+    [(b'caf\\xc3\\xa9 au', 'utf-8'), (b' lait', None)]
+    """
+    if next(_encoded_words(header), None) is None:
+        return [(header, None)]
     collapsed: list[tuple[bytes | str, str | None]] = []
     run: list[bytes] = []
     run_charset: str | None = None
-    for (text, kind, word_charset), drop in zip(words, dropped, strict=True):
-        if drop:
-            continue
-        word: bytes
-        if kind is None:
-            word = bytes(text, "raw-unicode-escape")
-        elif kind == "q":
-            word = bytes(email.quoprimime.header_decode(text), "raw-unicode-escape")
-        else:
-            padding = len(text) % 4  # Postel's law: add missing padding
-            if padding:
-                text += "==="[: 4 - padding]
-            try:
-                word = bytes(email.base64mime.decode(text))
-            except binascii.Error:
-                raise HeaderParseError("Base64 decoding error") from None
-        if run and word_charset != run_charset:
+    for text, encoding, charset in _without_space_between_encoded_words(_header_words(header)):
+        word = _word_bytes(text, encoding)
+        if run and charset != run_charset:
             collapsed.append(((b" " if run_charset is None else b"").join(run), run_charset))
             run = []
-        run_charset = word_charset
+        run_charset = charset
         run.append(word)
     collapsed.append(((b" " if run_charset is None else b"").join(run), run_charset))
     return collapsed

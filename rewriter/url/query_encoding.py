@@ -492,6 +492,24 @@ _ESCAPED_RUN = re.compile("[\udc00-\udcff]+")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def _every_character_sequence(encoding: str) -> list[bytes]:
+    """Every byte sequence that may be one character in *encoding*: each byte from 0x80 in a
+    single-byte encoding; each JIS X 0208 pair after its escape in ISO-2022-JP; otherwise each
+    byte from 0x80 and each pair with a lead from 0x81, and the three-byte JIS X 0212
+    sequences of EUC-JP and the four-byte sequences of gb18030 up to the end of the BMP."""
+    if encoding in _SINGLE_BYTE or encoding == "x-user-defined":
+        return [bytes((byte,)) for byte in range(0x80, 0x100)]
+    if encoding == "iso-2022-jp":
+        return [b"\x1b$B" + bytes((lead, trail)) for lead in range(0x21, 0x7F) for trail in range(0x21, 0x7F)]
+    sequences = [bytes((byte,)) for byte in range(0x80, 0x100)]
+    sequences += [bytes((lead, trail)) for lead in range(0x81, 0x100) for trail in range(0x40, 0x100)]
+    if encoding == "euc-jp":  # JIS X 0212, three bytes
+        sequences += [bytes((0x8F, lead, trail)) for lead in range(0xA1, 0xFF) for trail in range(0xA1, 0xFF)]
+    if encoding == "gb18030":  # four bytes, up to the end of the BMP
+        sequences += [_four_bytes(pointer) for pointer in range(39420)]
+    return sequences
+
+
 @lru_cache(maxsize=64)
 def python_misreadings(encoding: str, codec: str) -> dict[int, str]:
     """Character -> character: where *codec* (Python's) reads the bytes it writes for a
@@ -503,20 +521,9 @@ def python_misreadings(encoding: str, codec: str) -> dict[int, str]:
     '0xff5e'
     """
     decode = _decoder(encoding)
-    if encoding in _SINGLE_BYTE or encoding == "x-user-defined":
-        sequences = [bytes((byte,)) for byte in range(0x80, 0x100)]
-    elif encoding == "iso-2022-jp":
-        sequences = [b"\x1b$B" + bytes((lead, trail)) for lead in range(0x21, 0x7F) for trail in range(0x21, 0x7F)]
-    else:
-        sequences = [bytes((byte,)) for byte in range(0x80, 0x100)]
-        sequences += [bytes((lead, trail)) for lead in range(0x81, 0x100) for trail in range(0x40, 0x100)]
-        if encoding == "euc-jp":  # JIS X 0212, three bytes
-            sequences += [bytes((0x8F, lead, trail)) for lead in range(0xA1, 0xFF) for trail in range(0xA1, 0xFF)]
-        if encoding == "gb18030":  # four bytes, up to the end of the BMP
-            sequences += [_four_bytes(pointer) for pointer in range(39420)]
     seen: set[str] = set()
     table: dict[int, str] = {}
-    for data in sequences:
+    for data in _every_character_sequence(encoding):
         try:
             char = data.decode(codec)
         except UnicodeDecodeError:
