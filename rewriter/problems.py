@@ -47,6 +47,7 @@ CODES: Mapping[str, str] = MappingProxyType(
         "mirror": "a record of a web archive not mirrored into the folder as it should be, or the mirror's manifest",
         # A bundle.
         "not-packed": "a file a document refers to that was not packed, and why",
+        "no-url": "a page packed with no URL given, marked or in a <base href>: its own file: URL stands for it",
         "not-unpacked": "a part or record that was not unpacked, and why",
         # The run.
         "input": "an input that could not be read, or is not what it was said to be",
