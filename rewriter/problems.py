@@ -152,3 +152,8 @@ def as_problem(value: str, code: str) -> Problem:
     """*value* as a problem: itself when it is one, else a problem of *code* whose detail is
     *value* (text from outside the package: a library's exception message)."""
     return value if isinstance(value, Problem) else Problem(code, value)
+
+
+def said_all(problems: Iterable[str]) -> list[str]:
+    """:func:`said` of each of *problems*: the lines standard error gets."""
+    return [said(problem) for problem in problems]

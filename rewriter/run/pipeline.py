@@ -356,7 +356,7 @@ class _Assembly:
                 stream = open_regular(piece, journal.root)
             except OSError as error:
                 self.failed = True
-                outcome.fail(f"not written: its piece {piece} cannot be read: {error.strerror or error}")
+                outcome.fail(f"not written: its piece {piece} cannot be read: {error.strerror or error}", "output")
             else:
                 with stream:
                     _copy_all(stream, self.replacement.stream)
@@ -368,13 +368,13 @@ class _Assembly:
         assert self.context is not None and self.replacement is not None
         if self.failed:
             self.replacement.keep = False
-            outcome.fail("not written: a piece of it failed; the output is left as it was")
+            outcome.fail("not written: a piece of it failed; the output is left as it was", "output")
         elif job.in_place and not self.changed:
             self.replacement.keep = False  # unchanged in place: not written at all
         try:
             self.context.__exit__(None, None, None)
         except OSError as error:
-            outcome.fail(f"not written: {error.strerror or error}")
+            outcome.fail(f"not written: {error.strerror or error}", "output")
         self.context = self.replacement = None
 
     def close(self) -> None:
@@ -459,7 +459,7 @@ class MirrorFolder:
         try:
             plan = load_mirror_plan(work, job, every=True)
         except (OSError, ValueError) as error:
-            outcome.fail(f"its manifest not written: {getattr(error, 'strerror', None) or error}")
+            outcome.fail(f"its manifest not written: {getattr(error, 'strerror', None) or error}", "output")
             return
         by_offset = {entry.offset: entry for entry in plan.entries}
         for piece in plan.pieces:
@@ -475,7 +475,7 @@ class MirrorFolder:
         report = finish_mirror(plan)
         unwritten = report.problems[-1:] if report.manifest is None else ()  # the last: see finish_mirror
         for problem in (*plan.problems, *unwritten):
-            outcome.fail(problem)
+            outcome.fail(problem, "mirror")
 
 
 def _earlier_plan(job: Job, work: str, journal: Journal) -> MirrorPlan | None:

@@ -47,6 +47,7 @@ from rewriter.disk.files import (
     write_atomically,
 )
 from rewriter.document.model import DocumentResult
+from rewriter.problems import Problem, as_problem
 from rewriter.run.jobs import Job, Outcome, Settings, Unrecognised, job_key
 from rewriter.run.journal import piece_path
 from rewriter.run.tally import Unit, fold, maildir_units, message_units, mirror_units, warc_units
@@ -128,7 +129,7 @@ def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
         if group is not None:
             for index, reason in group.commit().items():
                 assert isinstance(index, int)
-                outcomes[index].fail(reason)
+                outcomes[index].fail(reason, "output")
     return outcomes
 
 
@@ -331,9 +332,9 @@ def _as_it_is(job: Job, settings: Settings, outcome: Outcome, data: bytes, why: 
     data): never read by an engine, never failed; written out byte for byte, and said so."""
     outcome.format, outcome.bytes_out = "other", len(data)
     if job.dry or job.in_place:
-        outcome.warnings.append(f"rewriter: {job.shown}: {why}: left as it is")
+        outcome.warnings.append(Problem("not-a-document", f"{why}: left as it is", (job.shown,)))
         return outcome
-    outcome.warnings.append(f"rewriter: {job.shown}: {why}: copied as it is")
+    outcome.warnings.append(Problem("not-a-document", f"{why}: copied as it is", (job.shown,)))
     outcome.state = "copied"
     if job.target is None:
         outcome.output = data
@@ -376,8 +377,8 @@ def _root(job: Job) -> Path | None:
 def _too_large(job: Job, stream: BinaryIO, source: Path | None, settings: Settings, outcome: Outcome) -> Outcome:
     """A document over the size limit: copied unchanged, chunk by chunk, and reported."""
     if job.dry:
-        return outcome.fail(f"larger than {settings.max_size:,} bytes: not read (see --max-size)")
-    outcome.fail(f"larger than {settings.max_size:,} bytes: copied unchanged, not rewritten (see --max-size)")
+        return outcome.fail(f"larger than {settings.max_size:,} bytes: not read (see --max-size)", "limit")
+    outcome.fail(f"larger than {settings.max_size:,} bytes: copied unchanged, not rewritten (see --max-size)", "limit")
     if job.in_place:
         return outcome  # unchanged: nothing to write
     if job.target is None:
@@ -587,7 +588,7 @@ def _warc_folder(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     records = write_mirror_piece(plan, job.piece, policy=settings.policy, max_size=settings.max_size)
     fold(outcome, mirror_units(_noted(records, done)), settings)
     for entry in sorted(plan.entries, key=lambda entry: entry.offset):  # the piece's, first pass and second
-        outcome.messages.extend(f"rewriter: {job.shown}: {problem}" for problem in entry.problems)
+        outcome.messages.extend(as_problem(problem, "mirror").at(job.shown) for problem in entry.problems)
     outcome.ok = outcome.ok and not outcome.messages
     path = pieces_path(settings.work, job)
     write_atomically(path, b"".join(done), root=Path(settings.work).parent, sync=settings.sync)
