@@ -8,7 +8,7 @@ import pathlib
 
 from rewriter.html import rewrite_html
 from rewriter.mime import rewrite_message
-from rewriter.problems import said_all
+from rewriter.problems import said, said_all
 from rewriter.run.jobs import Outcome, Settings
 from rewriter.run.tally import Tallied, Unit, fold
 
