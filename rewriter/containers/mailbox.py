@@ -42,6 +42,7 @@ from rewriter.disk.files import identity, replacing
 from rewriter.document.model import MessageResult
 from rewriter.mime.message import rewrite_message
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.problems import Problem
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -456,7 +457,7 @@ def _rewrite(
     try:
         result = rewrite_message(data, url=url, policy=policy)
     except Exception as error:  # a bug in the engine: keep the message and go on with the next
-        problem = f"not rewritten, kept as it was: internal error: {type(error).__name__}: {error}"
+        problem = Problem("message", f"not rewritten, kept as it was: internal error: {type(error).__name__}: {error}")
         return data, (0, 0, 0, 0), [problem], 0, None
     left = sum(part.count("no-base", "unresolvable") for part in result.parts)
     return result.output, _counts(result), list(result.problems), left, result
@@ -475,9 +476,9 @@ def rewrite_mbox_message(
         output, quoted = _quote_new_from_lines(message, output)
         output = _fix_content_length(message, output)
     if quoted:
-        problems.append(f"{quoted} new line(s) starting with 'From ' quoted as '>From '")
+        problems.append(Problem("message", f"{quoted} new line(s) starting with 'From ' quoted as '>From '"))
     if unseparated:
-        problems.insert(0, "no From_ line before it: the file does not start like an mbox")
+        problems.insert(0, Problem("input", "no From_ line before it: the file does not start like an mbox"))
     return output, counts, problems, quoted, relative, result
 
 
@@ -531,7 +532,7 @@ def _rewrite_messages(
     stream offset *offset* (a piece's, for :func:`rewrite_mbox_piece`)."""
     for index, (separator, message, size) in enumerate(_split(source, CHUNK_SIZE, max_message, target.write), first):
         if message is None:
-            problem = f"larger than {max_message:,} bytes ({size:,}): copied unchanged, not rewritten"
+            problem = Problem("limit", f"larger than {max_message:,} bytes ({size:,}): copied unchanged, not rewritten")
             yield MboxReport(index, offset, size, size, False, problems=(problem,))
             offset += size
             continue
@@ -799,12 +800,19 @@ def rewrite_maildir(
             before = path.stat()
             data = path.read_bytes()
         except OSError as error:
-            yield MaildirReport(path, None, False, problems=(f"{relative}: cannot be read: {error.strerror}",))
+            unread = Problem("message", f"cannot be read: {error.strerror}", (str(relative),))
+            yield MaildirReport(path, None, False, problems=(unread,))
             continue
         output, counts, problems, left, result = _rewrite(data, url, policy)
         changed = output != data
         if changed and _SIZE_IN_NAME.search(path.name):
-            problems.append(f"{relative}: the size in its name (,S=/,W=) no longer matches; Dovecot may complain")
+            problems.append(
+                Problem(
+                    "message",
+                    "the size in its name (,S=/,W=) no longer matches; Dovecot may complain",
+                    (str(relative),),
+                )
+            )
         written: Path | None = destination / relative
         try:
             if not write or (in_place and not changed):
@@ -816,7 +824,7 @@ def rewrite_maildir(
             else:
                 _write_message(destination / relative, output, destination / "tmp", before, sync=sync)
         except OSError as error:
-            problems.append(f"{relative}: not written: {error.strerror or error}")
+            problems.append(Problem("output", f"not written: {error.strerror or error}", (str(relative),)))
             written = None
         yield MaildirReport(
             path,

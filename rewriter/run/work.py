@@ -47,7 +47,7 @@ from rewriter.disk.files import (
     write_atomically,
 )
 from rewriter.document.model import DocumentResult
-from rewriter.problems import Problem, as_problem
+from rewriter.problems import Problem, as_problem, report_record
 from rewriter.run.jobs import Job, Outcome, Settings, Unrecognised, job_key
 from rewriter.run.journal import piece_path
 from rewriter.run.tally import Unit, fold, maildir_units, message_units, mirror_units, warc_units
@@ -114,10 +114,13 @@ def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
                 if group is not None:
                     group.key = len(outcomes)  # the outcome a page it writes belongs to
                 outcome = run_job(job, settings)
-                if settings.report_text and outcome.records:
+                said = (*outcome.messages, *outcome.warnings)
+                if settings.report_text and (outcome.records or said):
                     from rewriter.run.report import json_lines
 
-                    outcome.report = json_lines(outcome.records)
+                    # its links, then what was said of it: each problem with its code and where it is
+                    problems = [report_record(problem, outcome.shown) for problem in said]
+                    outcome.report = json_lines([*outcome.records, *problems])
                     outcome.records = []
                     if settings.work is not None and len(outcome.report) > REPORT_INLINE:
                         _report_aside(job, outcome, settings.work, sync=settings.sync)

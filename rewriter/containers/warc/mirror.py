@@ -23,6 +23,7 @@ from rewriter.disk.files import open_regular
 from rewriter.disk.names import Folder
 from rewriter.document.engines import DOCUMENT_TYPES, engine_for_type
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.problems import Problem, as_problem
 from rewriter.url.resolve import UnresolvableReference, resolve, url_key
 
 if TYPE_CHECKING:
@@ -468,14 +469,20 @@ def _entry(
         entry.sent = item.location
         entry.location = _resolved_location(item, policy)
         if entry.location is None:
-            entry.problems.append(f"offset {item.offset}: Location {item.location!r} cannot be resolved")
+            entry.problems.append(
+                Problem("mirror", f"Location {item.location!r} cannot be resolved", (f"offset {item.offset}",))
+            )
     elif candidate(item.offset, item.record_type, item.uri, item.status, item.content_type):
         if item.body is None:
-            entry.problems.append(f"offset {item.offset}: not written")
+            entry.problems.append(Problem("mirror", "not written", (f"offset {item.offset}",)))
         elif entry.key in first:
             entry.problems.append(
-                f"offset {item.offset}: {_clean(item.uri, 120)} is also the record at offset "
-                f"{first[entry.key]}, which is the one written"
+                Problem(
+                    "mirror",
+                    f"{_clean(item.uri, 120)} is also the record at offset {first[entry.key]},"
+                    " which is the one written",
+                    (f"offset {item.offset}",),
+                )
             )
         else:
             first[entry.key] = item.offset
@@ -483,7 +490,11 @@ def _entry(
             entry.folders, entry.leaf = _layout(entry.key, entry.naming_type)
     elif item.status == 206 and _has_host(item.uri) and (plan.unpack or item.content_type in DOCUMENT_TYPES):
         entry.problems.append(
-            f"offset {item.offset}: 206 Partial Content holds only part of {_clean(item.uri, 120)}: not written"
+            Problem(
+                "mirror",
+                f"206 Partial Content holds only part of {_clean(item.uri, 120)}: not written",
+                (f"offset {item.offset}",),
+            )
         )
     elif not item.problems:
         return None
@@ -523,7 +534,9 @@ def _store(folders: _Folders, item: _Planned, output: bytes) -> None:
         if isinstance(error, FileExistsError) and _holds(folders.root.path, item.file, output):
             item.written = True
             return
-        item.problems.append(f"offset {item.offset}: not written: {getattr(error, 'strerror', None) or error}")
+        item.problems.append(
+            Problem("mirror", f"not written: {getattr(error, 'strerror', None) or error}", (f"offset {item.offset}",))
+        )
         return
     item.written = True
 
@@ -544,7 +557,9 @@ def _rendered(
     mirror when unpacking); None, with the record's problem noted, when it is not written.
     And the engine's result and format (None for what no engine reads)."""
     if document.body is None or url_key(document.uri) != item.key:
-        item.problems.append(f"offset {item.offset}: the record read differently the second time: not written")
+        item.problems.append(
+            Problem("mirror", "the record read differently the second time: not written", (f"offset {item.offset}",))
+        )
         return None, None, None
     assert item.file is not None
     content_type = document.content_type
@@ -559,7 +574,11 @@ def _rendered(
     try:
         result = engine.rewrite(document.body, url=document.uri, charset=document.charset, policy=used)
     except Exception as error:  # the engines never raise by contract; should one, the record is reported
-        item.problems.append(f"offset {item.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
+        item.problems.append(
+            Problem(
+                "mirror", f"not rewritten: {_clean(str(error)) or type(error).__name__}", (f"offset {item.offset}",)
+            )
+        )
         return None, None, None
     item.links = _tally(result, item)
     if unpack and content_type == "text/html":
@@ -575,9 +594,15 @@ def _tally(result: DocumentResult, item: _Planned) -> int:
             count += 1
         elif link.status == "no-base" or link.status == "unresolvable":
             left += 1
-    item.problems.extend(f"offset {item.offset}: {problem}" for problem in result.problems)
+    item.problems.extend(as_problem(problem, "left-as-is").at(f"offset {item.offset}") for problem in result.problems)
     if left:
-        item.problems.append(f"offset {item.offset}: {left} link{'s' if left > 1 else ''} left relative (unresolvable)")
+        item.problems.append(
+            Problem(
+                "mirror",
+                f"{left} link{'s' if left > 1 else ''} left relative (unresolvable)",
+                (f"offset {item.offset}",),
+            )
+        )
     return count
 
 
