@@ -157,3 +157,19 @@ def as_problem(value: str, code: str) -> Problem:
 def said_all(problems: Iterable[str]) -> list[str]:
     """:func:`said` of each of *problems*: the lines standard error gets."""
     return [said(problem) for problem in problems]
+
+
+def said_json(item: str) -> object:
+    """One problem as JSON for a file of the run's own (a journal, a mirror's plan): a
+    problem's :meth:`Problem.to_json`, a line of text as it is."""
+    return item.to_json() if isinstance(item, Problem) else item
+
+
+def said_from_json(item: object) -> str:
+    """What :func:`said_json` gave *item* for; ValueError when it is neither text nor a problem
+    (a known code, where and detail all text, and no other field)."""
+    if isinstance(item, str):
+        return item
+    if not isinstance(item, dict) or not set(item) <= {"code", "where", "detail"}:
+        raise ValueError("not a problem: an object of a code, where and a detail")
+    return Problem.from_json(item)

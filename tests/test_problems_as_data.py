@@ -202,3 +202,24 @@ def test_the_journal_gives_back_each_problem_with_its_code(tmp_path: Path) -> No
 def test_a_planted_journal_cannot_inject_a_problem(tmp_path: Path, planted: object) -> None:
     value = {"shown": "a.html", "state": "failed", "messages": [planted]}
     assert outcome_problem(value, tmp_path / "r", piece=False) == "its outcome's messages are not all text or problems"
+
+
+def test_a_record_not_mirrored_is_a_mirror_problem_through_the_pieces(tmp_path: Path) -> None:
+    """A WARC mirrored into a folder, in pieces: the record whose URL another holds is said with
+    its code and offset, carried from its piece to the run as a record, not as text."""
+    records = [(f"http://h.example/{number % 2}.html", b"<a href=x>x</a>" * 200) for number in range(6)]
+    with open(tmp_path / "crawl.warc", "wb") as stream:
+        writer = WARCWriter(stream, gzip=False)
+        for number, (uri, body) in enumerate(records):
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            fixed = {"WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, str(number))}>"}
+            record = writer.create_warc_record(
+                uri, "response", payload=io.BytesIO(body), warc_headers_dict=fixed, http_headers=http
+            )
+            writer.write_record(record)
+    _, err = run(tmp_path, "rewrite", "crawl.warc", "-o", "site", "--piece-size", "4K", "--report", "r.jsonl")
+    lines = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text(encoding="utf-8").splitlines()]
+    problems = [line for line in lines if "code" in line]
+    assert len(problems) == 4 and {p["code"] for p in problems} == {"mirror"}
+    assert all(len(p["where"]) == 1 and str(p["where"][0]).startswith("offset ") for p in problems)  # type: ignore[index]
+    assert all(f"rewriter: crawl.warc: {p['problem']}" in err for p in problems)

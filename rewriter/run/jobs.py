@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from rewriter.containers.pieces import Piece
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.problems import Problem, as_problem
+from rewriter.problems import as_problem, said_from_json, said_json
 
 if TYPE_CHECKING:
     from rewriter.run.collection import LocalCopies, Locations
@@ -238,7 +238,7 @@ def outcome_json(outcome: Outcome) -> dict[str, object]:
     for name, default in _OUTCOME_DEFAULTS:
         field_value = getattr(outcome, name)
         if field_value != default:
-            value[name] = [_said_json(item) for item in field_value] if name in _SAID else field_value
+            value[name] = [said_json(item) for item in field_value] if name in _SAID else field_value
     if outcome.identity is not None:
         value["identity"] = list(outcome.identity)
     piece = outcome.piece
@@ -319,26 +319,13 @@ def _field_problem(name: str, value: object) -> str | None:
 _SAID = ("messages", "warnings", "details")
 
 
-def _said_json(item: str) -> object:
-    return item.to_json() if isinstance(item, Problem) else item
-
-
 def _said_problem(item: object) -> str | None:
-    """Why *item*, one of an outcome's messages read back, is neither text nor a problem (a
-    known code, where and detail all text, nothing else), or None."""
-    if isinstance(item, str):
-        return None
-    if not isinstance(item, dict) or not set(item) <= {"code", "where", "detail"}:
-        return "not a problem"
+    """Why *item*, one of an outcome's messages read back, is neither text nor a problem, or None."""
     try:
-        Problem.from_json(item)
+        said_from_json(item)
     except ValueError as error:
         return str(error)
     return None
-
-
-def _said_from_json(item: object) -> str:
-    return Problem.from_json(item) if isinstance(item, dict) else str(item)
 
 
 def _integers_problem(name: str, value: object) -> str | None:
@@ -362,7 +349,7 @@ def outcome_from_json(value: dict[str, object]) -> Outcome:
         if name in value:
             field_value = value[name]
             if name in _SAID and isinstance(field_value, list):
-                field_value = [_said_from_json(item) for item in field_value]
+                field_value = [said_from_json(item) for item in field_value]
             setattr(outcome, name, field_value)
     identity = value.get("identity")
     if isinstance(identity, list) and len(identity) == 2:

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rewriter.problems import said_from_json
 from rewriter.run.jobs import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json
 from rewriter.run.work import load_mirror_plan, mirror_plan_path, pieces_path, replacing_target, run_batch
 
@@ -471,7 +472,8 @@ class MirrorFolder:
                     entry = by_offset.get(offset)
                     if entry is not None and entry.file is not None and type(written) is bool:
                         entry.written, entry.links = written, int(links)
-                        entry.problems.extend(str(problem) for problem in problems)
+                        said = [said_from_json(item) for item in problems]
+                        entry.problems.extend(said)
         report = finish_mirror(plan)
         unwritten = report.problems[-1:] if report.manifest is None else ()  # the last: see finish_mirror
         for problem in (*plan.problems, *unwritten):

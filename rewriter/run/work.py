@@ -604,7 +604,8 @@ def _noted(records: Iterable[MirroredRecord], done: list[bytes]) -> Iterator[Mir
     import json
 
     for record in records:
-        line = [record.offset, record.written, record.links, list(record.problems)]
+        problems = [as_problem(problem, "mirror").to_json() for problem in record.problems]  # with their codes
+        line = [record.offset, record.written, record.links, problems]
         done.append(json.dumps(line, ensure_ascii=True).encode("ascii") + b"\n")
         yield record
 

@@ -23,7 +23,7 @@ from rewriter.disk.files import open_regular
 from rewriter.disk.names import Folder
 from rewriter.document.engines import DOCUMENT_TYPES, engine_for_type
 from rewriter.policy import DEFAULT_POLICY, Policy
-from rewriter.problems import Problem, as_problem
+from rewriter.problems import Problem, as_problem, said_from_json, said_json
 from rewriter.url.resolve import UnresolvableReference, resolve, url_key
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ class MirrorPlan:
             "out_dir": self.out_dir,
             "unpack": self.unpack,
             "manifest": self.manifest,
-            "problems": self.problems,
+            "problems": [said_json(problem) for problem in self.problems],
             "files": self.files,
             "redirects": self.redirects,
             "whole": self.whole,
@@ -192,7 +192,7 @@ class MirrorPlan:
     def entries_json(self, piece: Piece | None) -> list[list[object]]:
         """The entries of *piece*, as JSON arrays."""
         return [
-            [e.offset, e.url, e.key, e.status, e.content_type, e.file, e.problems, e.location, e.sent, e.whole]
+            [e.offset, e.url, e.key, e.status, e.content_type, e.file, _said(e.problems), e.location, e.sent, e.whole]
             for e in self.entries
             if self.holds(e, piece)
         ]
@@ -225,12 +225,17 @@ def _head_from_json(head: object) -> dict[str, Any]:
         if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in (*mapping, *mapping.values())):
             raise ValueError("a mirror's plan maps URLs to names")
     problems = head.get("problems")
-    if not isinstance(problems, list) or not all(isinstance(problem, str) for problem in problems):
-        raise ValueError("a mirror's problems are text")
+    if not isinstance(problems, list):
+        raise ValueError("a mirror's problems are text or problems")
+    head["problems"] = [said_from_json(problem) for problem in problems]  # ValueError: not one
     whole = head.get("whole")
     if whole is not None and type(whole) is not int:
         raise ValueError("a mirror's plan says where the file is one gzip stream by an offset")
     return head
+
+
+def _said(problems: list[str]) -> list[object]:
+    return [said_json(problem) for problem in problems]
 
 
 def _listed(value: object) -> list[object]:
@@ -260,8 +265,9 @@ def _entry_from_json(value: object) -> _Planned:
         raise ValueError("a mirror's entry has a status")
     if not all(text is None or isinstance(text, str) for text in (content_type, file, location, sent)):
         raise ValueError("a mirror's entry has a type, a file, a Location")
-    if not isinstance(problems, list) or not all(isinstance(problem, str) for problem in problems):
-        raise ValueError("a mirror's entry's problems are text")
+    if not isinstance(problems, list):
+        raise ValueError("a mirror's entry's problems are text or problems")
+    problems = [said_from_json(problem) for problem in problems]  # ValueError: not one
     if file is not None and any(name in ("", ".", "..") or "\0" in name for name in file.split("/")):
         raise ValueError(f"a mirror's file is a path of plain names, not {file[:80]!r}")
     entry = _Planned(offset, url, key, status, content_type, (), "", None, file=file, problems=list(problems))
