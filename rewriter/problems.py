@@ -31,6 +31,8 @@ CODES: Mapping[str, str] = MappingProxyType(
     {
         # A document's own content.
         "base-ignored": "a <base href> or base header that could not be used; the next layer's base was used",
+        "base-relative": "a relative <base href> with no base to resolve it against: ignored (in a MIME part,"
+        " RFC 2557 §5(a) would resolve it against thismessage:/, so no reference is taken as naming a part)",
         "left-as-is": "links in a part of the document that were deliberately left as they are",
         "repeated-tag": "an attribute that comes from a repeated tag, which a browser ignores",
         "unresolvable": "a reference that cannot be made absolute under the rules in use",
@@ -40,8 +42,12 @@ CODES: Mapping[str, str] = MappingProxyType(
         "part": "a MIME part that could not be read or rewritten; kept as it was",
         "message": "a message of a mailbox or Maildir that could not be read or rewritten; kept as it was",
         "record": "a record of a web archive that could not be read or rewritten; kept as it was",
+        "signed": "signed content left as it is, or a signature that no longer verifies once the body changed",
+        "line-length": "a rewritten line longer than a mail transport allows (RFC 5322 §2.1.1)",
+        "mirror": "a record of a web archive not mirrored into the folder as it should be, or the mirror's manifest",
         # A bundle.
         "not-packed": "a file a document refers to that was not packed, and why",
+        "no-url": "a page packed with no URL given, marked or in a <base href>: its own file: URL stands for it",
         "not-unpacked": "a part or record that was not unpacked, and why",
         # The run.
         "input": "an input that could not be read, or is not what it was said to be",
@@ -105,7 +111,65 @@ class Problem(str):
         return f"Problem({self.code!r}, {self.detail!r}, where={self.where!r})"
 
 
+def said(problem: str) -> str:
+    """The line standard error gets for *problem*: the program's name, then its text (where it
+    is, the file first, then its detail). A line made before problems were records (a plain
+    ``str``, "rewriter: ..." already) is said as it is.
+
+    >>> said(Problem("part", "not base64", where=("a.eml", "part 1.2")))
+    'rewriter: a.eml: part 1.2: not base64'
+    """
+    return f"rewriter: {problem}" if isinstance(problem, Problem) else problem
+
+
+def said_within(problem: str, outer: int) -> str:
+    """*problem*'s text without its *outer* places (a file's name, when the file is said
+    already): its rendering from its fields, never its text cut.
+
+    >>> said_within(Problem("part", "not base64", where=("a.eml", "part 1.2")), 1)
+    'part 1.2: not base64'
+    """
+    if isinstance(problem, Problem):
+        return render(problem.where[outer:], problem.detail)
+    return problem
+
+
+def report_record(problem: str, file: str) -> dict[str, object]:
+    """*problem* as a line of ``--report``: the file, its text (without the file), its code
+    and where it is (after the file), and its detail."""
+    value = problem if isinstance(problem, Problem) else Problem("input", problem)
+    where = list(value.where[1:] if value.where[:1] == (file,) else value.where)
+    return {
+        "file": file,
+        "problem": render(where, value.detail),
+        "code": value.code,
+        "where": where,
+        "detail": value.detail,
+    }
+
+
 def as_problem(value: str, code: str) -> Problem:
     """*value* as a problem: itself when it is one, else a problem of *code* whose detail is
     *value* (text from outside the package: a library's exception message)."""
     return value if isinstance(value, Problem) else Problem(code, value)
+
+
+def said_all(problems: Iterable[str]) -> list[str]:
+    """:func:`said` of each of *problems*: the lines standard error gets."""
+    return [said(problem) for problem in problems]
+
+
+def said_json(item: str) -> object:
+    """One problem as JSON for a file of the run's own (a journal, a mirror's plan): a
+    problem's :meth:`Problem.to_json`, a line of text as it is."""
+    return item.to_json() if isinstance(item, Problem) else item
+
+
+def said_from_json(item: object) -> str:
+    """What :func:`said_json` gave *item* for; ValueError when it is neither text nor a problem
+    (a known code, where and detail all text, and no other field)."""
+    if isinstance(item, str):
+        return item
+    if not isinstance(item, dict) or not set(item) <= {"code", "where", "detail"}:
+        raise ValueError("not a problem: an object of a code, where and a detail")
+    return Problem.from_json(item)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rewriter.cli.config import ConfigError, load
+from rewriter.problems import said, said_all
 from rewriter.run.batch import Job, Settings, plan, run, run_job, totals, write_atomically
 
 PAGE = b"<a href=x.html>x</a>"
@@ -100,7 +101,7 @@ def test_outcomes_come_in_plan_order_whatever_the_workers(tmp_path: Path) -> Non
 def test_a_failure_is_an_outcome_not_an_exception(tmp_path: Path) -> None:
     outcome = run_job(Job(str(tmp_path / "gone.html"), str(tmp_path / "o.html"), "gone.html"), SETTINGS)
     assert outcome.state == "failed" and not outcome.ok
-    assert outcome.messages[0].startswith("rewriter: gone.html: No such file or directory")
+    assert said(outcome.messages[0]).startswith("rewriter: gone.html: No such file or directory")
     assert not (tmp_path / "o.html").exists()
 
 
@@ -169,7 +170,7 @@ def test_a_document_over_the_size_limit_is_copied_unchanged_and_named(tmp_path: 
     page.write_bytes(PAGE + b"y" * 5000)
     outcome = run_job(Job(str(page), str(tmp_path / "out.html"), "big.html"), Settings(url="http://h/", max_size=4096))
     assert outcome.state == "failed" and not outcome.ok
-    assert outcome.messages == [
+    assert said_all(outcome.messages) == [
         "rewriter: big.html: larger than 4,096 bytes: copied unchanged, not rewritten (see --max-size)"
     ]
     assert (tmp_path / "out.html").read_bytes() == page.read_bytes()
@@ -209,7 +210,7 @@ def test_an_mbox_message_over_the_limit_streams_through_and_the_others_are_rewri
     mbox.write_bytes(small + big + small)
     outcome = run_job(Job(str(mbox), str(tmp_path / "out.mbox"), "a.mbox"), Settings(max_size=4096))
     assert (tmp_path / "out.mbox").read_bytes() == (small + big + small).replace(b"href=y", b"href=http://h/y")
-    assert outcome.messages == [
+    assert said_all(outcome.messages) == [
         "rewriter: a.mbox: message 2: larger than 4,096 bytes (5,068): copied unchanged, not rewritten"
     ]
     assert not outcome.ok and outcome.rewritten == 2

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rewriter.problems import said_all
 from rewriter.run.batch import Settings, plan, run
 from rewriter.run.workers import run_ordered
 
@@ -170,7 +171,7 @@ def test_a_page_that_kills_its_worker_fails_alone(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(rewriter.run.work, "run_job", run_job)  # forked workers inherit it
     jobs, _ = plan([str(tmp_path / "in")], str(tmp_path / "out"))
     outcomes = list(run(jobs, Settings(url="http://h/"), 2))
-    states = {Path(outcome.shown).name: (outcome.state, outcome.messages) for outcome in outcomes}
+    states = {Path(outcome.shown).name: (outcome.state, said_all(outcome.messages)) for outcome in outcomes}
     assert states.pop("c.html") == (
         "failed",
         [

@@ -42,7 +42,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal, NamedTuple, cast
 from urllib.parse import quote, unquote_to_bytes
 
 from rewriter.css.stylesheet import find_css_links
@@ -52,6 +52,7 @@ from rewriter.document.model import DocumentResult, Link
 from rewriter.html.engine import find_links, saved_from_mark, start_tags
 from rewriter.mime.transfer import decode, encode
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.problems import Problem, as_problem
 from rewriter.url.base import Base, Candidates, document_url, usable_as_base
 from rewriter.url.resolve import parse
 
@@ -269,8 +270,8 @@ class _Packer:
         self.policy = policy
         self.find_policy = policy.clone(relink=None, require_base=False)  # finding, never writing
         self.max_size = max_size
-        self.problems: list[str] = []
-        self.notes: list[str] = []
+        self.problems: list[Problem] = []
+        self.notes: list[Problem] = []
         page_path = Path(page)
         try:
             real = os.path.realpath(page_path)
@@ -294,8 +295,8 @@ class _Packer:
         except OSError as error:
             raise PackError(f"{page}: cannot be read: {error.strerror or error}") from error
         data = _read(fd, self.max_size)
-        if isinstance(data, str):
-            raise PackError(f"{page}: {'is a folder, not a page' if data.startswith('is a folder') else data}")
+        if isinstance(data, _Unread):
+            raise PackError(f"{page}: {'is a folder, not a page' if data.folder else data.reason}")
         return data
 
     def _retrieval_url(self, data: bytes, url: str | None, real: Path) -> tuple[str, UrlSource]:
@@ -311,11 +312,15 @@ class _Packer:
         if found.layer == "base-element" and found.base is not None and usable_as_base(found.base):
             return _as_uri(found.base), "base-element"
         uri = real.as_uri()
-        self.notes.append(f"the page has no URL (no url given, no saved-from mark, no <base href>): it is {uri}")
+        self.notes.append(
+            Problem("no-url", f"the page has no URL (no url given, no saved-from mark, no <base href>): it is {uri}")
+        )
         return uri, "file"
 
     def _refuse(self, shown: str, reason: str, reference: str, holder: _File) -> None:
-        self.problems.append(f"{shown}: {reason} (referenced as {reference!r} in {holder.name}); not packed")
+        self.problems.append(
+            Problem("not-packed", f"{reason} (referenced as {reference!r} in {holder.name}); not packed", (shown,))
+        )
 
     def _open(self, real: str) -> int:
         """A descriptor of the file at *real* (inside the root), opened one folder at a time
@@ -370,8 +375,8 @@ class _Packer:
             self._refuse(shown, f"cannot be read: {error.strerror or error}", reference, holder)
             return None
         data = _read(fd, self.max_size)
-        if isinstance(data, str):
-            self._refuse(shown, data, reference, holder)
+        if isinstance(data, _Unread):
+            self._refuse(shown, data.reason, reference, holder)
             return None
         content_type = "text/css" if link_is_stylesheet else _content_type(real)
         found_engine = engine_for_type(content_type)
@@ -417,12 +422,20 @@ class _Packer:
                     continue
                 if path.startswith("/"):
                     self.notes.append(
-                        f"{link.original!r} in {document.name} names the root of the site, not a file beside "
-                        "the page: it is made absolute, not packed"
+                        Problem(
+                            "not-packed",
+                            f"{link.original!r} in {document.name} names the root of the site, not a file beside "
+                            "the page: it is made absolute, not packed",
+                        )
                     )
                     continue
                 if link.resolved is None or link.status != "rewritten":
-                    self.notes.append(f"{link.original!r} in {document.name}: {link.reason or link.status}; not packed")
+                    self.notes.append(
+                        Problem(
+                            "not-packed",
+                            f"{link.original!r} in {document.name}: {link.reason or link.status}; not packed",
+                        )
+                    )
                     continue
                 url = _defragment(link.resolved)[0]
                 target = self.by_url.get(url)
@@ -458,7 +471,7 @@ class _Packer:
     def _rewrite(self, document: _File, relink: Callable[[str], str | None]) -> DocumentResult:
         kind = cast(Literal["html", "css"], document.kind)  # only pages and style sheets are rewritten
         result = engine(kind).rewrite(document.data, url=document.location, policy=self.policy.clone(relink=relink))
-        self.notes.extend(f"{document.name}: {problem}" for problem in result.problems)
+        self.notes.extend(as_problem(problem, "left-as-is").at(document.name) for problem in result.problems)
         return result
 
     def parts(self) -> tuple[PackedPart, ...]:
@@ -491,7 +504,11 @@ class _Packer:
                 content_type = f"{file.content_type}; charset={result.encoding}"
                 encoded = _quoted_printable(result.output)
                 if encoded is None:
-                    self.notes.append(f"{file.name}: in base64, as quoted-printable would not give back its bytes")
+                    self.notes.append(
+                        Problem(
+                            "encoding", "in base64, as quoted-printable would not give back its bytes", (file.name,)
+                        )
+                    )
                     body = _base64_lines(result.output)
                 else:
                     body, transfer = encoded, "quoted-printable"
@@ -553,8 +570,11 @@ class _Packer:
             for inner in document.children:
                 if inner.real in open_ and inner.real not in done:
                     self.notes.append(
-                        f"{document.name} loads {inner.name}, which loads it in turn: that link is left as "
-                        f"{inner.location}"
+                        Problem(
+                            "not-packed",
+                            f"{document.name} loads {inner.name}, which loads it in turn: that link is left as "
+                            f"{inner.location}",
+                        )
                     )
             result = self._rewrite(document, relink)
             if document is self.page:
@@ -572,25 +592,32 @@ def _offered_by(page: bytes, **handed: Base | None) -> Candidates:
     return Candidates(saved_from=Base(mark, "saved-from-mark") if mark is not None else None, **handed)
 
 
-def _read(fd: int, limit: int) -> bytes | str:
+class _Unread(NamedTuple):
+    """Why a file's bytes cannot be had: the reason, and whether it is a folder."""
+
+    reason: str
+    folder: bool = False
+
+
+def _read(fd: int, limit: int) -> bytes | _Unread:
     """The bytes of the regular file open as *fd* (closed here), or why they cannot be had:
     a folder, a pipe or a device is not read at all, a file over *limit* bytes neither."""
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            return "is a folder, not a file"
+            return _Unread("is a folder, not a file", folder=True)
         if not stat.S_ISREG(info.st_mode):
-            return "is not a regular file"
+            return _Unread("is not a regular file")
         if info.st_size > limit:
-            return f"is larger than the limit ({info.st_size} > {limit} bytes)"
+            return _Unread(f"is larger than the limit ({info.st_size} > {limit} bytes)")
         with os.fdopen(fd, "rb", closefd=False) as stream:
             data = stream.read(limit + 1)
     except OSError as error:
-        return f"cannot be read: {error.strerror or error}"
+        return _Unread(f"cannot be read: {error.strerror or error}")
     finally:
         os.close(fd)
     if len(data) > limit:
-        return f"is larger than the limit ({limit} bytes)"  # it grew while being read
+        return _Unread(f"is larger than the limit ({limit} bytes)")  # it grew while being read
     return data
 
 

@@ -17,6 +17,8 @@ import errno
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO
 
+from rewriter.problems import said as said_line
+from rewriter.problems import said_within
 from rewriter.run.report import escape_controls
 
 if TYPE_CHECKING:
@@ -124,15 +126,17 @@ def said(outcome: Outcome, *, quiet: bool = False, verbose: bool = False) -> lis
     """What standard error gets for one input: what went wrong, always; unless *quiet*,
     what was left as it was and one line for its links left relative; with *verbose*,
     each of those links too."""
-    lines = list(outcome.messages)
+    lines = [said_line(message) for message in outcome.messages]
     if verbose:
         left = outcome.left_relative()
-        return lines + outcome.warnings + ([left] if left is not None else []) + outcome.details
+        warnings = [said_line(warning) for warning in outcome.warnings]
+        return lines + warnings + ([left] if left is not None else []) + [said_line(d) for d in outcome.details]
     if quiet:
         return lines
-    # One line for the file: its links left relative, then what the engines left as it was.
+    # One line for the file: its links left relative, then what the engines left as it was
+    # (each rendered from its record, its file left out: the line names it).
     prefix = f"rewriter: {outcome.shown}: "
-    notes = [warning.removeprefix(prefix) for warning in outcome.warnings]
+    notes = [said_within(warning, 1) for warning in outcome.warnings]
     if len(notes) > NOTES:
         notes[NOTES:] = [f"and {len(notes) - NOTES:,} more (see -v)"]
     left = outcome.left_relative()
@@ -224,6 +228,12 @@ def write_bytes(out: TextIO | None, data: bytes) -> None:
     out.flush()
     buffer.write(data)
     buffer.flush()
+
+
+def explained_problems(outcome: Outcome) -> list[str]:
+    """``explain``'s problems of *outcome* (text and --json): each rendered from its record,
+    its file left out (the tree names it)."""
+    return [said_within(warning, 1) for warning in outcome.warnings]
 
 
 def write_tree(out: Escaping, outcome: Outcome, problems: list[str]) -> None:

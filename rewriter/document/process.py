@@ -311,6 +311,11 @@ def require_base(policy: Policy, result: TextResult) -> None:
         raise NoBaseError("the document has relative links and no base URL (RFC 1808 §3.4)")
 
 
+# frozen_base's reason for a relative <base href> with nothing to resolve it against: the
+# engines give its problem the code "base-relative" (the MIME engine's decision reads the code).
+RELATIVE_BASE = "it is relative and there is no base to resolve it against"
+
+
 def frozen_base(reference: str, fallback: Context) -> tuple[str | None, str | None]:
     """HTML §4.2.3 "set the frozen base URL": the ``<base href>`` *reference* (whitespace
     stripped) parsed against the fallback base, and None with the reason when it cannot be
@@ -326,7 +331,7 @@ def frozen_base(reference: str, fallback: Context) -> tuple[str | None, str | No
         elif fallback.resolver is not None:
             frozen = fallback.resolver.resolve(reference)
         else:
-            return None, "it is relative and there is no base to resolve it against"
+            return None, RELATIVE_BASE
     except UnresolvableReference as error:
         return None, error.reason
     problem = authority_problem(frozen, rules=fallback.policy.rules)

@@ -37,6 +37,7 @@ from rewriter.css.syntax import css_urls, may_hold_urls
 from rewriter.document.encoding import decode_checked, sniff
 from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status, new_link
 from rewriter.document.process import (
+    RELATIVE_BASE,
     Context,
     DocumentOptions,
     TextResult,
@@ -76,6 +77,7 @@ from rewriter.html.tags import (
     tag_end,
 )
 from rewriter.policy import Policy
+from rewriter.problems import Problem
 from rewriter.url.base import Base, Candidates, Layer, chain, from_fallback, usable_as_base
 from rewriter.url.resolve import parse
 
@@ -599,7 +601,8 @@ def _first_base_element(
         if problem is not None:
             # Left exactly as it is: rewritten, a disguised javascript: base could become
             # a usable http: one that the page never had.
-            result.problems.append(f"<base href={href!r}> ignored: {problem}")
+            code = "base-relative" if problem is RELATIVE_BASE else "base-ignored"
+            result.problems.append(Problem(code, f"<base href={href!r}> ignored: {problem}"))
         return candidate, Base(frozen, "base-element") if frozen is not None else None, problem is None
     return None, None, False
 

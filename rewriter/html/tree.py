@@ -35,11 +35,12 @@ from typing import Generic, Literal, Protocol, TypedDict, TypeVar
 
 from rewriter.css import syntax as css
 from rewriter.document.model import Kind, Link, NoBaseError
-from rewriter.document.process import Context, frozen_base, spliced
+from rewriter.document.process import RELATIVE_BASE, Context, frozen_base, spliced
 from rewriter.html.engine import conditional_spans, rewrite_text, saved_from
 from rewriter.html.links import ViewElement, element_links, for_context
 from rewriter.html.microsyntax import strip_whitespace
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.problems import Problem
 from rewriter.url.base import Base, Candidates, Layer, chain, handed_down_candidates
 from rewriter.url.resolve import parse
 
@@ -400,7 +401,8 @@ def _base_element(walk: _Walk[N], document: N, fallback: Context, run: _Run[N]) 
         frozen, problem = frozen_base(href[start:end], fallback)
         if problem is not None or frozen is None:
             if problem is not None:
-                run.problems.append(f"<base href={href!r}> ignored: {problem}")
+                code = "base-relative" if problem is RELATIVE_BASE else "base-ignored"
+                run.problems.append(Problem(code, f"<base href={href!r}> ignored: {problem}"))
             return element.node, False, None
         return element.node, True, Base(frozen, "base-element")
     return None, False, None

@@ -52,6 +52,7 @@ from rewriter.document.model import Action, DocumentResult, MessageResult, Part
 from rewriter.mime.heading import collapse_rfc2231_value, content_charset, decode_header, decode_text, get_param
 from rewriter.mime.transfer import IDENTITY, TransferError, decode, encode, mechanism
 from rewriter.policy import DEFAULT_POLICY, Kept, Policy
+from rewriter.problems import Problem, as_problem
 from rewriter.url.base import NO_CANDIDATES, Base, Candidates, Layer, chain, usable_as_heading_base
 from rewriter.url.resolve import Resolver, UnresolvableReference, parse
 
@@ -131,7 +132,7 @@ class _Entity:
     content_type: str
     boundary: bytes | None = None  # a multipart's, once its delimiter lines were looked for
     children: list[_Entity] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
 
 
 def heading_end(data: bytes, start: int, end: int) -> tuple[int, int]:
@@ -186,7 +187,9 @@ def _parse_entity(
     content_type = heading.get_content_type()
     entity = _Entity(path, start, body_start, end, heading, content_type)
     if depth > 100:
-        entity.problems.append("nested more than 100 levels deep: the inner levels are kept as they are")
+        entity.problems.append(
+            Problem("limit", "nested more than 100 levels deep: the inner levels are kept as they are")
+        )
         return entity
     if content_type.startswith("multipart/"):
         _parse_multipart(data, entity, depth)
@@ -196,7 +199,7 @@ def _parse_entity(
         if not encoding or encoding in IDENTITY:
             entity.children.append(_parse_entity(data, body_start, end, f"{path}.1", depth + 1))
         else:  # RFC 2046 §5.2.1 forbids it; what is inside is kept as it is
-            entity.problems.append(f"a {content_type} body in {encoding} is kept as it is")
+            entity.problems.append(Problem("part", f"a {content_type} body in {encoding} is kept as it is"))
     return entity
 
 
@@ -238,7 +241,7 @@ def _parse_multipart(data: bytes, entity: _Entity, depth: int) -> None:
     """
     boundary_text = _boundary(entity.heading)
     if boundary_text is None:
-        entity.problems.append("a multipart without a boundary parameter is kept as it is")
+        entity.problems.append(Problem("part", "a multipart without a boundary parameter is kept as it is"))
         return
     boundary = entity.boundary = boundary_text.encode("utf-8", "surrogateescape")
     part_start: int | None = None
@@ -254,9 +257,11 @@ def _parse_multipart(data: bytes, entity: _Entity, depth: int) -> None:
         if part_start is not None:  # the last part runs to the end of the body
             _add_part(data, entity, part_start, entity.end, depth)
     if not entity.children and not closed:
-        entity.problems.append(f"no part delimited by the boundary {boundary_text!r}: the body is kept as it is")
+        entity.problems.append(
+            Problem("part", f"no part delimited by the boundary {boundary_text!r}: the body is kept as it is")
+        )
     elif not closed:
-        entity.problems.append(f"the closing delimiter --{boundary_text}-- is missing")
+        entity.problems.append(Problem("part", f"the closing delimiter --{boundary_text}-- is missing"))
 
 
 def _before_line_break(data: bytes, floor: int, position: int) -> int:
@@ -340,7 +345,7 @@ _DECLARING: tuple[tuple[str, str, Layer], ...] = (
 )
 
 
-def _declared_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[str]) -> Candidates | None:
+def _declared_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[Problem]) -> Candidates | None:
     """What *entity*'s ``Base`` or ``Content-Base`` field offers (RFC 1808 §3.1, RFC 2110
     §4.1): the first usable one, resolved against *enclosing*, in its place; None for neither."""
     heading = entity.heading
@@ -352,11 +357,11 @@ def _declared_base(entity: _Entity, enclosing: Base | None, policy: Policy, note
         resolved = _against(url, enclosing, policy) if url else None
         if resolved is not None and usable_as_heading_base(resolved):
             return NO_CANDIDATES.offering(**{place: Base(resolved, layer, entity.path)})
-        notes.append(f"{layer}: {value!r} gives no base: it is not a usable URL")
+        notes.append(Problem("base-ignored", f"{layer}: {value!r} gives no base: it is not a usable URL"))
     return None
 
 
-def _heading_candidates(entity: _Entity, handed: Candidates, policy: Policy, notes: list[str]) -> Candidates:
+def _heading_candidates(entity: _Entity, handed: Candidates, policy: Policy, notes: list[Problem]) -> Candidates:
     """*handed* (what the enclosing entity or the caller gives) with what *entity*'s own
     heading offers (RFC 2557 §5(b), RFC 2110 §5, RFC 1808 §3.1). A relative value is
     resolved against the enclosing base (RFC 2557 §8.2(c)), a relative Content-Location
@@ -378,12 +383,17 @@ def _heading_candidates(entity: _Entity, handed: Candidates, policy: Policy, not
     # sheets) is a base; both are normal, so neither is reported as a problem.
     if resolved is None or not usable_as_heading_base(resolved):
         if resolved is not None and resolved.lower().startswith("thismessage:"):
-            notes.append(f"Content-Location: {location!r} names the message itself (RFC 2557), not a base for links")
+            notes.append(
+                Problem(
+                    "base-ignored",
+                    f"Content-Location: {location!r} names the message itself (RFC 2557), not a base for links",
+                )
+            )
         return candidates
     return candidates.offering(content_location=Base(resolved, "Content-Location", entity.path))
 
 
-def _heading_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[str]) -> Base | None:
+def _heading_base(entity: _Entity, enclosing: Base | None, policy: Policy, notes: list[Problem]) -> Base | None:
     """The base *entity* has from the MIME layers: its own heading's, else *enclosing*."""
     return chain(_heading_candidates(entity, Candidates(enclosing=enclosing), policy, notes))
 
@@ -484,9 +494,6 @@ def _cid_names(entity: _Entity) -> list[str]:
 # RFC 2557 §5(e): with no other base, the base for matching references to parts. Never a
 # base for rewriting: nothing would be gained by writing it (see _hierarchical).
 _THIS_MESSAGE = "thismessage:/"
-# What html.py reports for a <base href> it ignored because it is relative and there is no
-# base to resolve it against (tests/test_mime_part_links.py fails if the wording changes).
-_RELATIVE_BASE_IGNORED = "ignored: it is relative and there is no base to resolve it against"
 
 _Named = dict[str, tuple[str, str]]  # a part's URL, fragment set aside: (its path, its Content-Location)
 
@@ -592,10 +599,7 @@ class _PartLinks:
         and match against that): those references are refused from now on."""
         if not self.matched:
             return False
-        if any(
-            problem.startswith("<base href=") and problem.endswith(_RELATIVE_BASE_IGNORED)
-            for problem in result.problems
-        ):
+        if any(getattr(problem, "code", None) == "base-relative" for problem in result.problems):
             self.refused = None
             return True
         wrong = {link.original for link in result.links_with("part") if link.base is not None} & self.matched
@@ -610,7 +614,7 @@ class _PartLinks:
 
 
 def _part(
-    entity: _Entity, base: Base | None, action: Action, problems: list[str], result: DocumentResult | None = None
+    entity: _Entity, base: Base | None, action: Action, problems: list[Problem], result: DocumentResult | None = None
 ) -> Part:
     """The report for *entity*: the chain of the MIME base and the ``<base>`` element the engine used."""
     if result is not None and result.layer == "base-element" and result.base is not None:
@@ -637,7 +641,7 @@ def _rewrite_leaf(
     policy: Policy,
     boundaries: list[bytes],
     rewrite: bool,
-    problems: list[str],
+    problems: list[Problem],
     part_links: _PartLinks | None = None,
     decoded: bytes | None = None,
 ) -> tuple[Part, bytes | None]:
@@ -655,7 +659,7 @@ def _rewrite_leaf(
     try:
         decoded = decode(body, encoding) if decoded is None else decoded
     except TransferError as error:
-        problems.append(f"kept as it is: {error.reason}")
+        problems.append(Problem("part", f"kept as it is: {error.reason}"))
         return _part(entity, base, "skipped", problems), None
     engine = engine_for_type(entity.content_type)
     assert engine is not None  # only documents an engine reads come here
@@ -667,23 +671,26 @@ def _rewrite_leaf(
         if part_links is not None and part_links.misread(result):
             result = engine.rewrite(decoded, charset=content_charset(entity.heading), policy=policy, **fallback)
     except ValueError as error:  # the policy refused it (NoBaseError)
-        problems.append(str(error))
+        problems.append(Problem("part", str(error)))
         return _part(entity, base, "skipped", problems), None
     if not rewrite or result.output == decoded:
         return _part(entity, base, "unchanged", problems, result), None
     try:
         new_body = encode(body, encoding, result.output, decoded=decoded)
     except TransferError as error:
-        problems.append(f"kept as it is: {error.reason}")
+        problems.append(Problem("part", f"kept as it is: {error.reason}"))
         return _part(entity, base, "skipped", problems, result), None
     if any(next(_delimiter_lines(new_body, boundary, 0, len(new_body)), None) for boundary in boundaries):
-        problems.append("kept as it is: the rewritten body would contain a delimiter line")
+        problems.append(Problem("part", "kept as it is: the rewritten body would contain a delimiter line"))
         return _part(entity, base, "skipped", problems, result), None
     transfer = mechanism(encoding)  # "7bit" for none; encode() took it, so it is one the module handles
     if transfer in ("7bit", "8bit") and ((line := _OVERLONG_LINE.search(new_body)) and not _OVERLONG_LINE.search(body)):
         problems.append(
-            f"a rewritten line (at byte {line.start()} of the body) is longer than the {_LINE_LIMIT} octets"
-            f" RFC 5322 §2.1.1 allows in a {transfer} body: a mail server may break or refuse it"
+            Problem(
+                "line-length",
+                f"a rewritten line (at byte {line.start()} of the body) is longer than the {_LINE_LIMIT} octets"
+                f" RFC 5322 §2.1.1 allows in a {transfer} body: a mail server may break or refuse it",
+            )
         )
     return _part(entity, base, "rewritten", problems, result), new_body
 
@@ -697,7 +704,7 @@ class _Walk:
         self.rewrite = rewrite
         self.parts: list[Part] = []
         self.edits: list[tuple[int, int, bytes]] = []
-        self.problems: list[str] = []
+        self.problems: list[Problem] = []
         self.named: dict[str, _Named] = {}  # a multipart/related's path: the URLs naming its parts
         self.referrers = _Referrers(data, policy)
 
@@ -724,7 +731,7 @@ class _Walk:
         base = chain(candidates)
         if entity.content_type in _SIGNED and not self.policy.rewrite_signed:
             signed = True
-            problems.append("signed content is left as it is: a change would break the signature")
+            problems.append(Problem("signed", "signed content is left as it is: a change would break the signature"))
         if entity.content_type.startswith("multipart/") or entity.children:
             if entity.boundary is not None:
                 boundaries = [entity.boundary, *boundaries]
@@ -741,7 +748,9 @@ class _Walk:
         if entity.content_type not in DOCUMENT_TYPES:
             self._add(_part(entity, base, "other", problems))
         elif signed:
-            self._add(_part(entity, base, "skipped", [*problems, "inside signed content: left as it is"]))
+            self._add(
+                _part(entity, base, "skipped", [*problems, Problem("signed", "inside signed content: left as it is")])
+            )
         else:
             # With no base, a relative reference may still name a part (RFC 2557 §8); with one,
             # it resolves, and a part it names has that base too.
@@ -763,7 +772,7 @@ class _Walk:
 
     def _add(self, part: Part) -> None:
         self.parts.append(part)
-        self.problems.extend(f"part {part.path}: {problem}" for problem in part.problems)
+        self.problems.extend(as_problem(problem, "left-as-is").at(f"part {part.path}") for problem in part.problems)
 
     def output(self) -> bytes:
         """The input with the new bodies spliced in: every other byte as it was."""
@@ -785,10 +794,14 @@ def _process(data: bytes, url: str | None, policy: Policy, *, rewrite: bool) -> 
         walk = _Walk(data, policy, rewrite)
         walk.visit(root, _top_candidates(root, url, policy), [], False)
     except RecursionError:
-        return MessageResult(data, (), ("the message is nested too deeply to read: it is kept as it is",))
+        return MessageResult(
+            data, (), (Problem("limit", "the message is nested too deeply to read: it is kept as it is"),)
+        )
     output = walk.output()
     if output is not data and _dkim_signed(root.heading):
-        walk.problems.append("part 1: its DKIM-Signature will no longer verify: the body was changed")
+        walk.problems.append(
+            Problem("signed", "its DKIM-Signature will no longer verify: the body was changed", ("part 1",))
+        )
     return MessageResult(output, tuple(walk.parts), tuple(dict.fromkeys(walk.problems)))
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from rewriter.containers.pieces import Piece
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.problems import as_problem, said_from_json, said_json
 
 if TYPE_CHECKING:
     from rewriter.run.collection import LocalCopies, Locations
@@ -133,8 +134,11 @@ class Outcome:
     shown: str
     state: State = "unchanged"
     ok: bool = True  # False: something failed, or links stayed relative
-    messages: list[str] = field(default_factory=list)  # what went wrong: always said
-    warnings: list[str] = field(default_factory=list)  # what the engines left as it was, and why: not with -q
+    # What went wrong (always said), and what the engines left as it was, and why (not with
+    # -q): Problem records, the file first in their where (rewriter.problems.said renders
+    # each for standard error).
+    messages: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     rewritten: int = 0  # links made absolute
     kept: int = 0  # links left as they were on purpose (absolute, same-document, local, part)
     local: int = 0  # of those kept: local copies (status "local")
@@ -144,7 +148,7 @@ class Outcome:
     bytes_out: int = 0
     records: list[dict[str, object]] = field(default_factory=list)
     output: bytes | None = None  # the output, for a job whose target is standard output
-    details: list[str] = field(default_factory=list)  # each link left relative, for -v
+    details: list[str] = field(default_factory=list)  # each link left relative, for -v (Problem records too)
     format: str | None = None  # what the input was: html, css, message, mbox, maildir, warc, arc, other
     rows: list[dict[str, object]] = field(default_factory=list)  # explain: each document or part
     report: str = ""  # the records as JSON Lines (Settings.report_text)
@@ -169,9 +173,10 @@ class Outcome:
             + 200
         )
 
-    def fail(self, message: str) -> Outcome:
+    def fail(self, message: str, code: str = "input") -> Outcome:
+        """This outcome failed: *message* (a Problem, else a problem of *code*) said of its file."""
         self.state, self.ok = "failed", False
-        self.messages.append(f"rewriter: {self.shown}: {message}")
+        self.messages.append(as_problem(message, code).at(self.shown))
         return self
 
     def left_relative(self) -> str | None:
@@ -236,7 +241,7 @@ def outcome_json(outcome: Outcome) -> dict[str, object]:
     for name, default in _OUTCOME_DEFAULTS:
         field_value = getattr(outcome, name)
         if field_value != default:
-            value[name] = field_value
+            value[name] = [said_json(item) for item in field_value] if name in _SAID else field_value
     if outcome.identity is not None:
         value["identity"] = list(outcome.identity)
     piece = outcome.piece
@@ -305,10 +310,24 @@ def _field_problem(name: str, value: object) -> str | None:
     kind = _OUTCOME_TYPES[name]
     if not isinstance(value, kind) or (name != "ok" and type(value) is bool):
         return f"its outcome's {name} is not a {kind.__name__}"
-    if name in ("messages", "warnings", "details") and not all(isinstance(item, str) for item in value):  # type: ignore[attr-defined]
-        return f"its outcome's {name} are not all text"
+    if name in _SAID and not all(_said_problem(item) is None for item in value):  # type: ignore[attr-defined]
+        return f"its outcome's {name} are not all text or problems"
     if name in ("records", "rows") and not all(isinstance(item, dict) for item in value):  # type: ignore[attr-defined]
         return f"its outcome's {name} are not all objects"
+    return None
+
+
+# The fields of an outcome that hold what is said of it: each a Problem (its JSON in a journal,
+# so that a resumed run says it with its code), or a line said as it is.
+_SAID = ("messages", "warnings", "details")
+
+
+def _said_problem(item: object) -> str | None:
+    """Why *item*, one of an outcome's messages read back, is neither text nor a problem, or None."""
+    try:
+        said_from_json(item)
+    except ValueError as error:
+        return str(error)
     return None
 
 
@@ -331,7 +350,10 @@ def outcome_from_json(value: dict[str, object]) -> Outcome:
     outcome = Outcome(str(value["shown"]))
     for name in _OUTCOME_FIELDS:
         if name in value:
-            setattr(outcome, name, value[name])
+            field_value = value[name]
+            if name in _SAID and isinstance(field_value, list):
+                field_value = [said_from_json(item) for item in field_value]
+            setattr(outcome, name, field_value)
     identity = value.get("identity")
     if isinstance(identity, list) and len(identity) == 2:
         outcome.identity = (int(identity[0]), int(identity[1]))

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rewriter.problems import said_from_json
 from rewriter.run.jobs import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json
 from rewriter.run.work import load_mirror_plan, mirror_plan_path, pieces_path, replacing_target, run_batch
 
@@ -356,7 +357,7 @@ class _Assembly:
                 stream = open_regular(piece, journal.root)
             except OSError as error:
                 self.failed = True
-                outcome.fail(f"not written: its piece {piece} cannot be read: {error.strerror or error}")
+                outcome.fail(f"not written: its piece {piece} cannot be read: {error.strerror or error}", "output")
             else:
                 with stream:
                     _copy_all(stream, self.replacement.stream)
@@ -368,13 +369,13 @@ class _Assembly:
         assert self.context is not None and self.replacement is not None
         if self.failed:
             self.replacement.keep = False
-            outcome.fail("not written: a piece of it failed; the output is left as it was")
+            outcome.fail("not written: a piece of it failed; the output is left as it was", "output")
         elif job.in_place and not self.changed:
             self.replacement.keep = False  # unchanged in place: not written at all
         try:
             self.context.__exit__(None, None, None)
         except OSError as error:
-            outcome.fail(f"not written: {error.strerror or error}")
+            outcome.fail(f"not written: {error.strerror or error}", "output")
         self.context = self.replacement = None
 
     def close(self) -> None:
@@ -455,12 +456,12 @@ class MirrorFolder:
         try:
             plan = MirrorFolder.done(job, journal)
         except (OSError, ValueError) as error:
-            outcome.fail(f"its manifest not written: {getattr(error, 'strerror', None) or error}")
+            outcome.fail(f"its manifest not written: {getattr(error, 'strerror', None) or error}", "output")
             return
         report = finish_mirror(plan)
         unwritten = report.problems[-1:] if report.manifest is None else ()  # the last: see finish_mirror
         for problem in (*plan.problems, *unwritten):
-            outcome.fail(problem)
+            outcome.fail(problem, "mirror")
 
     @staticmethod
     def done(job: Job, journal: Journal) -> MirrorPlan:
@@ -483,7 +484,7 @@ class MirrorFolder:
                     entry = by_offset.get(offset)
                     if entry is not None and entry.file is not None and type(written) is bool:
                         entry.written, entry.links = written, int(links)
-                        entry.problems.extend(str(problem) for problem in problems)
+                        entry.problems.extend(said_from_json(item) for item in problems)
         return plan
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from rewriter.document.model import DocumentResult, Unit
+from rewriter.problems import Problem, as_problem
 from rewriter.run.jobs import Outcome, Settings
 
 if TYPE_CHECKING:
@@ -61,7 +62,8 @@ def fold(outcome: Outcome, units: Iterable[Unit], settings: Settings) -> Tallied
         outcome.bytes_out += unit.bytes_out
         if unit.result is not None:
             tally(outcome, unit.result, settings, dict(unit.where), unit.problems, fmt=unit.format)
-        outcome.messages.extend(f"rewriter: {outcome.shown}: {error}" for error in unit.errors)
+        code = "record" if "record" in unit.where or "offset" in unit.where else "message"
+        outcome.messages.extend(as_problem(error, code).at(outcome.shown) for error in unit.errors)
         if unit.failed:
             failed += 1
             outcome.ok = False
@@ -97,9 +99,9 @@ def tally(
     message = not isinstance(result, DocumentResult)
     if settings.explain:
         outcome.rows.extend(_rows(result, fmt, extra))
-    where = "".join(f"{key} {value}: " for key, value in extra.items())
+    where = (outcome.shown, *(f"{key} {value}" for key, value in extra.items()))
     for problem in result.problems if problems is None else problems:
-        outcome.warnings.append(f"rewriter: {outcome.shown}: {where}{problem}")
+        outcome.warnings.append(as_problem(problem, "left-as-is").at(*where))
     counts: Counter[str] = Counter()
     for counted in (result,) if isinstance(result, DocumentResult) else result.parts:
         counts.update(counted.status_counts)
@@ -118,10 +120,13 @@ def tally(
             else [(part, link) for part, link in every if link.status in _RELATIVE]
         )
         for part, link in left:
-            label = f"part {part}: " if part else ""
             outcome.details.append(
-                f"rewriter: {outcome.shown}: {where}{label}<{link.element} {link.attribute}> {link.original!r} at "
-                f"bytes {link.start}-{link.end}: {link.status}: {link.reason}"
+                Problem(
+                    "unresolvable",
+                    f"<{link.element} {link.attribute}> {link.original!r} at bytes {link.start}-{link.end}: "
+                    f"{link.status}: {link.reason}",
+                    (*where, f"part {part}") if part else where,
+                )
             )
     if every is not None:
         for part, link in every:

@@ -47,6 +47,7 @@ from rewriter.disk.files import (
     write_atomically,
 )
 from rewriter.document.model import DocumentResult, Unit
+from rewriter.problems import Problem, as_problem, report_record
 from rewriter.run.jobs import Job, Outcome, Settings, Unrecognised, job_key
 from rewriter.run.journal import piece_path
 from rewriter.run.tally import fold
@@ -113,10 +114,13 @@ def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
                 if group is not None:
                     group.key = len(outcomes)  # the outcome a page it writes belongs to
                 outcome = run_job(job, settings)
-                if settings.report_text and outcome.records:
+                said = (*outcome.messages, *outcome.warnings)
+                if settings.report_text and (outcome.records or said):
                     from rewriter.run.report import json_lines
 
-                    outcome.report = json_lines(outcome.records)
+                    # its links, then what was said of it: each problem with its code and where it is
+                    problems = [report_record(problem, outcome.shown) for problem in said]
+                    outcome.report = json_lines([*outcome.records, *problems])
                     outcome.records = []
                     if settings.work is not None and len(outcome.report) > REPORT_INLINE:
                         _report_aside(job, outcome, settings.work, sync=settings.sync)
@@ -128,7 +132,7 @@ def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
         if group is not None:
             for index, reason in group.commit().items():
                 assert isinstance(index, int)
-                outcomes[index].fail(reason)
+                outcomes[index].fail(reason, "output")
     return outcomes
 
 
@@ -331,9 +335,9 @@ def _as_it_is(job: Job, settings: Settings, outcome: Outcome, data: bytes, why: 
     data): never read by an engine, never failed; written out byte for byte, and said so."""
     outcome.format, outcome.bytes_out = "other", len(data)
     if job.dry or job.in_place:
-        outcome.warnings.append(f"rewriter: {job.shown}: {why}: left as it is")
+        outcome.warnings.append(Problem("not-a-document", f"{why}: left as it is", (job.shown,)))
         return outcome
-    outcome.warnings.append(f"rewriter: {job.shown}: {why}: copied as it is")
+    outcome.warnings.append(Problem("not-a-document", f"{why}: copied as it is", (job.shown,)))
     outcome.state = "copied"
     if job.target is None:
         outcome.output = data
@@ -376,8 +380,8 @@ def _root(job: Job) -> Path | None:
 def _too_large(job: Job, stream: BinaryIO, source: Path | None, settings: Settings, outcome: Outcome) -> Outcome:
     """A document over the size limit: copied unchanged, chunk by chunk, and reported."""
     if job.dry:
-        return outcome.fail(f"larger than {settings.max_size:,} bytes: not read (see --max-size)")
-    outcome.fail(f"larger than {settings.max_size:,} bytes: copied unchanged, not rewritten (see --max-size)")
+        return outcome.fail(f"larger than {settings.max_size:,} bytes: not read (see --max-size)", "limit")
+    outcome.fail(f"larger than {settings.max_size:,} bytes: copied unchanged, not rewritten (see --max-size)", "limit")
     if job.in_place:
         return outcome  # unchanged: nothing to write
     if job.target is None:
@@ -587,7 +591,7 @@ def _warc_folder(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     records = write_mirror_piece(plan, job.piece, policy=settings.policy, max_size=settings.max_size)
     fold(outcome, (record.unit() for record in _noted(records, done)), settings)
     for entry in sorted(plan.entries, key=lambda entry: entry.offset):  # the piece's, first pass and second
-        outcome.messages.extend(f"rewriter: {job.shown}: {problem}" for problem in entry.problems)
+        outcome.messages.extend(as_problem(problem, "mirror").at(job.shown) for problem in entry.problems)
     outcome.ok = outcome.ok and not outcome.messages
     path = pieces_path(settings.work, job)
     write_atomically(path, b"".join(done), root=Path(settings.work).parent, sync=settings.sync)
@@ -600,7 +604,8 @@ def _noted(records: Iterable[MirroredRecord], done: list[bytes]) -> Iterator[Mir
     import json
 
     for record in records:
-        line = [record.offset, record.written, record.links, list(record.problems)]
+        problems = [as_problem(problem, "mirror").to_json() for problem in record.problems]  # with their codes
+        line = [record.offset, record.written, record.links, problems]
         done.append(json.dumps(line, ensure_ascii=True).encode("ascii") + b"\n")
         yield record
 

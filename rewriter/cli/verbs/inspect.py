@@ -11,9 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from rewriter.cli.output import Escaping, RunTotals, write_tree
+from rewriter.cli.output import Escaping, RunTotals, explained_problems, write_tree
 from rewriter.cli.parser import EXIT_OK, EXIT_SOME_FAILED
 from rewriter.cli.request import RunRequest
+from rewriter.problems import Problem, said
 from rewriter.run.report import escape_controls, json_text
 
 if TYPE_CHECKING:
@@ -36,12 +37,13 @@ def _dry_run(verb: str, request: RunRequest, *, explain: bool) -> Iterator[Outco
 
         if not is_maildir(Path(name)):
             problem = f"a folder, and not a Maildir (cur/, new/, tmp/): {verb} reads one file or Maildir"
-            yield Outcome(name).fail(problem)
+            yield Outcome(name).fail(Problem("input", problem))
             return
     settings = replace(request.settings(records=not explain), explain=explain)
     plan = iter_plan([name], dry=True, piece_size=PIECE_SIZE, max_message=settings.max_size)
     for item in execute(plan, settings, Serial()):
-        yield item if isinstance(item, Outcome) else Outcome(name).fail(item.removeprefix(f"rewriter: {name}: "))
+        # a problem of the plan: said as the plan words it
+        yield item if isinstance(item, Outcome) else Outcome(name, state="failed", ok=False, messages=[item])
 
 
 def run_links(request: RunRequest, out: TextIO, err: TextIO) -> int:
@@ -90,11 +92,10 @@ def run_explain(request: RunRequest, out: TextIO, err: TextIO) -> int:
     args = request.options
     outcome = _whole(_dry_run("explain", request, explain=True))
     for line in outcome.messages:
-        err.write(line + "\n")
+        err.write(said(line) + "\n")
     if outcome.state == "failed" and not outcome.rows:
         return EXIT_SOME_FAILED
-    prefix = f"rewriter: {outcome.shown}: "
-    problems = [line.removeprefix(prefix) for line in outcome.warnings]
+    problems = explained_problems(outcome)
     if args.json:
         document = {"file": outcome.shown, "format": outcome.format, "parts": outcome.rows, "problems": problems}
         out.write(json_text(document, indent=2) + "\n")

@@ -17,6 +17,7 @@ from rewriter.cli.output import RunTotals, Silent, progress_for, summary, write_
 from rewriter.cli.parser import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
 from rewriter.cli.request import RunRequest
 from rewriter.disk.files import same_file
+from rewriter.problems import Problem, said
 
 if TYPE_CHECKING:
     from rewriter.run.batch import Job, Outcome, Settings
@@ -100,7 +101,8 @@ def _drive(
             try:
                 write_bytes(out, item.output)
             except OSError as error:
-                progress.write(f"rewriter: {item.shown}: cannot write to standard output: {error.strerror}")
+                problem = Problem("output", f"cannot write to standard output: {error.strerror}", (item.shown,))
+                progress.write(said(problem))
                 item.ok = False
             item.output = None
         for line in run.add(item, quiet=args.quiet, verbose=args.verbose):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from warcio.statusandheaders import StatusAndHeaders
 
 from rewriter.containers.warc.model import _BLOCK, _clean
+from rewriter.problems import Problem
 
 if TYPE_CHECKING:
     pass
@@ -153,7 +154,9 @@ class _Body:
 
     def _not_chunked(self, rest: bytes = b"") -> None:
         """Transfer-Encoding says chunked, but the body does not begin as one: it is taken as recorded."""
-        self.problems.append(f"{self.where}: Transfer-Encoding is chunked, but the body is not: taken as recorded")
+        self.problems.append(
+            Problem("record", "Transfer-Encoding is chunked, but the body is not: taken as recorded", (self.where,))
+        )
         held, self.framing, self.state = self.framing, b"", "plain"
         self._decode(held + rest)
 
@@ -198,7 +201,11 @@ class _Body:
             self.raw_deflate, self.inflater = True, zlib.decompressobj(-zlib.MAX_WBITS)
             self._inflate(held)
             return
-        self.problems.append(f"{self.where}: Content-Encoding is {self.coding}, but the body is not: taken as recorded")
+        self.problems.append(
+            Problem(
+                "record", f"Content-Encoding is {self.coding}, but the body is not: taken as recorded", (self.where,)
+            )
+        )
         self.inflater = self.head = None
         self._keep(held)
 

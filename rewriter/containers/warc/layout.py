@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from rewriter.disk.names import Folder
 from rewriter.document.engines import HTML_TYPES
+from rewriter.problems import Problem
 from rewriter.url.resolve import remove_dot_segments
 
 if TYPE_CHECKING:
@@ -163,7 +164,9 @@ def _plan_names(root: Folder, planned: list[_Planned]) -> None:
                     stack.append((raw, parent.folder(name)))
                     names.append(name)
             except OSError as error:
-                item.problems.append(f"offset {item.offset}: no folder for it: {error.strerror or error}")
+                item.problems.append(
+                    Problem("mirror", f"no folder for it: {error.strerror or error}", (f"offset {item.offset}",))
+                )
                 continue
             parent = stack[-1][1] if stack else root
             item.file = "/".join([*names, parent.pick(item.leaf, item.naming_type)])

@@ -24,6 +24,7 @@ from rewriter.disk.names import Folder
 from rewriter.document.engines import DOCUMENT_TYPES, engine_for_type
 from rewriter.document.model import Unit
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.problems import Problem, as_problem, said_from_json, said_json
 from rewriter.url.resolve import UnresolvableReference, resolve, url_key
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ class MirrorPlan:
             "out_dir": self.out_dir,
             "unpack": self.unpack,
             "manifest": self.manifest,
-            "problems": self.problems,
+            "problems": [said_json(problem) for problem in self.problems],
             "files": self.files,
             "redirects": self.redirects,
             "whole": self.whole,
@@ -192,7 +193,7 @@ class MirrorPlan:
     def entries_json(self, piece: Piece | None) -> list[list[object]]:
         """The entries of *piece*, as JSON arrays."""
         return [
-            [e.offset, e.url, e.key, e.status, e.content_type, e.file, e.problems, e.location, e.sent, e.whole]
+            [e.offset, e.url, e.key, e.status, e.content_type, e.file, _said(e.problems), e.location, e.sent, e.whole]
             for e in self.entries
             if self.holds(e, piece)
         ]
@@ -225,12 +226,17 @@ def _head_from_json(head: object) -> dict[str, Any]:
         if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in (*mapping, *mapping.values())):
             raise ValueError("a mirror's plan maps URLs to names")
     problems = head.get("problems")
-    if not isinstance(problems, list) or not all(isinstance(problem, str) for problem in problems):
-        raise ValueError("a mirror's problems are text")
+    if not isinstance(problems, list):
+        raise ValueError("a mirror's problems are text or problems")
+    head["problems"] = [said_from_json(problem) for problem in problems]  # ValueError: not one
     whole = head.get("whole")
     if whole is not None and type(whole) is not int:
         raise ValueError("a mirror's plan says where the file is one gzip stream by an offset")
     return head
+
+
+def _said(problems: list[str]) -> list[object]:
+    return [said_json(problem) for problem in problems]
 
 
 def _listed(value: object) -> list[object]:
@@ -260,8 +266,9 @@ def _entry_from_json(value: object) -> _Planned:
         raise ValueError("a mirror's entry has a status")
     if not all(text is None or isinstance(text, str) for text in (content_type, file, location, sent)):
         raise ValueError("a mirror's entry has a type, a file, a Location")
-    if not isinstance(problems, list) or not all(isinstance(problem, str) for problem in problems):
-        raise ValueError("a mirror's entry's problems are text")
+    if not isinstance(problems, list):
+        raise ValueError("a mirror's entry's problems are text or problems")
+    problems = [said_from_json(problem) for problem in problems]  # ValueError: not one
     if file is not None and any(name in ("", ".", "..") or "\0" in name for name in file.split("/")):
         raise ValueError(f"a mirror's file is a path of plain names, not {file[:80]!r}")
     entry = _Planned(offset, url, key, status, content_type, (), "", None, file=file, problems=list(problems))
@@ -476,14 +483,20 @@ def _entry(
         entry.sent = item.location
         entry.location = _resolved_location(item, policy)
         if entry.location is None:
-            entry.problems.append(f"offset {item.offset}: Location {item.location!r} cannot be resolved")
+            entry.problems.append(
+                Problem("mirror", f"Location {item.location!r} cannot be resolved", (f"offset {item.offset}",))
+            )
     elif candidate(item.offset, item.record_type, item.uri, item.status, item.content_type):
         if item.body is None:
-            entry.problems.append(f"offset {item.offset}: not written")
+            entry.problems.append(Problem("mirror", "not written", (f"offset {item.offset}",)))
         elif entry.key in first:
             entry.problems.append(
-                f"offset {item.offset}: {_clean(item.uri, 120)} is also the record at offset "
-                f"{first[entry.key]}, which is the one written"
+                Problem(
+                    "mirror",
+                    f"{_clean(item.uri, 120)} is also the record at offset {first[entry.key]},"
+                    " which is the one written",
+                    (f"offset {item.offset}",),
+                )
             )
         else:
             first[entry.key] = item.offset
@@ -491,7 +504,11 @@ def _entry(
             entry.folders, entry.leaf = _layout(entry.key, entry.naming_type)
     elif item.status == 206 and _has_host(item.uri) and (plan.unpack or item.content_type in DOCUMENT_TYPES):
         entry.problems.append(
-            f"offset {item.offset}: 206 Partial Content holds only part of {_clean(item.uri, 120)}: not written"
+            Problem(
+                "mirror",
+                f"206 Partial Content holds only part of {_clean(item.uri, 120)}: not written",
+                (f"offset {item.offset}",),
+            )
         )
     elif not item.problems:
         return None
@@ -531,7 +548,9 @@ def _store(folders: _Folders, item: _Planned, output: bytes) -> None:
         if isinstance(error, FileExistsError) and _holds(folders.root.path, item.file, output):
             item.written = True
             return
-        item.problems.append(f"offset {item.offset}: not written: {getattr(error, 'strerror', None) or error}")
+        item.problems.append(
+            Problem("mirror", f"not written: {getattr(error, 'strerror', None) or error}", (f"offset {item.offset}",))
+        )
         return
     item.written = True
 
@@ -552,7 +571,9 @@ def _rendered(
     mirror when unpacking); None, with the record's problem noted, when it is not written.
     And the engine's result and format (None for what no engine reads)."""
     if document.body is None or url_key(document.uri) != item.key:
-        item.problems.append(f"offset {item.offset}: the record read differently the second time: not written")
+        item.problems.append(
+            Problem("mirror", "the record read differently the second time: not written", (f"offset {item.offset}",))
+        )
         return None, None, None
     assert item.file is not None
     content_type = document.content_type
@@ -567,7 +588,11 @@ def _rendered(
     try:
         result = engine.rewrite(document.body, url=document.uri, charset=document.charset, policy=used)
     except Exception as error:  # the engines never raise by contract; should one, the record is reported
-        item.problems.append(f"offset {item.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
+        item.problems.append(
+            Problem(
+                "mirror", f"not rewritten: {_clean(str(error)) or type(error).__name__}", (f"offset {item.offset}",)
+            )
+        )
         return None, None, None
     item.links = _tally(result, item)
     if unpack and content_type == "text/html":
@@ -583,9 +608,15 @@ def _tally(result: DocumentResult, item: _Planned) -> int:
             count += 1
         elif link.status == "no-base" or link.status == "unresolvable":
             left += 1
-    item.problems.extend(f"offset {item.offset}: {problem}" for problem in result.problems)
+    item.problems.extend(as_problem(problem, "left-as-is").at(f"offset {item.offset}") for problem in result.problems)
     if left:
-        item.problems.append(f"offset {item.offset}: {left} link{'s' if left > 1 else ''} left relative (unresolvable)")
+        item.problems.append(
+            Problem(
+                "mirror",
+                f"{left} link{'s' if left > 1 else ''} left relative (unresolvable)",
+                (f"offset {item.offset}",),
+            )
+        )
     return count
 
 

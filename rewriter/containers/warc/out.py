@@ -18,6 +18,7 @@ from rewriter.containers.warc.page import WarcPage, _arc_id, _header, _page
 from rewriter.containers.warc.read import _Event, _GzipStream, _Record, _records, _Whole, _Window
 from rewriter.document.engines import DOCUMENT_TYPES
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.problems import Problem, as_problem
 
 if TYPE_CHECKING:
     pass
@@ -164,7 +165,7 @@ def _pages_out(
     for event in events:
         if isinstance(event, _Whole):
             if end is not None:
-                yield WarcDamage(event.position, f"offset {event.position}: {_NOT_PLANNED}")
+                yield WarcDamage(event.position, as_problem(_NOT_PLANNED, "record").at(f"offset {event.position}"))
                 return
             if out is not None:
                 out.whole(event.position)
@@ -392,7 +393,9 @@ class _Out:
         """Say that *size* bytes (None: some) from *start* are not in the output."""
         if size != 0:
             amount = "bytes" if size is None else f"{size} bytes"
-            self.left.append(WarcDamage(start, f"offset {start}: {amount} {what}: left out of the output"))
+            self.left.append(
+                WarcDamage(start, Problem("record", f"{amount} {what}: left out of the output", (f"offset {start}",)))
+            )
 
 
 class _Inflater:

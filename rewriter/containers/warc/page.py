@@ -18,6 +18,7 @@ from rewriter.containers.warc.read import _Record
 from rewriter.document.engines import EngineFormat, engine_for_type
 from rewriter.document.model import Unit, placed
 from rewriter.policy import Policy
+from rewriter.problems import Problem
 
 if TYPE_CHECKING:
     from rewriter.document.model import DocumentResult
@@ -78,7 +79,13 @@ def _page(
         try:
             result = run(document.body, url=document.uri or None, charset=document.charset, policy=policy)
         except Exception as error:  # the engines never raise by contract; should one, the page is reported
-            problems.append(f"offset {record.offset}: not rewritten: {_clean(str(error)) or type(error).__name__}")
+            problems.append(
+                Problem(
+                    "record",
+                    f"not rewritten: {_clean(str(error)) or type(error).__name__}",
+                    (f"offset {record.offset}",),
+                )
+            )
     changed, conversion = False, None
     if rewrite and result is not None and result.output != document.body:
         changed, conversion = _converted(record, document, result.output, container, problems, write=write)
@@ -105,11 +112,17 @@ def _converted(
     record, and that record (None when there is none, or it is not to be written). Why it
     gets none goes to *problems*."""
     if record.block_failed:  # its bytes are not those recorded: it is left out of the output
-        problems.append(f"offset {record.offset}: its block digest fails (WARC 1.1 §5.8): no conversion")
+        problems.append(
+            Problem("record", "its block digest fails (WARC 1.1 §5.8): no conversion", (f"offset {record.offset}",))
+        )
         return False, None
     original = _arc_id(record) if container == "arc" else _header(record.headers, "WARC-Record-ID")
     if original is None:
-        problems.append(f"offset {record.offset}: a record without WARC-Record-ID (WARC 1.1 §5.2): no conversion")
+        problems.append(
+            Problem(
+                "record", "a record without WARC-Record-ID (WARC 1.1 §5.2): no conversion", (f"offset {record.offset}",)
+            )
+        )
         return False, None
     return True, (_conversion(record, document, output, original) if write else None)
 

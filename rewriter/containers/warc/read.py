@@ -22,6 +22,7 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from rewriter.containers.formats import ARC_LINE, Container, gzip_holds_arc, gzip_holds_warc, sniff_container
 from rewriter.containers.warc.http import _Body, _content_type
 from rewriter.containers.warc.model import _BLOCK, MAX_BODY, Source, Wanted, WarcDamage, WarcDocument, _clean
+from rewriter.problems import Problem, as_problem
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -164,7 +165,10 @@ def _records(
             try:
                 file.reader.seek(position)
             except (OSError, EOFError, ValueError, zlib.error) as error:
-                yield WarcDamage(position, f"offset {position}: cannot read on from here: {_clean(str(error))}")
+                yield WarcDamage(
+                    position,
+                    Problem("record", f"cannot read on from here: {_clean(str(error))}", (f"offset {position}",)),
+                )
                 return
         bound = end if file.whole is None else None
         stop = yield from _run(file.reader, wanted, skip, file.told, digests, bound, limit)
@@ -174,8 +178,12 @@ def _records(
         if stop.one_gzip_stream and file.seekable and file.whole is None:
             yield WarcDamage(
                 position,
-                f"offset {position}: the file is one gzip stream, not one gzip member per record (WARC 1.1 "
-                "Annex D); it is read as a whole, and offsets from here count bytes of the decompressed data",
+                Problem(
+                    "record",
+                    "the file is one gzip stream, not one gzip member per record (WARC 1.1 Annex D); it is read"
+                    " as a whole, and offsets from here count bytes of the decompressed data",
+                    (f"offset {position}",),
+                ),
             )
             yield _Whole(position)
             file.read_whole(position)
@@ -232,7 +240,7 @@ def _past_damage(file: _File, stop: _Stop, position: int) -> Generator[WarcDamag
     if stop.damage is None:
         if whole is not None and whole.error is not None:
             problem = f"the gzip stream is cut short or damaged: {whole.error}"
-            yield WarcDamage(last, f"decompressed offset {last}: {problem}")
+            yield WarcDamage(last, Problem("record", problem, (f"decompressed offset {last}",)))
             return None
         if whole is not None or not file.seekable or last >= size or not _unread(file.stream, last, size):
             return None
@@ -240,7 +248,9 @@ def _past_damage(file: _File, stop: _Stop, position: int) -> Generator[WarcDamag
     damage = max(stop.damage, floor)
     where = f"offset {damage}" if stop.damage >= floor else f"after the record at offset {floor}"
     if not file.seekable:
-        yield WarcDamage(damage, f"{where}: {stop.problem}; the stream cannot seek, so reading stops here")
+        yield WarcDamage(
+            damage, Problem("record", f"{stop.problem}; the stream cannot seek, so reading stops here", (where,))
+        )
         return None
     # A gzip member ends where it ends; in a plain file, a wrong Content-Length before the damage
     # may have swallowed the start of the next record, so the search begins after the last one read.
@@ -248,7 +258,7 @@ def _past_damage(file: _File, stop: _Stop, position: int) -> Generator[WarcDamag
     following = _next_start(file.reader, after + 1, file.gzipped, file.told)
     then = "no record can be found after it" if following is None else f"reading goes on at offset {following}"
     if stop.problem:
-        yield WarcDamage(damage, f"{where}: {stop.problem}; {then}")
+        yield WarcDamage(damage, Problem("record", f"{stop.problem}; {then}", (where,)))
     return following
 
 
@@ -364,7 +374,7 @@ def _run(
                 record = next(iterator)
         except StopIteration:
             if _said(noise):
-                yield WarcDamage(iterator.offset, f"offset {iterator.offset}: {_said(noise)}")
+                yield WarcDamage(iterator.offset, Problem("record", f"{_said(noise)}", (f"offset {iterator.offset}",)))
             stop.end = iterator.offset
             return stop
         except Exception as error:  # warcio raises many kinds on a damaged file; none may escape
@@ -380,7 +390,7 @@ def _run(
             return stop
         offset = iterator.offset
         if _said(noise):
-            yield WarcDamage(offset, f"before offset {offset}: {_said(noise)}")
+            yield WarcDamage(offset, Problem("record", _said(noise), (f"before offset {offset}",)))
         if bound is not None and offset >= bound:
             stop.bounded = True
             return stop
@@ -441,7 +451,10 @@ def _member_ends(iterator: ArchiveIterator) -> bool:
 
 def _with_problem(item: WarcDocument | WarcDamage, problem: str) -> WarcDocument | WarcDamage:
     if isinstance(item, WarcDamage):
-        return WarcDamage(item.offset, f"{item.problem}; {problem}")
+        first = as_problem(item.problem, "record")
+        return WarcDamage(
+            item.offset, Problem(first.code, f"{first.detail}; {as_problem(problem, 'record').detail}", first.where)
+        )
     return dataclasses.replace(item, problems=(*item.problems, problem))
 
 
@@ -521,9 +534,11 @@ def _unreadable(record: ArcWarcRecord, kind: str, offset: int) -> tuple[WarcDama
         problem = (
             f"a record without a valid Content-Length ({_clean(str(length), 40)}): its heading is cut short or damaged"
         )
-        return WarcDamage(offset, f"offset {offset}: {problem}"), True
+        return WarcDamage(offset, as_problem(problem, "record").at(f"offset {offset}")), True
     if not kind:
-        return WarcDamage(offset, f"offset {offset}: a record without WARC-Type (WARC 1.1 §5.5): not read"), False
+        return WarcDamage(
+            offset, Problem("record", "a record without WARC-Type (WARC 1.1 §5.5): not read", (f"offset {offset}",))
+        ), False
     return None
 
 
@@ -534,7 +549,9 @@ def _status(http: StatusAndHeaders | None, offset: int, problems: list[str]) -> 
     try:
         return int(http.get_statuscode())
     except (TypeError, ValueError):
-        problems.append(f"offset {offset}: unreadable HTTP status line {_clean(http.statusline, 80)!r}")
+        problems.append(
+            Problem("record", f"unreadable HTTP status line {_clean(http.statusline, 80)!r}", (f"offset {offset}",))
+        )
         return None
 
 
@@ -547,7 +564,9 @@ def _http_heading(
     http = record.http_headers
     relevant = kind in ("response", "resource")
     if relevant and not uri:
-        problems.append(f"offset {offset}: a {kind} record without WARC-Target-URI (WARC 1.1 §5.7)")
+        problems.append(
+            Problem("record", f"a {kind} record without WARC-Target-URI (WARC 1.1 §5.7)", (f"offset {offset}",))
+        )
     own_parse = kind == "response" and http is None and uri[:6].lower().startswith(("http:", "https:"))
     if own_parse and record.length:
         # warcio reads the HTTP heading only after a lower-case "http:" or "https:" (RFC 3986 §3.1: any case).
@@ -555,7 +574,9 @@ def _http_heading(
             with _captured():
                 http = record.http_headers = _HTTP_PARSER.parse(record.raw_stream)
         except Exception as error:  # an unreadable heading: the body is not taken
-            problems.append(f"offset {offset}: unreadable HTTP heading: {_clean(str(error), 80)}")
+            problems.append(
+                Problem("record", f"unreadable HTTP heading: {_clean(str(error), 80)}", (f"offset {offset}",))
+            )
             relevant = False
     return http, relevant, own_parse
 
@@ -579,19 +600,20 @@ def _block(
     damage = None
     if failure is not None or (isinstance(missing, int) and missing > 0):
         how = f"{missing} of its bytes are missing" if missing else failure
-        damage = (
-            f"offset {offset}: the {kind} record for {_clean(uri, 120) or '(no URI)'} is cut short ({how}): "
-            "truncated or damaged"
+        damage = Problem(
+            "record",
+            f"the {kind} record for {_clean(uri, 120) or '(no URI)'} is cut short ({how}): truncated or damaged",
+            (f"offset {offset}",),
         )
         if not relevant:
             return damage
         problems.append(damage)
     elif _said(noise):
-        problems.append(f"offset {offset}: {_said(noise)}")
+        problems.append(Problem("record", f"{_said(noise)}", (f"offset {offset}",)))
     checker = getattr(record, "digest_checker", None)
     for problem in getattr(checker, "problems", None) or ():
         if not (own_parse and problem.startswith("payload digest")):  # warcio took the heading for payload
-            problems.append(f"offset {offset}: {problem}")
+            problems.append(as_problem(problem, "record").at(f"offset {offset}"))
     return damage
 
 
