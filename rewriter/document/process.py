@@ -34,6 +34,7 @@ from rewriter.document.encoding import (
 from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status, new_link
 from rewriter.document.speedups import COMPILED, str_argument, twin
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.problems import Problem
 from rewriter.url.base import Layer, base_element_problem, handed_down
 from rewriter.url.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
 from rewriter.url.resolve import Resolver, UnresolvableReference, authority_problem, scheme_of, scheme_prefix
@@ -84,7 +85,7 @@ class TextResult:
     found: list[Link] = field(default_factory=list)
     base: str | None = None
     layer: Layer | None = None
-    problems: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
 
     def record(
         self, context: Context, element: str, attribute: str, kind: Kind, reference: str, start: int, end: int

@@ -76,6 +76,7 @@ from rewriter.html.tags import (
     tag_end,
 )
 from rewriter.policy import Policy
+from rewriter.problems import Problem
 from rewriter.url.base import Base, Candidates, Layer, chain, from_fallback, usable_as_base
 from rewriter.url.resolve import parse
 
@@ -547,7 +548,7 @@ def rewrite_text(
     result = TextResult()
     if context is not None:
         result.base, result.layer = context.base, context.layer
-        _document_links(document, None, context, policy, result)
+        _document_links(document, None, context, result)
         _left_where_readings_differ(document, result)
         require_base(policy, result)
         return result
@@ -557,15 +558,15 @@ def rewrite_text(
     fallback_context = Context(below.url if below else None, below.layer if below else None, policy, codec, in_noscript)
     base_element, frozen, usable_base = None, None, False  # the first one that counts, usable or not
     if base_elements:
-        base_element, frozen, usable_base = _first_base_element(document, fallback_context, policy, result)
+        base_element, frozen, usable_base = _first_base_element(document, fallback_context, result)
     chosen = chain(candidates.offering(base_element=frozen)) if frozen is not None else below
     base, layer = (chosen.url, chosen.layer) if chosen is not None else (None, None)
     context = Context(base, layer, policy, codec, in_noscript)
     result.base, result.layer = base, layer
 
-    _document_links(document, base_element, context, policy, result)
+    _document_links(document, base_element, context, result)
     if base_element is not None and usable_base:
-        _base_element(document, base_element, fallback_context, policy, result)
+        _base_element(document, base_element, fallback_context, result)
     _left_where_readings_differ(document, result)
     require_base(policy, result)
     return result
@@ -584,12 +585,12 @@ def _offered(document: ParsedDocument, candidates: Candidates, policy: Policy) -
 
 
 def _first_base_element(
-    document: ParsedDocument, fallback: Context, policy: Policy, result: TextResult
+    document: ParsedDocument, fallback: Context, result: TextResult
 ) -> tuple[turbohtml.Element | None, Base | None, bool]:
     """RFC 1808 §3.1 / HTML "document base URL": the first base element with an href, in
     tree order, in the HTML namespace, not in template content (the tree is the scripting
     one, where a <base> in a <noscript> is text): (it, the base it gives, whether usable)."""
-    document.selected(policy.lazy_attributes)  # the one query, which named() reads
+    document.selected(fallback.policy.lazy_attributes)  # the one query, which named() reads
     for candidate in document.named("base"):
         if candidate.namespace != _HTML or "href" not in candidate.attrs or _is_inert(candidate):
             continue  # the first <base href> of the tree (HTML §4.2.3); a named() has a position
@@ -599,7 +600,7 @@ def _first_base_element(
         if problem is not None:
             # Left exactly as it is: rewritten, a disguised javascript: base could become
             # a usable http: one that the page never had.
-            result.problems.append(f"<base href={href!r}> ignored: {problem}")
+            result.problems.append(Problem("base-ignored", f"<base href={href!r}> ignored: {problem}"))
         return candidate, Base(frozen, "base-element") if frozen is not None else None, problem is None
     return None, None, False
 
@@ -608,19 +609,19 @@ def _document_links(
     document: ParsedDocument,
     base_element: turbohtml.Element | None,
     context: Context,
-    policy: Policy,
     result: TextResult,
 ) -> None:
     """Every link of *document* but its base element's: the elements of the scripting
     tree, each <noscript>'s text as markup (:func:`_noscript_links`), and the markup of
     conditional comments."""
-    _elements_links(document, document.selected(policy.lazy_attributes), base_element, context, policy, result)
-    _noscript_links(document, context, policy, result)
-    if policy.conditional_comments:
-        _conditional_comments(document, context, policy, result)
+    lazy = context.policy.lazy_attributes
+    _elements_links(document, document.selected(lazy), base_element, context, result)
+    _noscript_links(document, context, result)
+    if context.policy.conditional_comments:
+        _conditional_comments(document, context, result)
 
 
-def _noscript_links(document: ParsedDocument, context: Context, policy: Policy, result: TextResult) -> None:
+def _noscript_links(document: ParsedDocument, context: Context, result: TextResult) -> None:
     """The links in each <noscript>, as a browser with scripting off reads its text.
 
     Both readings must hold (HTML §13.2.6.4.7 "noscript", scripting on and off): with
@@ -639,16 +640,18 @@ def _noscript_links(document: ParsedDocument, context: Context, policy: Policy, 
             continue
         fragment = ParsedDocument(text[start:end], noscript_fragment=True)
         inner = TextResult()
-        _document_links(fragment, None, inner_context, policy, inner)
+        _document_links(fragment, None, inner_context, inner)
         if inner.edits:
             written = spliced(fragment.text, inner.edits)
             if end_tag(written, "noscript", 0) != len(written):
                 # Never reached while no new value holds "<"; kept as the last guard.
-                result.problems.append(f"links in the <noscript> at character {start} were left as they are")
+                result.problems.append(
+                    Problem("left-as-is", f"links in the <noscript> at character {start} were left as they are")
+                )
                 inner.edits.clear()
         result.found.extend(shifted(found, None, start) for found in inner.found)
         result.edits.extend((edit_start + start, edit_end + start, new) for edit_start, edit_end, new in inner.edits)
-        result.problems.extend(f"in <noscript>: {problem}" for problem in inner.problems)
+        result.problems.extend(problem.at("in <noscript>") for problem in inner.problems)
         if document.diverges_at is None and not _reads_on_alike(fragment):
             document.diverges_at = end
 
@@ -689,7 +692,7 @@ def _left_where_readings_differ(document: ParsedDocument, result: TextResult) ->
     for index, found in enumerate(result.found):
         if found.start >= at and found.status in ("rewritten", "relinked"):
             result.found[index] = found._replace(resolved=None, status="unresolvable", reason=reason)
-    result.problems.append(reason.replace("left as it is", "links were left as they are"))
+    result.problems.append(Problem("left-as-is", reason.replace("left as it is", "links were left as they are")))
 
 
 def saved_from_mark(document: bytes | str) -> str | None:
@@ -728,14 +731,13 @@ def _base_element(
     document: ParsedDocument,
     element: turbohtml.Element,
     fallback: Context,
-    policy: Policy,
     result: TextResult,
 ) -> None:
     """The <base> element stays with its href made absolute, or goes (``remove_base``)."""
-    if policy.remove_base:
+    if fallback.policy.remove_base:
         result.edits.append((document.offset(element), document.start_tag_end(element), ""))
         return
-    _element_links(document, element, fallback, policy, result)
+    _element_links(document, element, fallback, result)
 
 
 # The link table per (namespace, tag, lazy attributes): a dict lookup per element.
@@ -799,7 +801,6 @@ def _elements_links(
     elements: Iterable[turbohtml.Element],
     base_element: turbohtml.Element | None,
     context: Context,
-    policy: Policy,
     result: TextResult,
 ) -> None:
     """The links of *elements* (each start tag once), but the base element's.
@@ -809,10 +810,10 @@ def _elements_links(
     element goes through :func:`_element_links`.
     """
     if COMPILED:
-        _elements_links_compiled(document, elements, base_element, context, policy, result)
+        _elements_links_compiled(document, elements, base_element, context, result)
         return
     text, line_starts, flat = document.text, document.line_starts, document.flat
-    lazy = policy.lazy_attributes
+    lazy = context.policy.lazy_attributes
     classify_new, classified, found, edits = context.classifier(), context.classified, result.found, result.edits
     base, layer = context.base, context.layer
     value_of = _VALUE_OF
@@ -840,18 +841,18 @@ def _elements_links(
             if split is None:
                 split = _kept(plain_foreign, (namespace, tag), tag, _plain_of(namespace, tag, lazy))
         if split.special:
-            _element_links(document, element, context, policy, result)
+            _element_links(document, element, context, result)
             continue
         attrs = element.attrs
         watched = split.watched.intersection(attrs)  # the one read of the names
         if not watched:
             continue
         if not split.other.isdisjoint(watched):
-            _element_links(document, element, context, policy, result)
+            _element_links(document, element, context, result)
             continue
         if "style" in watched:
             if may_hold_urls(attrs.get("style")):
-                _element_links(document, element, context, policy, result)
+                _element_links(document, element, context, result)
                 continue
             watched = watched - _STYLE
             if not watched:
@@ -866,13 +867,11 @@ def _elements_links(
             if match is None:
                 # HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to
                 # the first one; their text is elsewhere and is left as it is.
-                result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
+                result.problems.append(_repeated(tag, name))
                 continue
             last = match.lastindex
             if last is None:  # no value: the empty string (HTML §13.2.5.33), rare
-                _attribute_links(
-                    document, tag, name, "url", (match.end(), match.end(), VALUELESS), context, policy, result
-                )
+                _attribute_links(document, tag, name, "url", (match.end(), match.end(), VALUELESS), context, result)
                 continue
             start, end = match.span(last)
             raw = text[start:end]
@@ -880,7 +879,7 @@ def _elements_links(
             if name in split.lazy and not looks_like_url(_decoded(raw), "url"):
                 continue
             if "&" in raw or "\0" in raw or (raw and (raw[0] in ASCII_WHITESPACE or raw[-1] in ASCII_WHITESPACE)):
-                _attribute_links(document, tag, name, "url", (start, end, quote), context, policy, result)
+                _attribute_links(document, tag, name, "url", (start, end, quote), context, result)
                 continue
             known = classified.get(raw)
             if known is None:
@@ -901,7 +900,6 @@ def _elements_links_compiled(
     elements: Iterable[turbohtml.Element],
     base_element: turbohtml.Element | None,
     context: Context,
-    policy: Policy,
     result: TextResult,
 ) -> None:
     """:func:`_elements_links` through :func:`rewriter.html.plain.plain_links` (in C): the
@@ -909,7 +907,7 @@ def _elements_links_compiled(
     differ only for a repeated <html> or <body> tag (those take the general path, as
     :func:`_codes_of` says) and for names with NUL or a lone surrogate (plain_links hands
     those back)."""
-    lazy = policy.lazy_attributes
+    lazy = context.policy.lazy_attributes
     html_tables = _CODES_HTML.setdefault(lazy, {})
     foreign_tables = _CODES_FOREIGN.setdefault(lazy, {})
 
@@ -937,11 +935,11 @@ def _elements_links_compiled(
     text = document.text
     for element, tag, name, start, end, quote, code in left:
         if name is None:
-            _element_links(document, element, context, policy, result)
+            _element_links(document, element, context, result)
         elif code == SRCSET:
-            _attribute_links(document, tag, name, "srcset", (start, end, quote), context, policy, result)
+            _attribute_links(document, tag, name, "srcset", (start, end, quote), context, result)
         elif code != LAZY_URL or looks_like_url(_decoded(text[start:end]), "url"):
-            _attribute_links(document, tag, name, "url", (start, end, quote), context, policy, result)
+            _attribute_links(document, tag, name, "url", (start, end, quote), context, result)
 
 
 # The link tables of plain_links, per set of lazy attributes, keyed as _PLAIN's are.
@@ -974,13 +972,12 @@ def _element_links(
     document: ParsedDocument,
     element: turbohtml.Element,
     context: Context,
-    policy: Policy,
     result: TextResult,
 ) -> None:
     tag = element.tag
     if tag == "style":
         _style_element(document, element, context, result)
-    lazy = policy.lazy_attributes
+    lazy = context.policy.lazy_attributes
     key = (id(element.namespace), tag, lazy)  # by id: the Enum's hash is a Python call
     table = _TABLES.get(key)
     if table is None:
@@ -997,7 +994,7 @@ def _element_links(
         if name not in spans:
             # HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to
             # the first one; their text is elsewhere and is left as it is.
-            result.problems.append(f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
+            result.problems.append(_repeated(tag, name))
             continue
         span = spans[name]
         if name in lazy and not looks_like_url(document.value(span), kind):
@@ -1007,7 +1004,13 @@ def _element_links(
             if codebase_context is None:
                 codebase_context = _codebase(document, spans["codebase"], context)
             local = codebase_context
-        _attribute_links(document, tag, name, kind, span, local, policy, result)
+        _attribute_links(document, tag, name, kind, span, local, result)
+
+
+def _repeated(tag: str, name: str) -> Problem:
+    """HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to the first
+    one; their text is elsewhere and is left as it is."""
+    return Problem("repeated-tag", f"<{tag} {name}> comes from a repeated <{tag}> tag and was left as it is")
 
 
 def _decoded(raw: str) -> str:
@@ -1031,7 +1034,6 @@ def _attribute_links(
     kind: Kind,
     span: tuple[int, int, str],
     context: Context,
-    policy: Policy,
     result: TextResult,
 ) -> None:
     """The links of one attribute value, each by its kind's microsyntax. The common case,
@@ -1078,11 +1080,11 @@ def _attribute_links(
             )
     elif kind == "srcdoc":
         # A srcdoc document is a string: its encoding is UTF-8 (HTML §4.8.5 "about:srcdoc").
-        nested = rewrite_text(value, context.base, context.layer, policy, in_noscript=context.in_noscript)
+        nested = rewrite_text(value, context.base, context.layer, context.policy, in_noscript=context.in_noscript)
         result.found.extend(shifted(found, offsets, raw_start) for found in nested.found)
         for edit_start, edit_end, new in nested.edits:
             replacements.append((edit_start, edit_end, new, None))
-        result.problems.extend(f"in srcdoc: {problem}" for problem in nested.problems)
+        result.problems.extend(problem.at("in srcdoc") for problem in nested.problems)
     else:
         for url_start, url_end in url_spans(kind, value):
             reference = value[url_start:url_end]
@@ -1193,7 +1195,7 @@ _START_TAG_TOKEN = turbohtml.TokenType.START_TAG
 _TOKENIZER_CHUNK = 1 << 16  # text given to the tokenizer at a time: a restart wastes at most this
 
 
-def _conditional_comments(document: ParsedDocument, context: Context, policy: Policy, result: TextResult) -> None:
+def _conditional_comments(document: ParsedDocument, context: Context, result: TextResult) -> None:
     """Links inside ``<!--[if IE]>...<![endif]-->``: markup that old IE rendered.
 
     Each is parsed as a document of its own with this document's base (a <base> inside
@@ -1210,7 +1212,7 @@ def _conditional_comments(document: ParsedDocument, context: Context, policy: Po
     if not offsets:
         return
     # One policy and context for all of them: a conditional comment has no base of its own.
-    nested_policy = _without_conditional_comments(policy)
+    nested_policy = _without_conditional_comments(context.policy)
     nested_context = Context(context.base, context.layer, nested_policy, context.codec, context.in_noscript)
     nested_context.classified = context.classified  # the same base, rules and escaping: the same answers
     parsed = document.parser_text  # as text, offset for offset, with what the parser read for each character
