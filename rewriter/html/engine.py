@@ -61,6 +61,7 @@ from rewriter.html.plain import (
     STYLE,
     URL,
     Codes,
+    LinkSearch,
     escape_attribute,
     named_start_tags,
     plain_links,
@@ -917,21 +918,24 @@ def _elements_links_compiled(
             return _kept(html_tables, tag, tag, codes)
         return _kept(foreign_tables, (namespace, tag), tag, codes)
 
-    left = plain_links(
-        document.text,
-        elements,
-        None if document.flat else document.line_starts,
-        base_element,
-        _HTML,
-        html_tables,
-        foreign_tables,
-        table_of,
-        context.classified,
-        context.classifier(),
-        (Link, context.base, context.layer),
-        result.found,
-        result.edits,
+    search = LinkSearch(
+        text=document.text,
+        elements=elements,
+        line_starts=None if document.flat else document.line_starts,
+        skip=base_element,
+        html=_HTML,
+        html_tables=html_tables,
+        foreign_tables=foreign_tables,
+        table_of=table_of,
+        classified=context.classified,
+        classify=context.classifier(),
+        link=Link,
+        base=context.base,
+        layer=context.layer,
+        found=result.found,
+        edits=result.edits,
     )
+    left = plain_links(search)
     text = document.text
     for element, tag, name, start, end, quote, code in left:
         if name is None:

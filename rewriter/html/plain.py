@@ -21,6 +21,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields
 from typing import Any, cast
 
 from rewriter.document.model import Status
@@ -32,12 +33,14 @@ from rewriter.html.tags import TAG_NAME, VALUELESS, tag_attributes
 __all__ = [
     "CODES",
     "LAZY_URL",
+    "LINK_FIELDS",
     "OTHER",
     "SRCSET",
     "STYLE",
     "URL",
     "Codes",
     "Left",
+    "LinkSearch",
     "escape_attribute",
     "named_start_tags",
     "plain_links",
@@ -104,7 +107,9 @@ def _srcset(
     quote: str,
     classified: dict[str, tuple[Status, str | None, str | None]],
     classify: Callable[[str], tuple[Status, str | None, str | None]],
-    record: tuple[type[tuple[Any, ...]], str | None, str | None],
+    make_link: Callable[[tuple[Any, ...]], tuple[Any, ...]],
+    base: str | None,
+    layer: str | None,
     found: list[Any],
     edits: list[tuple[int, int, str]],
 ) -> None:
@@ -112,14 +117,11 @@ def _srcset(
     candidate's URL (:func:`~rewriter.html.microsyntax.srcset_urls`) recorded, and where it
     is rewritten, the edit that puts the new URL's prefix before it, or the new URL in its
     place (:func:`~rewriter.html.links.for_context` percent-encodes what a srcset cannot hold)."""
-    link_type, base, layer = record
     for first, last in srcset_urls(raw):
         reference = raw[first:last]
         status, resolved, reason = _classified(reference, classified, classify)
         at, until = start + first, start + last
-        found.append(
-            tuple.__new__(link_type, (tag, name, "srcset", reference, resolved, status, reason, base, layer, at, until))
-        )
+        found.append(make_link((tag, name, "srcset", reference, resolved, status, reason, base, layer, at, until)))
         if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != reference:
             new = for_context("srcset", resolved, raw, first)
             if reference and new.endswith(reference):
@@ -193,23 +195,82 @@ def named_start_tags(text: str, elements: Iterable[Any], line_starts: Sequence[i
     return found
 
 
+@dataclass(slots=True)
+class LinkSearch:
+    """What :func:`plain_links` is given: one object, which the compiled twin reads once per
+    call. *text* and its *elements* (see :func:`plain_links`), *line_starts* (None: the
+    parser read one line), the element to *skip*, the *html* namespace; the link tables
+    (*html_tables*, *foreign_tables*, and *table_of* for a miss); the cache of
+    classifications (*classified*, filled by *classify*); what each :class:`Link` is made as
+    (*link*, a named tuple type with Link's fields in any order, filled by name) and with
+    (*base*, *layer*); and the lists filled (*found*, *edits*)."""
+
+    text: str
+    elements: Iterable[Any]
+    line_starts: Sequence[int] | None
+    skip: object
+    html: object
+    html_tables: dict[str, Codes]
+    foreign_tables: dict[tuple[object, str], Codes]
+    table_of: Callable[[object, str], Codes]
+    classified: dict[str, tuple[Status, str | None, str | None]]
+    classify: Callable[[str], tuple[Status, str | None, str | None]]
+    link: type[tuple[Any, ...]]
+    base: str | None
+    layer: str | None
+    found: list[Any]
+    edits: list[tuple[int, int, str]]
+
+
+# The fields of LinkSearch in the order both twins read them (once per call), and the fields
+# of a Link the search fills, in the order _make_link takes them.
+_SEARCH_FIELDS = tuple(field.name for field in fields(LinkSearch))
+LINK_FIELDS = (
+    "element",
+    "attribute",
+    "kind",
+    "original",
+    "resolved",
+    "status",
+    "reason",
+    "base",
+    "layer",
+    "start",
+    "end",
+)
+
+
+def _link_maker(link_type: type[tuple[Any, ...]]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """What makes a *link_type* of the values of :data:`LINK_FIELDS`, each put in its place
+    by name (its ``_fields``); TypeError unless those are exactly LINK_FIELDS's names, or
+    tuple.__new__ refuses the type (a struct sequence, whose fields go past a tuple's)."""
+    names: Any = link_type._fields  # type: ignore[attr-defined]
+    if (
+        type(names) is not tuple
+        or len(names) != len(LINK_FIELDS)
+        or not all(type(name) is str for name in names)
+        or sorted(names) != sorted(LINK_FIELDS)
+    ):
+        raise TypeError("plain_links: a link type is a named tuple with Link's fields")
+    new = tuple.__new__
+    new(link_type)  # TypeError unless tuple.__new__ makes this type
+    slots = [names.index(name) for name in LINK_FIELDS]
+    if slots == list(range(len(LINK_FIELDS))):
+        return lambda values: new(link_type, values)
+
+    def make(values: tuple[Any, ...]) -> tuple[Any, ...]:
+        ordered: list[Any] = [None] * len(values)
+        for slot, value in zip(slots, values, strict=True):
+            ordered[slot] = value
+        return new(link_type, ordered)
+
+    return make
+
+
 @twin
-def plain_links(
-    text: str,
-    elements: Iterable[Any],
-    line_starts: Sequence[int] | None,
-    skip: object,
-    html: object,
-    html_tables: dict[str, Codes],
-    foreign_tables: dict[tuple[object, str], Codes],
-    table_of: Callable[[object, str], Codes],
-    classified: dict[str, tuple[Status, str | None, str | None]],
-    classify: Callable[[str], tuple[Status, str | None, str | None]],
-    record: tuple[type[tuple[Any, ...]], str | None, str | None],
-    found: list[Any],
-    edits: list[tuple[int, int, str]],
-) -> list[Left]:
-    """The plain links of *elements* (each start tag once, *skip* left out) of *text*.
+def plain_links(search: LinkSearch) -> list[Left]:
+    """The plain links of *search*'s *elements* (each start tag once, *skip* left out) of its *text*
+    (:class:`LinkSearch`: the names below are its fields).
 
     Each element has ``position`` (``(line, column)`` or None: no start tag in the text),
     ``source_col`` (its column, or None), ``namespace`` and ``tag``. Its start tag is at
@@ -233,10 +294,10 @@ def plain_links(
     ``classify`` on a miss) as (status, resolved, reason). When the status is "rewritten" or
     "relinked" and the resolved URL is another that ends with the reference, the part before
     it is the prefix; with no prefix, or one holding a character :data:`NEEDS_QUOTES` names
-    in an unquoted value, the value is handed back. Otherwise ``record[0]`` (a tuple type) of
-    (tag, name, "url", reference, resolved, status, reason, ``record[1]``, ``record[2]``,
-    start, end) is appended to *found*, the span being the reference's in the text, and with
-    a prefix the edit (start, start, the prefix escaped for its quote) to *edits*.
+    in an unquoted value, the value is handed back. Otherwise a *link* of (tag, name, "url",
+    reference, resolved, status, reason, *base*, *layer*, start, end), put in its fields by
+    name (:data:`LINK_FIELDS`), is appended to *found*, the span being the reference's in the
+    text, and with a prefix the edit (start, start, the prefix escaped for its quote) to *edits*.
 
     A SRCSET value is handed back unless it is quoted and holds no "&" and no NUL; then each
     of its candidates' URLs is classified and recorded alike (kind "srcset"), with the edit
@@ -247,8 +308,8 @@ def plain_links(
     and quote as :func:`~rewriter.html.tags.tag_attributes` gives them). ValueError for a
     code outside :data:`CODES` (an int) or a start tag that is not there. TypeError for a
     *text* that is no str, tables and a cache that are not dicts, *found* and *edits* that
-    are not lists (exactly: a subclass's methods would be called here and not in C), a
-    *record* that is no (type, base, layer) whose type ``tuple.__new__`` makes, a link table
+    are not lists (exactly: a subclass's methods would be called here and not in C),  a
+    *link* that is no named tuple type with Link's fields that ``tuple.__new__`` makes, a link table
     that is no dict or None, or a classification that is no (status, resolved, reason)
     with a str or None resolved.
 
@@ -256,16 +317,14 @@ def plain_links(
     element's attribute, ``table_of`` or ``classify``) empty the list, the loop ends after
     the element under way.
     """
+    (text, elements, line_starts, skip, html, html_tables, foreign_tables, table_of, classified, classify,
+     link_type, base, layer, found, edits) = (getattr(search, name) for name in _SEARCH_FIELDS)  # fmt: skip
     str_argument(text)
     if not (type(html_tables) is type(foreign_tables) is type(classified) is dict) or not (
         type(found) is type(edits) is list
     ):
         raise TypeError("plain_links: the tables and the cache are dicts, found and edits lists")
-    if not (isinstance(record, tuple) and len(record) == 3):
-        raise TypeError("plain_links: record is (a tuple type, base, layer)")
-    link_type, base, layer = record
-    new = tuple.__new__
-    new(link_type)  # TypeError unless tuple.__new__ makes this type (it refuses a struct sequence)
+    make_link = _link_maker(link_type)
     seen: set[int] = set()
     left: list[Left] = []
     for element in elements:
@@ -313,7 +372,7 @@ def plain_links(
                 if quote not in ('"', "'") or "\0" in raw or "&" in raw:
                     left.append((element, tag, name, start, end, quote, code))
                 else:
-                    _srcset(tag, name, raw, start, quote, classified, classify, record, found, edits)
+                    _srcset(tag, name, raw, start, quote, classified, classify, make_link, base, layer, found, edits)
                 continue
             if quote == VALUELESS or "\0" in raw or raw.count("&") != raw.count("&amp;"):
                 left.append((element, tag, name, start, end, quote, code))
@@ -335,9 +394,7 @@ def plain_links(
                     continue
             at = start + (first if offsets is None else offsets[first])
             until = start + (last if offsets is None else offsets[last])
-            found.append(
-                new(link_type, (tag, name, "url", reference, resolved, status, reason, base, layer, at, until))
-            )
+            found.append(make_link((tag, name, "url", reference, resolved, status, reason, base, layer, at, until)))
             if prefix is not None:
                 edits.append((at, at, escape_attribute(prefix, quote)))
     return left
