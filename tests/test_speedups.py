@@ -32,7 +32,9 @@ from hypothesis import strategies as st
 import rewriter.css.syntax
 import rewriter.document.encoding
 import rewriter.document.process
+import rewriter.html.comments
 import rewriter.html.engine
+import rewriter.html.parsed
 import rewriter.html.plain
 import rewriter.html.tags
 from rewriter.document import speedups
@@ -57,8 +59,8 @@ HOMES = {
     "scan_css": rewriter.css.syntax,
     "utf8_offsets": rewriter.document.encoding,
     "utf8_splice": rewriter.document.encoding,
-    "conditional_head": rewriter.html.engine,
-    "flattened": rewriter.html.engine,
+    "conditional_head": rewriter.html.comments,
+    "flattened": rewriter.html.parsed,
     "classified_quickly": rewriter.document.process,
 }
 

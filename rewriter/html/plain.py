@@ -317,41 +317,101 @@ def plain_links(search: LinkSearch) -> list[Left]:
     element's attribute, ``table_of`` or ``classify``) empty the list, the loop ends after
     the element under way.
     """
-    (text, elements, line_starts, skip, html, html_tables, foreign_tables, table_of, classified, classify,
-     link_type, base, layer, found, edits) = (getattr(search, name) for name in _SEARCH_FIELDS)  # fmt: skip
-    str_argument(text)
-    if not (type(html_tables) is type(foreign_tables) is type(classified) is dict) or not (
-        type(found) is type(edits) is list
-    ):
-        raise TypeError("plain_links: the tables and the cache are dicts, found and edits lists")
-    make_link = _link_maker(link_type)
-    seen: set[int] = set()
-    left: list[Left] = []
-    for element in elements:
-        offset = _offset(element, line_starts, len(text))
-        if offset is None:
+    run = _Search(*(getattr(search, name) for name in _SEARCH_FIELDS))
+    for element in run.elements:
+        offset = _offset(element, run.line_starts, len(run.text))
+        if offset is None or offset in run.seen:
             continue
-        if offset in seen:
-            continue
-        seen.add(offset)
-        if element is skip:
-            continue
+        run.seen.add(offset)
+        if element is not run.skip:
+            run.element(element, offset)
+    return run.left
+
+
+class _Search:
+    """One call of :func:`plain_links`: its search's fields, read once, checked as the C
+    checks them, and what is handed back."""
+
+    def __init__(
+        self,
+        text: str,
+        elements: Iterable[Any],
+        line_starts: Sequence[int] | None,
+        skip: object,
+        html: object,
+        html_tables: dict[str, Codes],
+        foreign_tables: dict[tuple[object, str], Codes],
+        table_of: Callable[[object, str], Codes],
+        classified: dict[str, tuple[Status, str | None, str | None]],
+        classify: Callable[[str], tuple[Status, str | None, str | None]],
+        link_type: type[tuple[Any, ...]],
+        base: str | None,
+        layer: str | None,
+        found: list[Any],
+        edits: list[tuple[int, int, str]],
+    ) -> None:
+        self.text = str_argument(text)
+        if not (type(html_tables) is type(foreign_tables) is type(classified) is dict) or not (
+            type(found) is type(edits) is list
+        ):
+            raise TypeError("plain_links: the tables and the cache are dicts, found and edits lists")
+        self.make_link: Callable[[tuple[Any, ...]], tuple[Any, ...]] = _link_maker(link_type)
+        self.elements: Iterable[Any] = elements
+        self.line_starts: Sequence[int] | None = line_starts
+        self.skip: object = skip
+        self.html: object = html
+        self.html_tables: dict[str, Codes] = html_tables
+        self.foreign_tables: dict[tuple[object, str], Codes] = foreign_tables
+        self.table_of: Callable[[object, str], Codes] = table_of
+        self.classified: dict[str, tuple[Status, str | None, str | None]] = classified
+        self.classify: Callable[[str], tuple[Status, str | None, str | None]] = classify
+        self.base: str | None = base
+        self.layer: str | None = layer
+        self.found: list[Any] = found
+        self.edits: list[tuple[int, int, str]] = edits
+        self.seen: set[int] = set()
+        self.left: list[Left] = []
+
+    def element(self, element: Any, offset: int) -> None:
+        """The plain links of the element whose start tag is at *offset*, or it handed back."""
+        tag, codes = self.table(element, offset)
+        taken = None if codes is None else self.taken(codes, offset)
+        if taken is None:
+            self.left.append((element, tag, None, 0, 0, "", 0))
+            return
+        for name, start, end, quote, code in taken:
+            raw = self.text[start:end]
+            if code == SRCSET:
+                if quote not in ('"', "'") or "\0" in raw or "&" in raw:
+                    self.left.append((element, tag, name, start, end, quote, code))
+                else:
+                    _srcset(
+                        tag, name, raw, start, quote, self.classified, self.classify, self.make_link, self.base,
+                        self.layer, self.found, self.edits,
+                    )  # fmt: skip
+            elif not self.url(tag, name, raw, start, quote, code):
+                self.left.append((element, tag, name, start, end, quote, code))
+
+    def table(self, element: Any, offset: int) -> tuple[str, Codes]:
+        """The element's tag (an HTML one as the text spells it) and its link table."""
         namespace = element.namespace
-        if namespace is html:
-            tag = _html_tag(text, offset, element)
-            codes = html_tables[tag] if tag in html_tables else table_of(namespace, tag)
+        if namespace is self.html:
+            tag = _html_tag(self.text, offset, element)
+            codes = self.html_tables[tag] if tag in self.html_tables else self.table_of(namespace, tag)
         else:
             tag = element.tag
             key = (namespace, tag)
-            codes = foreign_tables[key] if key in foreign_tables else table_of(namespace, tag)
-        if codes is None:
-            left.append((element, tag, None, 0, 0, "", 0))
-            continue
-        if type(codes) is not dict:
+            codes = self.foreign_tables[key] if key in self.foreign_tables else self.table_of(namespace, tag)
+        if codes is not None and type(codes) is not dict:
             raise TypeError(f"a link table is a dict or None, not {type(codes).__name__}")
+        return tag, codes
+
+    def taken(self, codes: dict[str, int], offset: int) -> list[tuple[str, int, int, str, int]] | None:
+        """The URL, LAZY_URL and SRCSET attributes of the start tag at *offset*, in source
+        order (name, value span, quote, code); None when the element takes the general path."""
         general = False
         taken: list[tuple[str, int, int, str, int]] = []
-        for name, (start, end, quote) in tag_attributes(text, offset)[0].items():
+        for name, (start, end, quote) in tag_attributes(self.text, offset)[0].items():
             if _IRREGULAR_NAME(name) is not None:
                 general = True
             code = codes.get(name)
@@ -359,42 +419,35 @@ def plain_links(search: LinkSearch) -> list[Left]:
                 continue
             if type(code) is not int or code not in CODES:
                 raise ValueError(f"{code!r} is no code of a link table")
-            if code == OTHER or (code == STYLE and _STYLE_MAY_HOLD_URLS(text, start, end) is not None):
+            if code == OTHER or (code == STYLE and _STYLE_MAY_HOLD_URLS(self.text, start, end) is not None):
                 general = True
             elif code != STYLE:
                 taken.append((name, start, end, quote, code))
-        if general:
-            left.append((element, tag, None, 0, 0, "", 0))
-            continue
-        for name, start, end, quote, code in taken:
-            raw = text[start:end]
-            if code == SRCSET:
-                if quote not in ('"', "'") or "\0" in raw or "&" in raw:
-                    left.append((element, tag, name, start, end, quote, code))
-                else:
-                    _srcset(tag, name, raw, start, quote, classified, classify, make_link, base, layer, found, edits)
-                continue
-            if quote == VALUELESS or "\0" in raw or raw.count("&") != raw.count("&amp;"):
-                left.append((element, tag, name, start, end, quote, code))
-                continue
-            value, offsets = decode_attribute(raw)  # "&amp;" only, or nothing
-            first, last = strip_whitespace(value, 0, len(value))
-            reference = value[first:last]
-            if code == LAZY_URL and ("<" in value or ">" in value or any(c in ASCII_WHITESPACE for c in reference)):
-                continue
-            status, resolved, reason = _classified(reference, classified, classify)
-            prefix = None
-            if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != reference:
-                if not reference or not resolved.endswith(reference):
-                    left.append((element, tag, name, start, end, quote, code))
-                    continue
-                prefix = resolved[: len(resolved) - len(reference)]
-                if not quote and not NEEDS_QUOTES.isdisjoint(prefix):
-                    left.append((element, tag, name, start, end, quote, code))
-                    continue
-            at = start + (first if offsets is None else offsets[first])
-            until = start + (last if offsets is None else offsets[last])
-            found.append(make_link((tag, name, "url", reference, resolved, status, reason, base, layer, at, until)))
-            if prefix is not None:
-                edits.append((at, at, escape_attribute(prefix, quote)))
-    return left
+        return None if general else taken
+
+    def url(self, tag: str, name: str, raw: str, start: int, quote: str, code: int) -> bool:
+        """One URL or LAZY_URL value *raw* at *start*: recorded (its edit made) or skipped,
+        True; False when it is to be handed back."""
+        if quote == VALUELESS or "\0" in raw or raw.count("&") != raw.count("&amp;"):
+            return False
+        value, offsets = decode_attribute(raw)  # "&amp;" only, or nothing
+        first, last = strip_whitespace(value, 0, len(value))
+        reference = value[first:last]
+        if code == LAZY_URL and ("<" in value or ">" in value or any(c in ASCII_WHITESPACE for c in reference)):
+            return True
+        status, resolved, reason = _classified(reference, self.classified, self.classify)
+        prefix = None
+        if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != reference:
+            if not reference or not resolved.endswith(reference):
+                return False
+            prefix = resolved[: len(resolved) - len(reference)]
+            if not quote and not NEEDS_QUOTES.isdisjoint(prefix):
+                return False
+        at = start + (first if offsets is None else offsets[first])
+        until = start + (last if offsets is None else offsets[last])
+        self.found.append(
+            self.make_link((tag, name, "url", reference, resolved, status, reason, self.base, self.layer, at, until))
+        )
+        if prefix is not None:
+            self.edits.append((at, at, escape_attribute(prefix, quote)))
+        return True
