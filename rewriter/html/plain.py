@@ -1,19 +1,21 @@
 """The engine's loop over plain link values, in one call per document: :func:`plain_links`.
 
-Pages have tens of thousands of link elements, nearly all an ``<a href>`` or an ``<img src>``
-whose value is one URL, so the engine hands every element its selector found to one call,
-which reads each start tag from the text (:func:`~rewriter.html.tags.tag_attributes`),
-classifies each plain value through the document's cache, records its :class:`Link` and
-writes the edit that puts the new URL's prefix before it. Whatever needs more is handed
-back, in document order, for the engine's general path: an element with a link attribute
-of another kind, a ``style`` that may hold a URL, or no table of its own; and a value with a
-character reference other than ``&amp;``, a NUL, no value at all, or a new URL that is not
-the old one with a prefix (or whose prefix an unquoted value cannot take).
+Pages have tens of thousands of link elements, nearly all an ``<a href>`` or an
+``<img src>`` whose value is one URL, so the engine hands every element its selector found
+to one call, with everything it needs in one :class:`LinkSearch` (the compiled twin reads its
+fields once per call, and makes each :class:`Link` by its field names, mapped once), which
+reads each start tag from the text (:func:`~rewriter.html.tags.tag_attributes`), classifies
+each plain value through the document's cache, records its :class:`Link` and writes the edit
+that puts the new URL's prefix before it. Whatever needs more is handed back, in document
+order, for the engine's general path: an element with a link attribute of another kind, a
+``style`` that may hold a URL, or no table of its own; and a value with a character
+reference other than ``&amp;``, a NUL, no value at all, or a new URL that is not the old one
+with a prefix (or whose prefix an unquoted value cannot take).
 
 This is the Python twin (:func:`~rewriter.document.speedups.twin`) of the compiled
 ``plain_links``, which runs in its place when the extension was built; without it the
-engine runs its own loop (``rewriter.html.engine``), which reads the tree's attribute names
-first and so reads fewer tags in Python.
+engine runs its own loop (:mod:`rewriter.html.elements`), which reads the tree's attribute
+names first and so reads fewer tags in Python.
 """
 
 from __future__ import annotations
