@@ -133,11 +133,11 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
                 found: list[Link] = []
                 edits: list[tuple[int, int, str]] = []
                 tables: dict[str, Any] = {}
-                record = (Link, "http://h/", "retrieval-url")
-                left = impl.plain_links(
-                    text, elements, None, None, HTML, tables, {}, partial(table_of, tables), {}, relative, record,
-                    found, edits,
+                search = plain.LinkSearch(
+                    text, elements, None, None, HTML, tables, {}, partial(table_of, tables), {}, relative, Link,
+                    "http://h/", "retrieval-url", found, edits,
                 )  # fmt: skip
+                left = impl.plain_links(search)
                 out.append((left, found, edits))
             return out
 

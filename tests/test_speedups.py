@@ -21,7 +21,7 @@ import time
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
 import pytest
 import turbohtml
@@ -32,14 +32,16 @@ from hypothesis import strategies as st
 import rewriter.css.syntax
 import rewriter.document.encoding
 import rewriter.document.process
+import rewriter.html.comments
 import rewriter.html.engine
+import rewriter.html.parsed
 import rewriter.html.plain
 import rewriter.html.tags
 from rewriter.document import speedups
 from rewriter.document.encoding import ESCAPE, decode_checked, encode_url_text, sniff
 from rewriter.document.model import Link
 from rewriter.html.engine import ParsedDocument
-from rewriter.html.plain import LAZY_URL, OTHER, SRCSET, STYLE, URL
+from rewriter.html.plain import LAZY_URL, OTHER, SRCSET, STYLE, URL, LinkSearch
 from rewriter.html.table import attributes_of, selector
 
 pytestmark = pytest.mark.slow  # the C extension against its Python twins on thousands of generated inputs a function
@@ -57,8 +59,8 @@ HOMES = {
     "scan_css": rewriter.css.syntax,
     "utf8_offsets": rewriter.document.encoding,
     "utf8_splice": rewriter.document.encoding,
-    "conditional_head": rewriter.html.engine,
-    "flattened": rewriter.html.engine,
+    "conditional_head": rewriter.html.comments,
+    "flattened": rewriter.html.parsed,
     "classified_quickly": rewriter.document.process,
 }
 
@@ -180,10 +182,10 @@ def _plain_links(implementation: Any, text: str, elements: list[Any], tables: tu
 
     arguments = (
         text, elements, options.get("line_starts"), options.get("skip"), "html", html_tables, foreign_tables,
-        table_of, classified, options.get("classify", _classify), (Link, "http://b/", "base-element"), found, edits,
+        table_of, classified, options.get("classify", _classify), Link, "http://b/", "base-element", found, edits,
     )  # fmt: skip
     try:
-        outcome: Any = ("value", implementation.plain_links(*arguments))
+        outcome: Any = ("value", implementation.plain_links(LinkSearch(*arguments)))
     except Exception as error:
         outcome = ("error", _kind(error))
     return outcome, html_tables, foreign_tables, classified, found, edits
@@ -521,11 +523,11 @@ def _same_on_the_tree(text: str, table: dict[str, int], rng: random.Random) -> N
         classified: dict[str, Any] = {}
         line_starts = None if document.flat else document.line_starts
         skip = elements[len(elements) // 2] if elements else None
-        record = (Link, "http://b/", "retrieval-url")
-        left = function(
+        search = LinkSearch(
             text, elements, line_starts, skip, html, html_tables, foreign_tables, table_of, classified, _classify,
-            record, found, edits,
+            Link, "http://b/", "retrieval-url", found, edits,
         )  # fmt: skip
+        left = function(search)
         outcomes.append((left, found, edits, classified, html_tables, foreign_tables))
     assert outcomes[0] == outcomes[1]
     for name in ("base", "noscript", "a"):
@@ -678,12 +680,19 @@ def _outcome(function: Any, arguments: tuple[Any, ...]) -> tuple[Any, ...]:
     """What *function* returns or the kind of what it raises, and its arguments after it
     (the containers it fills, or a callback changed; each callback, made afresh for each
     run, only as one)."""
+    if function in (compiled.plain_links, reference["plain_links"]):
+        function = _one_search(function)  # its arguments are the fields of its one LinkSearch
     try:
         result: tuple[str, Any] = ("value", function(*arguments))
     except Exception as error:
         result = ("error", _kind(error))
     after = tuple("callback" if callable(value) and not isinstance(value, type) else value for value in arguments)
     return (*result, after)
+
+
+def _one_search(function: Any) -> Any:
+    """plain_links taking the fields of its LinkSearch as arguments."""
+    return lambda *fields: function(LinkSearch(*fields))
 
 
 def _same_outcome(name: str, make: Any) -> Any:
@@ -713,10 +722,10 @@ def _page_table_of(namespace: object, tag: str) -> Any:
 
 
 def _page_arguments() -> list[Any]:
-    """plain_links's thirteen arguments on _PAGE, fresh tables, cache and lists."""
+    """The fields of plain_links's LinkSearch on _PAGE, in order: fresh tables, cache and lists."""
     return [
         _PAGE, list(_PAGE_ELEMENTS), None, None, "html", {"a": _PAGE_TABLE, "img": _PAGE_TABLE}, {}, _page_table_of,
-        {}, _classify, (Link, "http://b/", "base-element"), [], [],
+        {}, _classify, Link, "http://b/", "base-element", [], [],
     ]  # fmt: skip
 
 
@@ -862,7 +871,7 @@ def _comparable(outcome: tuple[Any, ...]) -> Any:
     return (
         kind,
         plain(result),
-        [plain(argument) for index, argument in enumerate(arguments) if index in (5, 6, 8, 11, 12)],
+        [plain(argument) for index, argument in enumerate(arguments) if index in (5, 6, 8, 13, 14)],
     )
 
 
@@ -899,7 +908,7 @@ def test_plain_links_when_a_callback_empties_the_elements(where: str, lines: boo
         line_starts = [0] if lines else None
         return (
             text, elements, line_starts, None, "html", {"a": {"href": URL}}, {}, table_of, {}, classify,
-            (Link, None, None), [], [],
+            Link, None, None, [], [],
         )  # fmt: skip
 
     _plain_links_with(make)
@@ -997,12 +1006,52 @@ def test_plain_links_when_a_link_table_is_wrong() -> None:
 
 
 def test_plain_links_makes_only_tuples_tuple_new_would() -> None:
-    """record's type is made as tuple.__new__ makes it, which refuses a struct sequence: the
+    """The link type is made as tuple.__new__ makes it, which refuses a struct sequence: the
     C made os.stat_result's with eleven items, and its deallocation read the fields past
-    them (a crash)."""
-    for link_type in (os.stat_result, time.struct_time, tuple, Link):
-        record = (link_type, None, None)
-        _same_outcome("plain_links", lambda record=record: (*_page_arguments()[:10], record, [], []))
+    them (a crash). And it is made by field names: a type without Link's (a plain tuple has
+    none) is refused alike."""
+    for link_type in (os.stat_result, time.struct_time, tuple, Link, *_LINK_TYPES):
+        _same_outcome(
+            "plain_links", lambda link_type=link_type: (*_page_arguments()[:10], link_type, None, None, [], [])
+        )
+
+
+# Named tuples with Link's fields in another order (filled by name), and ones with a field
+# missing, one more, a repeated name or a name that is no str (refused).
+_REVERSED = NamedTuple("_Reversed", [(name, object) for name in reversed(Link._fields)])  # type: ignore[misc]
+_SHORT = NamedTuple("_Short", [(name, object) for name in Link._fields[:-1]])  # type: ignore[misc]
+_LONG = NamedTuple("_Long", [(name, object) for name in (*Link._fields, "extra")])  # type: ignore[misc]
+
+
+class _Repeated(tuple):  # type: ignore[type-arg]
+    _fields = (*Link._fields[:-1], "start")
+
+
+class _NotText(tuple):  # type: ignore[type-arg]
+    _fields = (*Link._fields[:-1], b"end")
+
+
+class _NotATuple(tuple):  # type: ignore[type-arg]
+    _fields: ClassVar[list[str]] = list(Link._fields)
+
+
+_LINK_TYPES = (_REVERSED, _SHORT, _LONG, _Repeated, _NotText, _NotATuple)
+
+
+def test_plain_links_makes_links_by_field_name() -> None:
+    """A link type whose fields are Link's in another order gets each value in its field."""
+    _needs_extension()
+    for function in (compiled.plain_links, reference["plain_links"]):
+        found: list[Any] = []
+        fields = _page_arguments()
+        fields[10], fields[13] = _REVERSED, found
+        function(LinkSearch(*fields))
+        expected: list[Any] = []
+        fields = _page_arguments()
+        fields[13] = expected
+        function(LinkSearch(*fields))
+        assert found and all(type(link) is _REVERSED for link in found)
+        assert [Link(**link._asdict()) for link in found] == expected
 
 
 def test_plain_links_when_callbacks_change_the_tables_and_lists() -> None:
@@ -1032,7 +1081,7 @@ def test_plain_links_when_callbacks_change_the_tables_and_lists() -> None:
 
         return (
             "<a href=x src=y><a href=qq><img src=z>", _html_elements("<a href=x src=y><a href=qq><img src=z>"),
-            None, None, "html", html_tables, {}, table_of, classified, classify, (Link, None, None), found, edits,
+            None, None, "html", html_tables, {}, table_of, classified, classify, Link, None, None, found, edits,
         )  # fmt: skip
 
     _plain_links_with(make)

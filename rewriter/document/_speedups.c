@@ -456,6 +456,27 @@ tag_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 /* (rewriter/html/plain.py is its twin and its contract)                     */
 /* ------------------------------------------------------------------------ */
 
+/* The fields of a LinkSearch (rewriter.html.plain.LinkSearch), read once per call. */
+enum {
+    SEARCH_TEXT, SEARCH_ELEMENTS, SEARCH_LINE_STARTS, SEARCH_SKIP, SEARCH_HTML, SEARCH_HTML_TABLES,
+    SEARCH_FOREIGN_TABLES, SEARCH_TABLE_OF, SEARCH_CLASSIFIED, SEARCH_CLASSIFY, SEARCH_LINK, SEARCH_BASE,
+    SEARCH_LAYER, SEARCH_FOUND, SEARCH_EDITS, SEARCH_FIELD_COUNT
+};
+static const char *const SEARCH_FIELDS[SEARCH_FIELD_COUNT] = {
+    "text", "elements", "line_starts", "skip", "html", "html_tables", "foreign_tables", "table_of",
+    "classified", "classify", "link", "base", "layer", "found", "edits"};
+/* The fields of a Link this code fills, in the order record_link has them; a link type may
+ * order them otherwise (they are put by name). */
+enum { LINK_FIELD_COUNT = 11 };
+static const char *const LINK_FIELDS[LINK_FIELD_COUNT] = {
+    "element", "attribute", "kind", "original", "resolved", "status", "reason", "base", "layer", "start", "end"};
+static PyObject *search_names[SEARCH_FIELD_COUNT], *link_names[LINK_FIELD_COUNT], *s_fields;
+
+typedef struct {
+    PyObject *args[SEARCH_FIELD_COUNT]; /* new references */
+    Py_ssize_t slot[LINK_FIELD_COUNT];  /* where each of LINK_FIELDS goes in a link */
+} Search;
+
 enum { CODE_URL = 1, CODE_LAZY_URL = 2, CODE_OTHER = 3, CODE_STYLE = 4, CODE_SRCSET = 5 };
 
 typedef struct {
@@ -709,15 +730,14 @@ append_edit(PyObject *edits, Py_ssize_t at, Py_ssize_t end, PyObject *text)
 
 /* A new reference to the Link (tag, name, kind, reference, resolved, status, reason, base, layer, at, until),
  * appended to found; the edit (at, end, text) appended to edits when text is not NULL. The
- * Link is made as tuple.__new__(record[0], ...) makes it: plain_links has checked that
+ * Link is made as tuple.__new__(search.link, ...) makes it: plain_links has checked that
  * tuple.__new__ makes that type (a struct sequence, whose fields go past a tuple's items,
  * it refuses), so that its tp_alloc gives a tuple's layout of 11 items. */
 static int
-record_link(PyObject *const *args, PyObject *tag, PyObject *name, PyObject *kind, PyObject *reference,
+record_link(const Search *s, PyObject *tag, PyObject *name, PyObject *kind, PyObject *reference,
             PyObject *known, Py_ssize_t at, Py_ssize_t until, Py_ssize_t edit_end, PyObject *text)
 {
-    PyObject *record = args[10], *found = args[11], *edits = args[12];
-    PyObject *link_type = PyTuple_GET_ITEM(record, 0);
+    PyObject *link_type = s->args[SEARCH_LINK], *found = s->args[SEARCH_FOUND], *edits = s->args[SEARCH_EDITS];
     PyObject *start = PyLong_FromSsize_t(at), *end = PyLong_FromSsize_t(until);
     PyObject *link = NULL;
     int done = -1;
@@ -727,19 +747,20 @@ record_link(PyObject *const *args, PyObject *tag, PyObject *name, PyObject *kind
                                                   : ((PyTypeObject *)link_type)->tp_alloc((PyTypeObject *)link_type, 11);
     if (link == NULL)
         goto finally;
-    PyObject *fields[11] = {tag,
-                            name,
-                            kind,
-                            reference,
-                            PyTuple_GET_ITEM(known, 1),
-                            PyTuple_GET_ITEM(known, 0),
-                            PyTuple_GET_ITEM(known, 2),
-                            PyTuple_GET_ITEM(record, 1),
-                            PyTuple_GET_ITEM(record, 2),
-                            start,
-                            end};
-    for (int i = 0; i < 11; i++)
-        PyTuple_SET_ITEM(link, i, Py_NewRef(fields[i]));
+    /* The fields in LINK_FIELDS order, each put in its place by name (s->slot). */
+    PyObject *fields[LINK_FIELD_COUNT] = {tag,
+                                          name,
+                                          kind,
+                                          reference,
+                                          PyTuple_GET_ITEM(known, 1),
+                                          PyTuple_GET_ITEM(known, 0),
+                                          PyTuple_GET_ITEM(known, 2),
+                                          s->args[SEARCH_BASE],
+                                          s->args[SEARCH_LAYER],
+                                          start,
+                                          end};
+    for (int i = 0; i < LINK_FIELD_COUNT; i++)
+        PyTuple_SET_ITEM(link, s->slot[i], Py_NewRef(fields[i]));
     if (PyList_Append(found, link) < 0)
         goto finally;
     done = text == NULL ? 0 : append_edit(edits, at, edit_end, text);
@@ -754,9 +775,9 @@ finally:
  * there), or made and cached; TypeError unless it is (status, resolved, reason) with a
  * resolved URL that is a str or None. */
 static PyObject *
-classified_as(PyObject *const *args, PyObject *reference)
+classified_as(const Search *s, PyObject *reference)
 {
-    PyObject *classified = args[8], *classify = args[9];
+    PyObject *classified = s->args[SEARCH_CLASSIFIED], *classify = s->args[SEARCH_CLASSIFY];
     PyObject *known = PyDict_GetItemWithError(classified, reference);
     if (known != NULL)
         Py_INCREF(known);
@@ -783,7 +804,7 @@ classified_as(PyObject *const *args, PyObject *reference)
 /* One URL or LAZY_URL value of a tag: recorded in found (and its edit in edits), skipped, or
  * handed back. 0 on success, -1 on error. */
 static int
-plain_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObject *const *args, PyObject *left)
+plain_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, const Search *s, PyObject *left)
 {
     const Attribute *a = &one->a;
     if (a->quote == QUOTE_VALUELESS)
@@ -826,7 +847,7 @@ plain_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObjec
             return -1;
     }
     PyObject *prefix = NULL, *escaped = NULL;
-    PyObject *known = classified_as(args, reference);
+    PyObject *known = classified_as(s, reference);
     if (known == NULL)
         goto error;
     PyObject *status = PyTuple_GET_ITEM(known, 0), *resolved = PyTuple_GET_ITEM(known, 1);
@@ -863,7 +884,7 @@ plain_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObjec
     }
     /* The span: with "&amp;" decoded, the reference's ends are still at the raw text's first
      * and last (an "&amp;" that ends it ends where its ";" does). */
-    int done = record_link(args, tag, one->name, s_url, reference, known, vs + first, vs + last, vs + first, escaped);
+    int done = record_link(s, tag, one->name, s_url, reference, known, vs + first, vs + last, vs + first, escaped);
     Py_XDECREF(escaped);
     Py_XDECREF(prefix);
     Py_DECREF(known);
@@ -918,7 +939,7 @@ for_srcset(PyObject *url)
  * edit made, as the engine's general path would; or the value handed back (no quotes, "&" or
  * NUL). 0 on success, -1 on error. */
 static int
-srcset_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObject *const *args, PyObject *left)
+srcset_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, const Search *s, PyObject *left)
 {
     const Attribute *a = &one->a;
     Py_ssize_t vs = a->value_start, ve = a->value_end;
@@ -962,7 +983,7 @@ srcset_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObje
         PyObject *reference = PyUnicode_Substring(t->object, start, end);
         if (reference == NULL)
             return -1;
-        PyObject *known = classified_as(args, reference);
+        PyObject *known = classified_as(s, reference);
         if (known == NULL) {
             Py_DECREF(reference);
             return -1;
@@ -970,7 +991,7 @@ srcset_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObje
         PyObject *status = PyTuple_GET_ITEM(known, 0), *resolved = PyTuple_GET_ITEM(known, 1), *text = NULL;
         Py_ssize_t edit_end = start;
         /* The link first, then its edit, as the twin: the status's comparison may raise. */
-        if (record_link(args, tag, one->name, s_srcset, reference, known, start, end, start, NULL) < 0)
+        if (record_link(s, tag, one->name, s_srcset, reference, known, start, end, start, NULL) < 0)
             goto error;
         int rewritten = is_rewritten(status);
         int same = rewritten > 0 && resolved != Py_None ? PyObject_RichCompareBool(resolved, reference, Py_EQ) : 1;
@@ -995,7 +1016,7 @@ srcset_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObje
             if (text == NULL)
                 goto error;
         }
-        int done = text == NULL ? 0 : append_edit(args[12], start, edit_end, text);
+        int done = text == NULL ? 0 : append_edit(s->args[SEARCH_EDITS], start, edit_end, text);
         Py_XDECREF(text);
         Py_DECREF(known);
         Py_DECREF(reference);
@@ -1011,40 +1032,95 @@ srcset_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, PyObje
 }
 
 PyDoc_STRVAR(plain_links_doc,
-             "plain_links(text, elements, line_starts, skip, html, html_tables, foreign_tables, table_of,\n"
-             "            classified, classify, record, found, edits) -> list\n\n"
-             "The engine's loop over plain link values (see rewriter.html.plain.plain_links).");
+             "plain_links(search) -> list\n\n"
+             "The engine's loop over plain link values, search a LinkSearch (see rewriter.html.plain.plain_links).");
+
+/* The Link field names of link_type (its _fields) mapped to positions in slot, as LINK_FIELDS
+ * orders them: once for each _fields tuple met (a run meets one), not per link. -1 with
+ * TypeError unless _fields is a tuple of exactly LINK_FIELDS's names, in any order. */
+static PyObject *cached_fields;
+static Py_ssize_t cached_slot[LINK_FIELD_COUNT];
+
+static int
+link_slots(PyObject *link_type, Py_ssize_t *slot)
+{
+    PyObject *fields = PyObject_GetAttr(link_type, s_fields);
+    if (fields == NULL)
+        return -1;
+    if (fields == cached_fields) {
+        memcpy(slot, cached_slot, sizeof(cached_slot));
+        Py_DECREF(fields);
+        return 0;
+    }
+    int good = PyTuple_CheckExact(fields) && PyTuple_GET_SIZE(fields) == LINK_FIELD_COUNT;
+    for (int i = 0; i < LINK_FIELD_COUNT; i++)
+        slot[i] = -1;
+    for (Py_ssize_t j = 0; good && j < LINK_FIELD_COUNT; j++) {
+        PyObject *item = PyTuple_GET_ITEM(fields, j);
+        int i = 0;
+        if (!PyUnicode_CheckExact(item))
+            good = 0;
+        else
+            while (i < LINK_FIELD_COUNT && item != link_names[i] && PyUnicode_Compare(item, link_names[i]) != 0)
+                i++;
+        if (!good || i == LINK_FIELD_COUNT || slot[i] != -1)
+            good = 0;
+        else
+            slot[i] = j;
+    }
+    if (!good) {
+        Py_DECREF(fields);
+        PyErr_SetString(PyExc_TypeError, "plain_links: a link type is a named tuple with Link's fields");
+        return -1;
+    }
+    Py_XSETREF(cached_fields, fields); /* the reference is the cache's now */
+    memcpy(cached_slot, slot, sizeof(cached_slot));
+    return 0;
+}
+
+static PyObject *plain_links_of(Search *s);
 
 static PyObject *
-plain_links(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+plain_links(PyObject *module, PyObject *search)
+{
+    Search s;
+    int i = 0;
+    for (; i < SEARCH_FIELD_COUNT; i++)
+        if ((s.args[i] = PyObject_GetAttr(search, search_names[i])) == NULL)
+            break;
+    PyObject *left = i == SEARCH_FIELD_COUNT ? plain_links_of(&s) : NULL;
+    while (i > 0)
+        Py_DECREF(s.args[--i]);
+    return left;
+}
+
+static PyObject *
+plain_links_of(Search *s)
 {
     Text t;
-    if (nargs != 13) {
-        PyErr_SetString(PyExc_TypeError, "plain_links takes 13 arguments");
+    PyObject *const *args = s->args;
+    if (text_init(&t, args[SEARCH_TEXT]) < 0)
         return NULL;
-    }
-    if (text_init(&t, args[0]) < 0)
-        return NULL;
-    PyObject *line_starts = args[2], *skip = args[3], *html = args[4], *html_tables = args[5];
-    PyObject *foreign_tables = args[6], *table_of = args[7], *record = args[10];
+    PyObject *line_starts = args[SEARCH_LINE_STARTS], *skip = args[SEARCH_SKIP], *html = args[SEARCH_HTML];
+    PyObject *html_tables = args[SEARCH_HTML_TABLES], *foreign_tables = args[SEARCH_FOREIGN_TABLES];
+    PyObject *table_of = args[SEARCH_TABLE_OF];
     /* Exactly dicts and lists: a subclass's methods, which the twin would call, are not. */
-    if (!PyDict_CheckExact(html_tables) || !PyDict_CheckExact(foreign_tables) || !PyDict_CheckExact(args[8]) ||
-        !PyList_CheckExact(args[11]) || !PyList_CheckExact(args[12])) {
+    if (!PyDict_CheckExact(html_tables) || !PyDict_CheckExact(foreign_tables) ||
+        !PyDict_CheckExact(args[SEARCH_CLASSIFIED]) || !PyList_CheckExact(args[SEARCH_FOUND]) ||
+        !PyList_CheckExact(args[SEARCH_EDITS])) {
         PyErr_SetString(PyExc_TypeError, "plain_links: the tables and the cache are dicts, found and edits lists");
         return NULL;
     }
-    if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 3) {
-        PyErr_SetString(PyExc_TypeError, "plain_links: record is (a tuple type, base, layer)");
+    if (link_slots(args[SEARCH_LINK], s->slot) < 0)
         return NULL;
-    }
-    /* tuple.__new__(record[0]): TypeError unless it is a type tuple.__new__ makes (see record_link). */
-    PyObject *probe = PyObject_CallMethodOneArg((PyObject *)&PyTuple_Type, s_new, PyTuple_GET_ITEM(record, 0));
+    /* tuple.__new__(search.link): TypeError unless it is a type tuple.__new__ makes (see record_link). */
+    PyObject *probe = PyObject_CallMethodOneArg((PyObject *)&PyTuple_Type, s_new, args[SEARCH_LINK]);
     if (probe == NULL)
         return NULL;
     Py_DECREF(probe);
     /* Iterated as the twin's loop iterates it, each element a reference of ours: a callback
      * may empty or change the list (which would free an element borrowed from it). */
-    PyObject *elements = PyObject_GetIter(args[1]);
+    PyObject *elements = PyObject_GetIter(args[SEARCH_ELEMENTS]);
     if (elements == NULL)
         return NULL;
     PyObject *left = PyList_New(0);
@@ -1168,8 +1244,8 @@ plain_links(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             for (Py_ssize_t k = 0; k < taken_count; k++) {
                 if (taken[k].code == CODE_STYLE)
                     continue;
-                int done = taken[k].code == CODE_SRCSET ? srcset_value(&t, element, tag, &taken[k], args, left)
-                                                        : plain_value(&t, element, tag, &taken[k], args, left);
+                int done = taken[k].code == CODE_SRCSET ? srcset_value(&t, element, tag, &taken[k], s, left)
+                                                        : plain_value(&t, element, tag, &taken[k], s, left);
                 if (done < 0)
                     goto error;
             }
@@ -2383,7 +2459,7 @@ flattened(PyObject *module, PyObject *text)
 static PyMethodDef methods[] = {
     {"tag_attributes", (PyCFunction)(void (*)(void))tag_attributes, METH_FASTCALL, tag_attributes_doc},
     {"tag_end", (PyCFunction)(void (*)(void))tag_end, METH_FASTCALL, tag_end_doc},
-    {"plain_links", (PyCFunction)(void (*)(void))plain_links, METH_FASTCALL, plain_links_doc},
+    {"plain_links", (PyCFunction)plain_links, METH_O, plain_links_doc},
     {"named_start_tags", (PyCFunction)(void (*)(void))named_start_tags, METH_FASTCALL, named_start_tags_doc},
     {"end_tag", (PyCFunction)(void (*)(void))end_tag, METH_FASTCALL, end_tag_doc},
     {"utf8_offsets", (PyCFunction)(void (*)(void))utf8_offsets, METH_FASTCALL, utf8_offsets_doc},
@@ -2435,6 +2511,15 @@ PyInit__speedups(void)
     s_escaped_apos = interned("&#39;");
     s_escaped_amp = interned("&amp;");
     css_stops_init();
+    s_fields = interned("_fields");
+    if (s_fields == NULL)
+        return NULL;
+    for (int i = 0; i < SEARCH_FIELD_COUNT; i++)
+        if ((search_names[i] = interned(SEARCH_FIELDS[i])) == NULL)
+            return NULL;
+    for (int i = 0; i < LINK_FIELD_COUNT; i++)
+        if ((link_names[i] = interned(LINK_FIELDS[i])) == NULL)
+            return NULL;
     if (!s_double || !s_single || !s_empty || !s_equals || !s_url || !s_import || !s_image_set || !s_lower || !s_new || !s_one ||
         !s_position || !s_source_col || !s_img || !s_srcset || !s_tag || !s_namespace || !s_rewritten || !s_relinked || !s_amp || !s_ampersand || !s_quot ||
         !s_apos || !s_escaped_quot || !s_escaped_apos || !s_escaped_amp)

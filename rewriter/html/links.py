@@ -11,9 +11,10 @@ element, :func:`element_links` applies the rules once: the link table
 attributes only where they look like a URL (:func:`looks_like_url`), the microsyntaxes of
 each kind (:func:`url_spans`), CSS in ``style`` and ``<style>``, and ``codebase``.
 
-The bytes engine's loop over plain ``<a href>`` and ``<img src>`` values, which carries most
-pages, is a faster spelling of the same rules: tests/test_html_properties.py holds it equal
-to ``iter_links(ByteView(...))`` on generated pages.
+The bytes engine's loop over plain ``<a href>`` and ``<img src>`` values
+(:mod:`rewriter.html.elements`), which carries most pages, is a faster spelling of the same
+rules: tests/test_html_properties.py holds it equal to ``iter_links(ByteView(...))`` on
+generated pages.
 
 >>> from rewriter.html.engine import ByteView
 >>> view = ByteView('<a href=" a.html ">x</a><img srcset="b.png 1x, c.png 2x" style="background: url(d.png)">')

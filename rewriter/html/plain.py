@@ -1,19 +1,21 @@
 """The engine's loop over plain link values, in one call per document: :func:`plain_links`.
 
-Pages have tens of thousands of link elements, nearly all an ``<a href>`` or an ``<img src>``
-whose value is one URL, so the engine hands every element its selector found to one call,
-which reads each start tag from the text (:func:`~rewriter.html.tags.tag_attributes`),
-classifies each plain value through the document's cache, records its :class:`Link` and
-writes the edit that puts the new URL's prefix before it. Whatever needs more is handed
-back, in document order, for the engine's general path: an element with a link attribute
-of another kind, a ``style`` that may hold a URL, or no table of its own; and a value with a
-character reference other than ``&amp;``, a NUL, no value at all, or a new URL that is not
-the old one with a prefix (or whose prefix an unquoted value cannot take).
+Pages have tens of thousands of link elements, nearly all an ``<a href>`` or an
+``<img src>`` whose value is one URL, so the engine hands every element its selector found
+to one call, with everything it needs in one :class:`LinkSearch` (the compiled twin reads its
+fields once per call, and makes each :class:`Link` by its field names, mapped once), which
+reads each start tag from the text (:func:`~rewriter.html.tags.tag_attributes`), classifies
+each plain value through the document's cache, records its :class:`Link` and writes the edit
+that puts the new URL's prefix before it. Whatever needs more is handed back, in document
+order, for the engine's general path: an element with a link attribute of another kind, a
+``style`` that may hold a URL, or no table of its own; and a value with a character
+reference other than ``&amp;``, a NUL, no value at all, or a new URL that is not the old one
+with a prefix (or whose prefix an unquoted value cannot take).
 
 This is the Python twin (:func:`~rewriter.document.speedups.twin`) of the compiled
 ``plain_links``, which runs in its place when the extension was built; without it the
-engine runs its own loop (``rewriter.html.engine``), which reads the tree's attribute names
-first and so reads fewer tags in Python.
+engine runs its own loop (:mod:`rewriter.html.elements`), which reads the tree's attribute
+names first and so reads fewer tags in Python.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields
 from typing import Any, cast
 
 from rewriter.document.model import Status
@@ -32,12 +35,14 @@ from rewriter.html.tags import TAG_NAME, VALUELESS, tag_attributes
 __all__ = [
     "CODES",
     "LAZY_URL",
+    "LINK_FIELDS",
     "OTHER",
     "SRCSET",
     "STYLE",
     "URL",
     "Codes",
     "Left",
+    "LinkSearch",
     "escape_attribute",
     "named_start_tags",
     "plain_links",
@@ -104,7 +109,9 @@ def _srcset(
     quote: str,
     classified: dict[str, tuple[Status, str | None, str | None]],
     classify: Callable[[str], tuple[Status, str | None, str | None]],
-    record: tuple[type[tuple[Any, ...]], str | None, str | None],
+    make_link: Callable[[tuple[Any, ...]], tuple[Any, ...]],
+    base: str | None,
+    layer: str | None,
     found: list[Any],
     edits: list[tuple[int, int, str]],
 ) -> None:
@@ -112,14 +119,11 @@ def _srcset(
     candidate's URL (:func:`~rewriter.html.microsyntax.srcset_urls`) recorded, and where it
     is rewritten, the edit that puts the new URL's prefix before it, or the new URL in its
     place (:func:`~rewriter.html.links.for_context` percent-encodes what a srcset cannot hold)."""
-    link_type, base, layer = record
     for first, last in srcset_urls(raw):
         reference = raw[first:last]
         status, resolved, reason = _classified(reference, classified, classify)
         at, until = start + first, start + last
-        found.append(
-            tuple.__new__(link_type, (tag, name, "srcset", reference, resolved, status, reason, base, layer, at, until))
-        )
+        found.append(make_link((tag, name, "srcset", reference, resolved, status, reason, base, layer, at, until)))
         if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != reference:
             new = for_context("srcset", resolved, raw, first)
             if reference and new.endswith(reference):
@@ -193,23 +197,82 @@ def named_start_tags(text: str, elements: Iterable[Any], line_starts: Sequence[i
     return found
 
 
+@dataclass(slots=True)
+class LinkSearch:
+    """What :func:`plain_links` is given: one object, which the compiled twin reads once per
+    call. *text* and its *elements* (see :func:`plain_links`), *line_starts* (None: the
+    parser read one line), the element to *skip*, the *html* namespace; the link tables
+    (*html_tables*, *foreign_tables*, and *table_of* for a miss); the cache of
+    classifications (*classified*, filled by *classify*); what each :class:`Link` is made as
+    (*link*, a named tuple type with Link's fields in any order, filled by name) and with
+    (*base*, *layer*); and the lists filled (*found*, *edits*)."""
+
+    text: str
+    elements: Iterable[Any]
+    line_starts: Sequence[int] | None
+    skip: object
+    html: object
+    html_tables: dict[str, Codes]
+    foreign_tables: dict[tuple[object, str], Codes]
+    table_of: Callable[[object, str], Codes]
+    classified: dict[str, tuple[Status, str | None, str | None]]
+    classify: Callable[[str], tuple[Status, str | None, str | None]]
+    link: type[tuple[Any, ...]]
+    base: str | None
+    layer: str | None
+    found: list[Any]
+    edits: list[tuple[int, int, str]]
+
+
+# The fields of LinkSearch in the order both twins read them (once per call), and the fields
+# of a Link the search fills, in the order _make_link takes them.
+_SEARCH_FIELDS = tuple(field.name for field in fields(LinkSearch))
+LINK_FIELDS = (
+    "element",
+    "attribute",
+    "kind",
+    "original",
+    "resolved",
+    "status",
+    "reason",
+    "base",
+    "layer",
+    "start",
+    "end",
+)
+
+
+def _link_maker(link_type: type[tuple[Any, ...]]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """What makes a *link_type* of the values of :data:`LINK_FIELDS`, each put in its place
+    by name (its ``_fields``); TypeError unless those are exactly LINK_FIELDS's names, or
+    tuple.__new__ refuses the type (a struct sequence, whose fields go past a tuple's)."""
+    names: Any = link_type._fields  # type: ignore[attr-defined]
+    if (
+        type(names) is not tuple
+        or len(names) != len(LINK_FIELDS)
+        or not all(type(name) is str for name in names)
+        or sorted(names) != sorted(LINK_FIELDS)
+    ):
+        raise TypeError("plain_links: a link type is a named tuple with Link's fields")
+    new = tuple.__new__
+    new(link_type)  # TypeError unless tuple.__new__ makes this type
+    slots = [names.index(name) for name in LINK_FIELDS]
+    if slots == list(range(len(LINK_FIELDS))):
+        return lambda values: new(link_type, values)
+
+    def make(values: tuple[Any, ...]) -> tuple[Any, ...]:
+        ordered: list[Any] = [None] * len(values)
+        for slot, value in zip(slots, values, strict=True):
+            ordered[slot] = value
+        return new(link_type, ordered)
+
+    return make
+
+
 @twin
-def plain_links(
-    text: str,
-    elements: Iterable[Any],
-    line_starts: Sequence[int] | None,
-    skip: object,
-    html: object,
-    html_tables: dict[str, Codes],
-    foreign_tables: dict[tuple[object, str], Codes],
-    table_of: Callable[[object, str], Codes],
-    classified: dict[str, tuple[Status, str | None, str | None]],
-    classify: Callable[[str], tuple[Status, str | None, str | None]],
-    record: tuple[type[tuple[Any, ...]], str | None, str | None],
-    found: list[Any],
-    edits: list[tuple[int, int, str]],
-) -> list[Left]:
-    """The plain links of *elements* (each start tag once, *skip* left out) of *text*.
+def plain_links(search: LinkSearch) -> list[Left]:
+    """The plain links of *search*'s *elements* (each start tag once, *skip* left out) of its *text*
+    (:class:`LinkSearch`: the names below are its fields).
 
     Each element has ``position`` (``(line, column)`` or None: no start tag in the text),
     ``source_col`` (its column, or None), ``namespace`` and ``tag``. Its start tag is at
@@ -233,10 +296,10 @@ def plain_links(
     ``classify`` on a miss) as (status, resolved, reason). When the status is "rewritten" or
     "relinked" and the resolved URL is another that ends with the reference, the part before
     it is the prefix; with no prefix, or one holding a character :data:`NEEDS_QUOTES` names
-    in an unquoted value, the value is handed back. Otherwise ``record[0]`` (a tuple type) of
-    (tag, name, "url", reference, resolved, status, reason, ``record[1]``, ``record[2]``,
-    start, end) is appended to *found*, the span being the reference's in the text, and with
-    a prefix the edit (start, start, the prefix escaped for its quote) to *edits*.
+    in an unquoted value, the value is handed back. Otherwise a *link* of (tag, name, "url",
+    reference, resolved, status, reason, *base*, *layer*, start, end), put in its fields by
+    name (:data:`LINK_FIELDS`), is appended to *found*, the span being the reference's in the
+    text, and with a prefix the edit (start, start, the prefix escaped for its quote) to *edits*.
 
     A SRCSET value is handed back unless it is quoted and holds no "&" and no NUL; then each
     of its candidates' URLs is classified and recorded alike (kind "srcset"), with the edit
@@ -247,8 +310,8 @@ def plain_links(
     and quote as :func:`~rewriter.html.tags.tag_attributes` gives them). ValueError for a
     code outside :data:`CODES` (an int) or a start tag that is not there. TypeError for a
     *text* that is no str, tables and a cache that are not dicts, *found* and *edits* that
-    are not lists (exactly: a subclass's methods would be called here and not in C), a
-    *record* that is no (type, base, layer) whose type ``tuple.__new__`` makes, a link table
+    are not lists (exactly: a subclass's methods would be called here and not in C),  a
+    *link* that is no named tuple type with Link's fields that ``tuple.__new__`` makes, a link table
     that is no dict or None, or a classification that is no (status, resolved, reason)
     with a str or None resolved.
 
@@ -256,43 +319,101 @@ def plain_links(
     element's attribute, ``table_of`` or ``classify``) empty the list, the loop ends after
     the element under way.
     """
-    str_argument(text)
-    if not (type(html_tables) is type(foreign_tables) is type(classified) is dict) or not (
-        type(found) is type(edits) is list
-    ):
-        raise TypeError("plain_links: the tables and the cache are dicts, found and edits lists")
-    if not (isinstance(record, tuple) and len(record) == 3):
-        raise TypeError("plain_links: record is (a tuple type, base, layer)")
-    link_type, base, layer = record
-    new = tuple.__new__
-    new(link_type)  # TypeError unless tuple.__new__ makes this type (it refuses a struct sequence)
-    seen: set[int] = set()
-    left: list[Left] = []
-    for element in elements:
-        offset = _offset(element, line_starts, len(text))
-        if offset is None:
+    run = _Search(*(getattr(search, name) for name in _SEARCH_FIELDS))
+    for element in run.elements:
+        offset = _offset(element, run.line_starts, len(run.text))
+        if offset is None or offset in run.seen:
             continue
-        if offset in seen:
-            continue
-        seen.add(offset)
-        if element is skip:
-            continue
+        run.seen.add(offset)
+        if element is not run.skip:
+            run.element(element, offset)
+    return run.left
+
+
+class _Search:
+    """One call of :func:`plain_links`: its search's fields, read once, checked as the C
+    checks them, and what is handed back."""
+
+    def __init__(
+        self,
+        text: str,
+        elements: Iterable[Any],
+        line_starts: Sequence[int] | None,
+        skip: object,
+        html: object,
+        html_tables: dict[str, Codes],
+        foreign_tables: dict[tuple[object, str], Codes],
+        table_of: Callable[[object, str], Codes],
+        classified: dict[str, tuple[Status, str | None, str | None]],
+        classify: Callable[[str], tuple[Status, str | None, str | None]],
+        link_type: type[tuple[Any, ...]],
+        base: str | None,
+        layer: str | None,
+        found: list[Any],
+        edits: list[tuple[int, int, str]],
+    ) -> None:
+        self.text = str_argument(text)
+        if not (type(html_tables) is type(foreign_tables) is type(classified) is dict) or not (
+            type(found) is type(edits) is list
+        ):
+            raise TypeError("plain_links: the tables and the cache are dicts, found and edits lists")
+        self.make_link: Callable[[tuple[Any, ...]], tuple[Any, ...]] = _link_maker(link_type)
+        self.elements: Iterable[Any] = elements
+        self.line_starts: Sequence[int] | None = line_starts
+        self.skip: object = skip
+        self.html: object = html
+        self.html_tables: dict[str, Codes] = html_tables
+        self.foreign_tables: dict[tuple[object, str], Codes] = foreign_tables
+        self.table_of: Callable[[object, str], Codes] = table_of
+        self.classified: dict[str, tuple[Status, str | None, str | None]] = classified
+        self.classify: Callable[[str], tuple[Status, str | None, str | None]] = classify
+        self.base: str | None = base
+        self.layer: str | None = layer
+        self.found: list[Any] = found
+        self.edits: list[tuple[int, int, str]] = edits
+        self.seen: set[int] = set()
+        self.left: list[Left] = []
+
+    def element(self, element: Any, offset: int) -> None:
+        """The plain links of the element whose start tag is at *offset*, or it handed back."""
+        tag, codes = self.table(element, offset)
+        taken = None if codes is None else self.taken(codes, offset)
+        if taken is None:
+            self.left.append((element, tag, None, 0, 0, "", 0))
+            return
+        for name, start, end, quote, code in taken:
+            raw = self.text[start:end]
+            if code == SRCSET:
+                if quote not in ('"', "'") or "\0" in raw or "&" in raw:
+                    self.left.append((element, tag, name, start, end, quote, code))
+                else:
+                    _srcset(
+                        tag, name, raw, start, quote, self.classified, self.classify, self.make_link, self.base,
+                        self.layer, self.found, self.edits,
+                    )  # fmt: skip
+            elif not self.url(tag, name, raw, start, quote, code):
+                self.left.append((element, tag, name, start, end, quote, code))
+
+    def table(self, element: Any, offset: int) -> tuple[str, Codes]:
+        """The element's tag (an HTML one as the text spells it) and its link table."""
         namespace = element.namespace
-        if namespace is html:
-            tag = _html_tag(text, offset, element)
-            codes = html_tables[tag] if tag in html_tables else table_of(namespace, tag)
+        if namespace is self.html:
+            tag = _html_tag(self.text, offset, element)
+            codes = self.html_tables[tag] if tag in self.html_tables else self.table_of(namespace, tag)
         else:
             tag = element.tag
             key = (namespace, tag)
-            codes = foreign_tables[key] if key in foreign_tables else table_of(namespace, tag)
-        if codes is None:
-            left.append((element, tag, None, 0, 0, "", 0))
-            continue
-        if type(codes) is not dict:
+            codes = self.foreign_tables[key] if key in self.foreign_tables else self.table_of(namespace, tag)
+        if codes is not None and type(codes) is not dict:
             raise TypeError(f"a link table is a dict or None, not {type(codes).__name__}")
+        return tag, codes
+
+    def taken(self, codes: dict[str, int], offset: int) -> list[tuple[str, int, int, str, int]] | None:
+        """The URL, LAZY_URL and SRCSET attributes of the start tag at *offset*, in source
+        order (name, value span, quote, code); None when the element takes the general path."""
         general = False
         taken: list[tuple[str, int, int, str, int]] = []
-        for name, (start, end, quote) in tag_attributes(text, offset)[0].items():
+        for name, (start, end, quote) in tag_attributes(self.text, offset)[0].items():
             if _IRREGULAR_NAME(name) is not None:
                 general = True
             code = codes.get(name)
@@ -300,44 +421,35 @@ def plain_links(
                 continue
             if type(code) is not int or code not in CODES:
                 raise ValueError(f"{code!r} is no code of a link table")
-            if code == OTHER or (code == STYLE and _STYLE_MAY_HOLD_URLS(text, start, end) is not None):
+            if code == OTHER or (code == STYLE and _STYLE_MAY_HOLD_URLS(self.text, start, end) is not None):
                 general = True
             elif code != STYLE:
                 taken.append((name, start, end, quote, code))
-        if general:
-            left.append((element, tag, None, 0, 0, "", 0))
-            continue
-        for name, start, end, quote, code in taken:
-            raw = text[start:end]
-            if code == SRCSET:
-                if quote not in ('"', "'") or "\0" in raw or "&" in raw:
-                    left.append((element, tag, name, start, end, quote, code))
-                else:
-                    _srcset(tag, name, raw, start, quote, classified, classify, record, found, edits)
-                continue
-            if quote == VALUELESS or "\0" in raw or raw.count("&") != raw.count("&amp;"):
-                left.append((element, tag, name, start, end, quote, code))
-                continue
-            value, offsets = decode_attribute(raw)  # "&amp;" only, or nothing
-            first, last = strip_whitespace(value, 0, len(value))
-            reference = value[first:last]
-            if code == LAZY_URL and ("<" in value or ">" in value or any(c in ASCII_WHITESPACE for c in reference)):
-                continue
-            status, resolved, reason = _classified(reference, classified, classify)
-            prefix = None
-            if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != reference:
-                if not reference or not resolved.endswith(reference):
-                    left.append((element, tag, name, start, end, quote, code))
-                    continue
-                prefix = resolved[: len(resolved) - len(reference)]
-                if not quote and not NEEDS_QUOTES.isdisjoint(prefix):
-                    left.append((element, tag, name, start, end, quote, code))
-                    continue
-            at = start + (first if offsets is None else offsets[first])
-            until = start + (last if offsets is None else offsets[last])
-            found.append(
-                new(link_type, (tag, name, "url", reference, resolved, status, reason, base, layer, at, until))
-            )
-            if prefix is not None:
-                edits.append((at, at, escape_attribute(prefix, quote)))
-    return left
+        return None if general else taken
+
+    def url(self, tag: str, name: str, raw: str, start: int, quote: str, code: int) -> bool:
+        """One URL or LAZY_URL value *raw* at *start*: recorded (its edit made) or skipped,
+        True; False when it is to be handed back."""
+        if quote == VALUELESS or "\0" in raw or raw.count("&") != raw.count("&amp;"):
+            return False
+        value, offsets = decode_attribute(raw)  # "&amp;" only, or nothing
+        first, last = strip_whitespace(value, 0, len(value))
+        reference = value[first:last]
+        if code == LAZY_URL and ("<" in value or ">" in value or any(c in ASCII_WHITESPACE for c in reference)):
+            return True
+        status, resolved, reason = _classified(reference, self.classified, self.classify)
+        prefix = None
+        if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != reference:
+            if not reference or not resolved.endswith(reference):
+                return False
+            prefix = resolved[: len(resolved) - len(reference)]
+            if not quote and not NEEDS_QUOTES.isdisjoint(prefix):
+                return False
+        at = start + (first if offsets is None else offsets[first])
+        until = start + (last if offsets is None else offsets[last])
+        self.found.append(
+            self.make_link((tag, name, "url", reference, resolved, status, reason, self.base, self.layer, at, until))
+        )
+        if prefix is not None:
+            self.edits.append((at, at, escape_attribute(prefix, quote)))
+        return True

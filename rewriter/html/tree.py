@@ -243,7 +243,7 @@ class _Run(Generic[N]):
     policy: Policy
     codec: str
     links: list[Link]
-    problems: list[str]
+    problems: list[Problem]
     writes: list[tuple[str, Callable[[], None]]]  # (what is written, the write)
 
     def record(self, context: Context, element: str, attribute: str, kind: Kind, reference: str) -> str | None:
@@ -324,7 +324,9 @@ def absolutize(
         try:
             write()
         except ValueError as error:  # a value the tree refuses (lxml: no control characters)
-            run.problems.append(f"{what} could not be written to the tree, and stays as it was: {error}")
+            run.problems.append(
+                Problem("left-as-is", f"{what} could not be written to the tree, and stays as it was: {error}")
+            )
     return TreeResult(tuple(run.links), found_base, layer, tuple(run.problems))
 
 
@@ -456,7 +458,7 @@ def _element_links(element: _Element[N], context: Context, run: _Run[N]) -> None
             nested = rewrite_text(site.value, local.base, local.layer, run.policy, in_noscript=local.in_noscript)
             run.nested(nested.found)
             pending[2].extend(nested.edits)
-            run.problems.extend(f"in srcdoc: {problem}" for problem in nested.problems)
+            run.problems.extend(problem.at("in srcdoc") for problem in nested.problems)
         elif site.kind == "css":
             in_style_element = site.attribute == "#style"
             # CSS reads every URL as UTF-8.
