@@ -9,8 +9,10 @@ the build on purpose.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
+from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -43,6 +45,12 @@ class OptionalBuildExt(build_ext):
             _warn(f"{ext.name} could not be built ({type(error).__name__}: {error})")
 
 
-EXTENSION = Extension("rewriter.document._speedups", ["rewriter/document/_speedups.c"], optional=True)
+SOURCE = "rewriter/document/_speedups.c"
+# The source's digest, built into the module (its SOURCE): rewriter.document.speedups leaves a build
+# of an older source unused (a checkout updated without a reinstall) instead of calling it.
+DIGEST = hashlib.sha256(Path(__file__).resolve().parent.joinpath(SOURCE).read_bytes()).hexdigest()[:16]
+EXTENSION = Extension(
+    "rewriter.document._speedups", [SOURCE], optional=True, define_macros=[("REWRITER_SOURCE", f'"{DIGEST}"')]
+)
 extensions = [] if SKIP else [EXTENSION]
 setup(ext_modules=extensions, cmdclass={"build_ext": OptionalBuildExt})

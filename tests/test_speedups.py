@@ -606,7 +606,8 @@ def test_every_function_has_both_implementations() -> None:
             assert callable(getattr(compiled, name))
         assert getattr(home, name) is (getattr(compiled, name) if speedups.COMPILED else reference[name])
     if compiled is not None:  # nothing compiled without a twin
-        assert {name for name in dir(compiled) if not name.startswith("_")} == set(HOMES)
+        functions = {name for name in dir(compiled) if not name.startswith("_")} - {"SOURCE"}  # SOURCE: its digest
+        assert functions == set(HOMES)
 
 
 @pytest.mark.parametrize("name", sorted(reference))

@@ -110,3 +110,34 @@ def test_install_with_a_compiler_builds_the_extension(tmp_path: Path) -> None:
     compiled, location = _run(python, tmp_path).split()
     assert compiled == "True"
     assert Path(location).is_relative_to(tmp_path / "venv"), location
+
+
+def test_an_extension_built_from_another_source_is_left_unused(tmp_path: Path) -> None:
+    """A checkout updated without a reinstall keeps the old build, whose functions may take other
+    arguments: it is told by the source's digest built into it, and the Python twins run instead."""
+    from types import SimpleNamespace
+
+    from rewriter.document.speedups import built_from_another_source, compiled
+
+    source = tmp_path / "_speedups.c"
+    source.write_bytes(b"int x;\n")
+    assert "built from 0123456789abcdef" in str(
+        built_from_another_source(SimpleNamespace(SOURCE="0123456789abcdef"), source)
+    )
+    assert built_from_another_source(SimpleNamespace(SOURCE="3d7db2a1e5b2e0f4"), tmp_path / "missing.c") is None
+    assert built_from_another_source(SimpleNamespace(), source) is None  # built without setup.py: not checked
+    if compiled is not None:  # this install's own build is of this checkout's source
+        assert built_from_another_source(compiled) is None
+    # The whole path, in a new interpreter: the build's digest made stale before the module is checked.
+    script = (
+        "import importlib, warnings, rewriter.document._speedups as built, rewriter.document.speedups as s\n"
+        "built.SOURCE = '0' * 16\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    importlib.reload(s)\n"
+        "print(s.compiled is None, s.COMPILED, [str(w.message)[:40] for w in caught])\n"
+    )
+    if compiled is None:
+        pytest.skip("the extension is not built here")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("True False [") and "rewriter's C extension was built" in out

@@ -16,6 +16,10 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#ifndef REWRITER_SOURCE
+#define REWRITER_SOURCE ""  /* built without setup.py: not checked */
+#endif
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
@@ -2524,5 +2528,12 @@ PyInit__speedups(void)
         !s_position || !s_source_col || !s_img || !s_srcset || !s_tag || !s_namespace || !s_rewritten || !s_relinked || !s_amp || !s_ampersand || !s_quot ||
         !s_apos || !s_escaped_quot || !s_escaped_apos || !s_escaped_amp)
         return NULL;
-    return PyModule_Create(&module_definition);
+    PyObject *module = PyModule_Create(&module_definition);
+    /* Which source this was built from (setup.py's digest of this file): rewriter.document.speedups
+       leaves a build of another source unused, rather than call it with another interface. */
+    if (module != NULL && PyModule_AddStringConstant(module, "SOURCE", REWRITER_SOURCE) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

@@ -20,19 +20,46 @@ handed changes it for both alike.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["COMPILED", "compiled", "reference", "str_argument", "twin"]
+__all__ = ["COMPILED", "built_from_another_source", "compiled", "reference", "str_argument", "twin"]
 
 
 def _load() -> Any:
     try:  # by name: the module may not exist, and mypy is to say the same either way
-        return importlib.import_module("rewriter.document._speedups")
+        module = importlib.import_module("rewriter.document._speedups")
     except ImportError:
         return None
+    stale = built_from_another_source(module)
+    if stale:
+        warnings.warn(
+            f"rewriter's C extension was built from another version of its source ({stale}): "
+            "it is left unused and the Python code runs (same output, slower); reinstall rewriter to rebuild it",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    return module
+
+
+SOURCE = Path(__file__).with_name("_speedups.c")  # beside the build in a checkout; not in a wheel
+
+
+def built_from_another_source(module: Any, source: Path = SOURCE) -> str | None:
+    """Why *module*, the extension, was not built from *source* (a checkout updated without a
+    reinstall: its functions may take other arguments), or None when it was, or when there is
+    no source to tell by (an installed wheel) or the module was built without setup.py."""
+    built = getattr(module, "SOURCE", "")
+    if not built or not source.is_file():
+        return None
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    return None if digest == built else f"built from {built}, the source is {digest}"
 
 
 compiled: Any = _load()  # the extension module, or None when it was not built
