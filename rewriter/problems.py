@@ -50,6 +50,7 @@ CODES: Mapping[str, str] = MappingProxyType(
         "no-url": "a page packed with no URL given, marked or in a <base href>: its own file: URL stands for it",
         "not-unpacked": "a part or record that was not unpacked, and why",
         # The run.
+        "not-done": "a job not done at all: its worker died, an internal error, or a setting it cannot run under",
         "input": "an input that could not be read, or is not what it was said to be",
         "output": "an output that could not be written",
         "limit": "an input or part over a size or count limit; kept as it was",

@@ -56,9 +56,13 @@ def test_plan_names_what_cannot_be_done(tmp_path: Path) -> None:
     (tmp_path / "p.html").write_bytes(PAGE)
     jobs, problems = plan([str(tmp_path / "missing.html"), str(tmp_path / "p.html")], str(tmp_path / "out"))
     assert [job.shown for job in jobs] == [str(tmp_path / "p.html")]
-    assert problems == [f"rewriter: {tmp_path / 'missing.html'}: no such file or folder"]
+    # Problem records: the input first in where, said on standard error as "rewriter: NAME: detail"
+    assert [(p.code, p.where, p.detail) for p in problems] == [
+        ("input", (str(tmp_path / "missing.html"),), "no such file or folder")
+    ]
+    assert said_all(problems) == [f"rewriter: {tmp_path / 'missing.html'}: no such file or folder"]
     _, problems = plan([str(tmp_path)])
-    assert problems == [f"rewriter: {tmp_path}: a folder needs -o DIR or --in-place"]
+    assert said_all(problems) == [f"rewriter: {tmp_path}: a folder needs -o DIR or --in-place"]
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symbolic links here")

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from rewriter.disk.files import is_temporary
 from rewriter.policy import DEFAULT_POLICY, Policy
+from rewriter.problems import Problem, said_all
 from rewriter.run.executors import EXTRA_HINT, DaskExecutor, DaskMissing, Scheduler
 from rewriter.run.jobs import Job, Outcome, Settings
 from rewriter.run.plan import iter_plan, matches
@@ -118,7 +119,7 @@ def _execute(
     with _executor(client, scheduler, workers) as executor:
         for item in execute(plan, settings, executor, journal=journal):  # type: ignore[arg-type]
             if isinstance(item, str):
-                failed = Outcome(item.split(": ", 2)[1] if item.count(": ") >= 2 else "")
+                failed = Outcome(item.where[0] if isinstance(item, Problem) and item.where else "")
                 failed.state, failed.ok = "failed", False
                 failed.messages.append(item)
                 yield failed
@@ -150,6 +151,9 @@ def _glob_jobs(pattern: str, out_dir: Path, exclude: Sequence[str]) -> list[Job]
     return jobs
 
 
+_SAID = frozenset(("messages", "warnings", "details"))
+
+
 def as_record(report: Outcome | MboxReport | WarcEntry) -> dict[str, object]:
     """A plain dict of one report: a file's :class:`~rewriter.run.batch.Outcome` (without its
     output bytes and pipeline bookkeeping), an mbox message's
@@ -164,6 +168,8 @@ def as_record(report: Outcome | MboxReport | WarcEntry) -> dict[str, object]:
     record: dict[str, object] = {}
     for name in fields:
         value = getattr(report, name)
+        if name in _SAID:  # an outcome's problems: the lines standard error gets, as text
+            value = said_all(value)
         record["file" if name == "shown" else name] = list(value) if isinstance(value, (list, tuple)) else value
     return record
 
@@ -210,13 +216,13 @@ def _files_plan(names: list[str], out: Path, include: Sequence[str], exclude: Se
     if literal:
         planned += iter_plan(literal, str(out), include=include, exclude=exclude)
     for pattern in patterns:
-        planned += _glob_jobs(pattern, out, exclude) or [f"rewriter: {pattern}: no file matches"]
+        planned += _glob_jobs(pattern, out, exclude) or [Problem("input", "no file matches", (pattern,))]
     seen: set[str] = set()
     for index, item in enumerate(planned):
         if isinstance(item, Job):
             key = item.target or item.source
             if key in seen:
-                planned[index] = f"rewriter: {item.shown}: its output {key} is another input's: skipped"
+                planned[index] = Problem("output", f"its output {key} is another input's: skipped", (item.shown,))
             seen.add(key)
     return planned
 
@@ -224,7 +230,8 @@ def _files_plan(names: list[str], out: Path, include: Sequence[str], exclude: Se
 def _unplanned(problem: str, names: Sequence[str]) -> dict[str, object]:
     """The record of an input that could not be planned (*problem*), named by the input of
     *names* it is of."""
-    shown = next((name for name in names if problem.startswith(f"rewriter: {name}: ")), None)
+    place = problem.where[:1] if isinstance(problem, Problem) else ()
+    shown = place[0] if place and place[0] in names else None
     failed = Outcome(shown or "")
     failed.state, failed.ok = "failed", False
     failed.messages.append(problem)
@@ -315,11 +322,12 @@ def rewrite_warc_records(
         problem = next((item for item in pieces if isinstance(item, str)), None)
         if problem is not None:  # the folder cannot be made, or the archive not read: nothing written
             finished = True
-            return WarcReport(source, target, None, (), (), 0, (problem.split(": ", 2)[-1],))
+            detail = problem.detail if isinstance(problem, Problem) else problem
+            return WarcReport(source, target, None, (), (), 0, (detail,))
         for outcome in _execute(pieces, settings, client, scheduler, workers, journal):
-            stopped = f"rewriter: {outcome.shown}: not rewritten: "  # a piece's task that did nothing (it died)
-            for message in (message for message in outcome.messages if message.startswith(stopped)):
-                raise OSError(f"{warc}: a Dask task stopped: {message.removeprefix(stopped)}")
+            for message in outcome.messages:  # a piece's task that did nothing (it died)
+                if isinstance(message, Problem) and message.code == "not-done":
+                    raise OSError(f"{warc}: a Dask task stopped: {message.detail}")
         report = finish_mirror(MirrorFolder.done(job, journal))  # the manifest is there: the same, written once
         finished = True
         return report

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rewriter.problems import said_from_json
+from rewriter.problems import Problem, said_from_json
 from rewriter.run.jobs import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json
 from rewriter.run.work import load_mirror_plan, mirror_plan_path, pieces_path, replacing_target, run_batch
 
@@ -258,7 +258,7 @@ def execute(
                     _forget_temporaries(slot.job, work)
                     continue
                 why = f"{result.reason}, and again when it was tried once more" if again else result.reason
-                _done(slot, Outcome(slot.job.shown).fail(f"not rewritten: {why}"), state, journal)
+                _done(slot, Outcome(slot.job.shown).fail(f"not rewritten: {why}", "not-done"), state, journal)
             return
         for place, outcome in zip(places, result, strict=True):
             _done(state.slots[place], outcome, state, journal)
@@ -430,7 +430,9 @@ class MirrorFolder:
             elif plan is None:
                 plan = _save_plan(job, settings, work, piece_size)
         except (OSError, ValueError) as error:
-            yield f"rewriter: {job.shown}: not mirrored into {job.target}: {getattr(error, 'strerror', None) or error}"
+            yield Problem(
+                "mirror", f"not mirrored into {job.target}: {getattr(error, 'strerror', None) or error}", (job.shown,)
+            )
             return
         for piece in plan.pieces:
             yield replace(job, piece=piece)

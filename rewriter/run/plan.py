@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from rewriter.containers.formats import Kind, kind_of_path
 from rewriter.disk.files import is_temporary, kind_of, same_file
+from rewriter.problems import Problem
 from rewriter.run.jobs import Job
 from rewriter.run.journal import is_work_folder
 
@@ -239,7 +240,7 @@ def iter_plan(
     if in_place and backup:  # a page's backup holds a page too: the next run would rewrite it
         exclude = (*exclude, "*" + glob.escape(backup))
     if len(inputs) > 1 and not in_place and output in (None, "-") and not dry:
-        yield "rewriter: several inputs need -o DIR (a folder for the outputs) or --in-place"
+        yield Problem("input", "several inputs need -o DIR (a folder for the outputs) or --in-place")
         return
     to_file = output is not None and output != "-"
     request = _Request(
@@ -297,7 +298,7 @@ def _input_jobs(given: str, request: _Request) -> Iterator[Job | str]:
         return
     path = Path(given)
     if not path.exists() and not path.is_symlink():
-        yield f"rewriter: {given}: no such file or folder"
+        yield Problem("input", "no such file or folder", (given,))
     elif path.is_dir():
         yield from _folder_jobs(given, path, request)
     else:
@@ -319,7 +320,7 @@ def _folder_jobs(given: str, path: Path, request: _Request) -> Iterator[Job | st
     """A folder's jobs: one for a Maildir, else one for each file its walk takes."""
     output, in_place, dry = request.output, request.in_place, request.dry
     if not in_place and request.to_stdout and not dry:
-        yield f"rewriter: {given}: a folder needs -o DIR or --in-place"
+        yield Problem("input", "a folder needs -o DIR or --in-place", (given,))
         return
     base = Path(output) / _resolved(path).name if request.several and output else Path(output or ".")
     if _is_maildir(path):
@@ -337,11 +338,11 @@ def _file_jobs(given: str, path: Path, request: _Request) -> Iterator[Job | str]
     told by its job, from what it reads)."""
     in_place, output = request.in_place, request.output
     if in_place and path.is_symlink():
-        yield f"rewriter: {given}: a symbolic link is not rewritten in place (name its target)"
+        yield Problem("input", "a symbolic link is not rewritten in place (name its target)", (given,))
         return
     if in_place and not path.is_file():
         # Replacing a named pipe or a device with a regular file would break whatever uses it.
-        yield f"rewriter: {given}: {kind_of(path.stat().st_mode)}, not a regular file: not rewritten in place"
+        yield Problem("input", f"{kind_of(path.stat().st_mode)}, not a regular file: not rewritten in place", (given,))
         return
     kinds = request.kinds
     kind = kinds[given] if kinds is not None and given in kinds else _kind_of_named(given)
@@ -363,7 +364,7 @@ def _checked(job: Job, request: _Request) -> Iterator[Job | str]:
     """*job* as it is, or its pieces, or why it cannot be: -o naming an input would change it
     without --in-place, and is refused, file by file."""
     if not job.in_place and job.target is not None and job.source != "-" and same_file(job.target, job.source):
-        yield f"rewriter: {job.shown}: the output is the input itself; use --in-place to rewrite it"
+        yield Problem("output", "the output is the input itself; use --in-place to rewrite it", (job.shown,))
     elif request.piece_size is not None and not job.copy and not job.maildir and job.source != "-":
         yield from _split(job, request.piece_size, request.max_message)
     else:
@@ -447,4 +448,4 @@ def _split(job: Job, piece_size: int, max_message: int | None) -> Iterator[Job |
             for piece in plan_mbox(stream, piece_size=piece_size, max_message=limit):
                 yield replace(job, piece=piece, status=status if job.in_place else None)
     except OSError as error:
-        yield f"rewriter: {job.shown}: {error.strerror or error}"
+        yield Problem("input", f"{error.strerror or error}", (job.shown,))

@@ -195,7 +195,7 @@ def run_job(job: Job, settings: Settings) -> Outcome:
         named = error.filename not in (None, job.source, job.shown)
         return outcome.fail(f"{error.strerror or error}" + (f": {error.filename}" if named else ""))
     except Exception as error:  # a bug in an engine: this job fails, the others go on
-        return outcome.fail(f"not rewritten: internal error: {type(error).__name__}: {error}")
+        return outcome.fail(f"not rewritten: internal error: {type(error).__name__}: {error}", "not-done")
 
 
 class _Replayed:
@@ -462,7 +462,7 @@ def _piece(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             each(_Discarded())  # type: ignore[arg-type]
             return outcome
         if settings.work is None:
-            return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
+            return outcome.fail("not rewritten: a piece of a container needs the run's work folder", "not-done")
         with replacing(pieces_path(settings.work, job), root=Path(settings.work).parent, sync=settings.sync) as out:
             each(out.stream)
     return outcome
@@ -495,7 +495,9 @@ def _maildir(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     outcome.format = "maildir"
     if job.in_place and settings.backup:
         # NAME+SUFFIX in cur/ or new/ would be a second copy of the message to every mail reader.
-        return outcome.fail("not rewritten: --backup cannot keep copies inside a Maildir (use -o DIR for a copy)")
+        return outcome.fail(
+            "not rewritten: --backup cannot keep copies inside a Maildir (use -o DIR for a copy)", "not-done"
+        )
     target = None if job.in_place or job.dry else Path(job.target)  # type: ignore[arg-type]
     if target is not None and job.root is not None:
         # Its folders are made here, one level at a time, none through a symbolic link.
@@ -537,7 +539,8 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
     if job.in_place:
         return outcome.fail(
             "not rewritten: a web archive records what was fetched, and is never changed in place "
-            "(give -o OUT.warc.gz: its pages come after their records, rewritten)"
+            "(give -o OUT.warc.gz: its pages come after their records, rewritten)",
+            "not-done",
         )
     status = os.stat(job.source)
     outcome.identity = (status.st_size, status.st_mtime_ns)
@@ -559,7 +562,7 @@ def _warc(job: Job, settings: Settings, outcome: Outcome, archive: str) -> Outco
         each(None, False)
     elif job.piece is not None:
         if settings.work is None or job.target is None:
-            return outcome.fail("not rewritten: a piece of a container needs the run's work folder")
+            return outcome.fail("not rewritten: a piece of a container needs the run's work folder", "not-done")
         with replacing(pieces_path(settings.work, job), root=Path(settings.work).parent, sync=settings.sync) as out:
             each(out.stream, job.target.endswith(".gz"))
     elif job.target is None:
@@ -585,7 +588,9 @@ def _warc_folder(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     status = os.stat(job.source)
     outcome.identity = (status.st_size, status.st_mtime_ns)
     if settings.work is None or job.piece is None:
-        return outcome.fail("not rewritten: a web archive mirrored into a folder needs the run's work folder")
+        return outcome.fail(
+            "not rewritten: a web archive mirrored into a folder needs the run's work folder", "not-done"
+        )
     plan = load_mirror_plan(settings.work, job)
     done: list[bytes] = []
     records = write_mirror_piece(plan, job.piece, policy=settings.policy, max_size=settings.max_size)

@@ -88,7 +88,7 @@ def _drive(
     status = EXIT_OK
     for item in items:
         if isinstance(item, str):
-            progress.write(item)
+            progress.write(said(item))
             run.unplanned += 1
             status = EXIT_SOME_FAILED
             continue
@@ -357,7 +357,7 @@ def _planned(
     size = args.piece_size or PIECE_SIZE
     for job in mirrors:
         if journal is None:  # never: a run with a folder out keeps one
-            yield f"rewriter: {job.shown}: not mirrored: the run keeps no journal"
+            yield Problem("mirror", "not mirrored: the run keeps no journal", (job.shown,))
             continue
         yield from MirrorFolder.jobs(job, settings, journal, piece_size=size, leftovers=leftovers)
     if others:
