@@ -100,6 +100,16 @@ def test_a_damaged_warc_record_is_a_record_problem(tmp_path: Path) -> None:
     assert any("cut short" in str(p["detail"]) for p in problems)
 
 
+@pytest.mark.parametrize("output", ["out.warc", "mirror/"])
+def test_a_damaged_archive_names_each_offset_once(tmp_path: Path, output: str) -> None:
+    """A damage is placed where it was found (its offset) once, by the reader, not again by its unit."""
+    whole = _warc(tmp_path / "whole.warc")
+    problems, err = report_problems(tmp_path, "cut.warc", whole[:-100] + b"\r\n" * 3 + b"x" * 50, output)
+    assert problems and all(sum(str(w).startswith("offset ") for w in p["where"]) == 1 for p in problems)
+    for line in err.splitlines():
+        assert line.count("offset ") <= 1, line
+
+
 def test_a_file_named_that_is_no_document_is_not_a_document(tmp_path: Path) -> None:
     problems, _ = report_problems(tmp_path, "logo.png", b"\x89PNG\r\n\x1a\n" + bytes(64), "out.png")
     assert [p["code"] for p in problems] == ["not-a-document"]

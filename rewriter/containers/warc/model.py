@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import IO, Union
 
 from rewriter.document.model import Unit, placed
+from rewriter.problems import Problem
 
 MAX_BODY = 1 << 30  # the decoded bytes of one body held at most, by default (as rewriter's --max-size)
 
@@ -48,9 +49,10 @@ class WarcDamage:
 
     def unit(self) -> Unit:
         """This damage as the run's tally takes it: a unit that fails, named by its offset."""
-        return Unit(
-            {"offset": self.offset}, errors=placed([self.problem], "record", f"offset {self.offset}"), failed=True
-        )
+        problem = self.problem
+        if isinstance(problem, Problem) and problem.where:  # placed where it was found already
+            return Unit({"offset": self.offset}, errors=[problem], failed=True)
+        return Unit({"offset": self.offset}, errors=placed([problem], "record", f"offset {self.offset}"), failed=True)
 
 
 Source = Union[str, "os.PathLike[str]", IO[bytes]]
