@@ -14,9 +14,12 @@ def _problems(page: bytes, url: str | None = "https://example.org/a/") -> list[P
 
 
 def test_base_ignored() -> None:
+    # relative, with nothing to resolve it against: its own code (the MIME engine's part matching reads it)
     (problem,) = _problems(b'<base href="x.html"><a href="y">y</a>', url=None)
-    assert problem.code == "base-ignored"
+    assert problem.code == "base-relative"
     assert problem.startswith("<base href='x.html'> ignored: ")
+    (problem,) = _problems(b'<base href="javascript:x"><a href="y">y</a>', url="http://h/")
+    assert problem.code == "base-ignored"
 
 
 def test_nested_problems_keep_their_code_and_say_where() -> None:
