@@ -1280,7 +1280,8 @@ def test_element_name_caches_keep_no_long_or_endless_names() -> None:
     documents: 200 pages of distinct 100 KB names, and 10,000 distinct short ones with a
     link each, leave the caches holding no long name and at most a few thousand short ones;
     every link is still found."""
-    from rewriter.html import engine as html
+    from rewriter.html import elements as html
+    from rewriter.html import plain
     from rewriter.html.table import cached_attributes_of
 
     cached_attributes_of.cache_clear()
@@ -1292,7 +1293,10 @@ def test_element_name_caches_keep_no_long_or_endless_names() -> None:
     assert cached_attributes_of.cache_info().currsize <= 2  # none of the long names
 
     def names() -> list[str]:
-        caches = [*html._PLAIN.values(), *html._PLAIN_FOREIGN.values(), html._TABLES]
+        caches = [
+            *html._PLAIN.values(), *html._PLAIN_FOREIGN.values(), *html._CODES_HTML.values(),
+            *html._CODES_FOREIGN.values(), html._TABLES, plain._TAGS,
+        ]  # fmt: skip
         return [key if isinstance(key, str) else key[1] for cache in caches for key in cache]
 
     assert max(map(len, names()), default=0) <= 64

@@ -4,9 +4,9 @@ Pages have tens of thousands of link elements, nearly all an ``<a href>`` or an
 ``<img src>`` whose value is one URL, so the engine hands every element its selector found
 to one call, with everything it needs in one :class:`LinkSearch` (the compiled twin reads its
 fields once per call, and makes each :class:`Link` by its field names, mapped once), which
-reads each start tag from the text (:func:`~rewriter.html.tags.tag_attributes`), classifies
-each plain value through the document's cache, records its :class:`Link` and writes the edit
-that puts the new URL's prefix before it. Whatever needs more is handed back, in document
+reads each start tag from the text (as :func:`~rewriter.html.tags.tag_attributes` does),
+classifies each plain value through the document's cache, records its :class:`Link` and
+writes the edit that puts the new URL's prefix before it. Whatever needs more is handed back, in document
 order, for the engine's general path: an element with a link attribute of another kind, a
 ``style`` that may hold a URL, or no table of its own; and a value with a character
 reference other than ``&amp;``, a NUL, no value at all, or a new URL that is not the old one
@@ -30,7 +30,7 @@ from rewriter.document.model import Status
 from rewriter.document.speedups import str_argument, twin
 from rewriter.html.links import for_context
 from rewriter.html.microsyntax import ASCII_WHITESPACE, decode_attribute, srcset_urls, strip_whitespace
-from rewriter.html.tags import TAG_NAME, VALUELESS, tag_attributes
+from rewriter.html.tags import ATTRIBUTE, QUOTE_OF_GROUP, TAG_NAME, VALUELESS, ascii_lower
 
 __all__ = [
     "CODES",
@@ -72,6 +72,13 @@ _IRREGULAR_NAME = re.compile("[\x00\ud800-\udfff]").search
 # a parse error there and is common in URLs, so it stays unquoted.
 NEEDS_QUOTES = frozenset("\t\n\f\r \"'<>`")
 _MISSING = object()
+# ATTRIBUTE with its name required: None, rather than an empty match, where a tag's
+# attributes end (groups: the name, 1, and the value, as QUOTE_OF_GROUP says).
+_ATTRIBUTE_AT = re.compile(ATTRIBUTE.pattern.removesuffix("?")).match
+# The tags of HTML start tag names as the text spells them (short ones, emptied when full).
+_TAGS: dict[str, str] = {}
+_CACHED_TAGS = 4096
+_CACHED_TAG_LENGTH = 32
 
 
 def escape_attribute(text: str, quote: str) -> str:
@@ -86,19 +93,73 @@ def escape_attribute(text: str, quote: str) -> str:
     return text
 
 
-def _html_tag(text: str, offset: int, element: Any) -> str:
-    """The tag of the HTML element whose start tag is at *offset*, as the tree holds it: its
-    name ASCII-lowercased, "image" read as "img" (HTML §13.2.6.4.7). A name with NUL or a
-    character outside ASCII is the element's own ``tag`` (the tree reads NUL and lone
-    surrogates otherwise)."""
+def _name_end(text: str, offset: int) -> int:
+    """Past the "<" and name of the start tag at *offset*; ValueError when no "<" is there."""
     match = TAG_NAME.match(text, offset)
     if match is None:
         raise ValueError(f"no start tag at {offset}: a tag starts with '<'")
-    name = match.group()[1:]
+    return match.end()
+
+
+def _taken(text: str, position: int, codes: dict[Any, Any]) -> list[tuple[str, int, int, str, int]] | None:
+    """The URL, LAZY_URL and SRCSET attributes of the start tag whose name ends at *position*,
+    in source order (name, value span, quote, code, as :func:`~rewriter.html.tags.tag_attributes`
+    gives them); None when the element takes the general path."""
+    general = False
+    taken: list[tuple[str, int, int, str, int]] = []
+    names: list[str] = []
+    attribute_at = _ATTRIBUTE_AT
+    while (attribute := attribute_at(text, position)) is not None:
+        position = attribute.end()
+        name = attribute.group(1)
+        if not name.islower():  # else it has no ASCII capital
+            name = ascii_lower(name)
+        if ("\0" in name or not name.isascii()) and _IRREGULAR_NAME(name) is not None:
+            general = True
+        code = codes.get(name)
+        if code is None or name in names:  # the first of duplicate names wins
+            continue
+        names.append(name)
+        if type(code) is not int or code not in CODES:
+            raise ValueError(f"{code!r} is no code of a link table")
+        last = attribute.lastindex or 1  # never None: a name is there
+        if last == 1:  # no value (HTML §13.2.5.33): the empty span just after the name
+            start = end = attribute.end(1)
+            quote = VALUELESS
+        else:
+            start, end = attribute.span(last)
+            quote = QUOTE_OF_GROUP[last]
+        if code == OTHER or (code == STYLE and _STYLE_MAY_HOLD_URLS(text, start, end) is not None):
+            general = True
+        elif code != STYLE:
+            taken.append((name, start, end, quote, code))
+    return None if general else taken
+
+
+def _new_tag(spelled: str, element: Any) -> str:
+    """The tag of the HTML element whose start tag begins with *spelled* ("<" and its name), as
+    the tree holds it: the name ASCII-lowercased, "image" read as "img" (HTML §13.2.6.4.7),
+    kept in :data:`_TAGS`; a name with NUL or a character outside ASCII is the element's own
+    ``tag`` (the tree reads NUL and lone surrogates otherwise)."""
+    name = spelled[1:]
     if not name.isascii() or "\0" in name:
         return str(element.tag)
-    name = name.lower()
-    return "img" if name == "image" else name
+    tag = name.lower()
+    tag = "img" if tag == "image" else tag
+    if len(name) <= _CACHED_TAG_LENGTH:
+        if len(_TAGS) >= _CACHED_TAGS:
+            _TAGS.clear()
+        _TAGS[spelled] = tag
+    return tag
+
+
+def _checked(offset: Any, size: int) -> int:
+    """*offset*, a start tag's, as an int in a text of *size*: TypeError when it is no integer
+    (an ``__index__`` will do), ValueError when it is outside the text."""
+    offset = operator.index(offset)
+    if not 0 <= offset < size:
+        raise ValueError(f"no start tag at {offset}: a tag starts with '<'")
+    return offset
 
 
 def _srcset(
@@ -279,7 +340,7 @@ def plain_links(search: LinkSearch) -> list[Left]:
     ``source_col`` when *line_starts* is None (the parser read one line), else at
     ``line_starts[line - 1] + column``; a start tag seen before (a reopened formatting
     element) is not read again. In the namespace *html* its tag is read from the text, as
-    the tree reads it (:func:`_html_tag`); its link table is ``html_tables[tag]`` there,
+    the tree reads it (:func:`_new_tag`); its link table is ``html_tables[tag]`` there,
     ``foreign_tables[(namespace, tag)]`` in others, or what ``table_of(namespace, tag)``
     gives when that has none (it may add it).
 
@@ -319,15 +380,80 @@ def plain_links(search: LinkSearch) -> list[Left]:
     element's attribute, ``table_of`` or ``classify``) empty the list, the loop ends after
     the element under way.
     """
-    run = _Search(*(getattr(search, name) for name in _SEARCH_FIELDS))
+    return _links(_Search(*(getattr(search, name) for name in _SEARCH_FIELDS)))
+
+
+def _links(run: _Search) -> list[Left]:
+    """:func:`plain_links` over one search's fields."""
+    text, line_starts, skip, seen, left, size = run.text, run.line_starts, run.skip, run.seen, run.left, len(run.text)
     for element in run.elements:
-        offset = _offset(element, run.line_starts, len(run.text))
-        if offset is None or offset in run.seen:
+        if line_starts is None:
+            offset = _offset(element, None, size)
+        elif (position := element.position) is not None:
+            line, column = position
+            offset = line_starts[line - 1] + column
+            if type(offset) is not int or not 0 <= offset < size:
+                offset = _checked(offset, size)
+        else:
             continue
-        run.seen.add(offset)
-        if element is not run.skip:
-            run.element(element, offset)
-    return run.left
+        if offset is None or offset in seen:
+            continue
+        seen.add(offset)
+        if element is skip:
+            continue
+        tag, name_end, codes = _table(run, element, offset)
+        taken = None if codes is None else _taken(text, name_end or _name_end(text, offset), codes)
+        if taken is None:
+            left.append((element, tag, None, 0, 0, "", 0))
+            continue
+        for name, start, end, quote, code in taken:
+            _value(run, element, tag, name, start, end, quote, code)
+    return left
+
+
+def _table(run: _Search, element: Any, offset: int) -> tuple[str, int, Codes]:
+    """The tag of *element*, whose start tag is at *offset* (an HTML one as the text spells
+    it, :func:`_new_tag`), where its name ends (0: not read yet), and its link table."""
+    namespace = element.namespace
+    if namespace is run.html:
+        text = run.text
+        if (match := TAG_NAME.match(text, offset)) is None:
+            raise ValueError(f"no start tag at {offset}: a tag starts with '<'")
+        tag = _TAGS.get(spelled := match.group()) or _new_tag(spelled, element)
+        tables = run.html_tables
+        codes = tables[tag] if tag in tables else run.table_of(namespace, tag)
+        name_end = match.end()
+    else:
+        tag, name_end = element.tag, 0
+        key = (namespace, tag)
+        codes = run.foreign_tables[key] if key in run.foreign_tables else run.table_of(namespace, tag)
+    if codes is not None and type(codes) is not dict:
+        raise TypeError(f"a link table is a dict or None, not {type(codes).__name__}")
+    return tag, name_end, codes
+
+
+def _value(run: _Search, element: Any, tag: str, name: str, start: int, end: int, quote: str, code: int) -> None:
+    """One value of *element* (its span, quote and code): the common one (a URL with no "&",
+    NUL or whitespace at its ends) done here, any other by :meth:`_Search.value`."""
+    raw = run.text[start:end]
+    if code != URL or quote == VALUELESS or "&" in raw or "\0" in raw or raw.strip(ASCII_WHITESPACE) != raw:
+        run.value(element, tag, name, start, end, quote, code)
+        return
+    known: Any = run.classified.get(raw, _MISSING)
+    if known is _MISSING:
+        known = run.classified[raw] = run.classify(raw)
+    if not (type(known) is tuple and len(known) == 3 and (known[1] is None or type(known[1]) is str)):
+        known = _classified(raw, run.classified, run.classify)  # its check, and its TypeError
+    status, resolved, reason = known
+    prefix = None
+    if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != raw:
+        prefix = resolved[: len(resolved) - len(raw)] if raw and resolved.endswith(raw) else None
+        if prefix is None or (not quote and not NEEDS_QUOTES.isdisjoint(prefix)):
+            run.left.append((element, tag, name, start, end, quote, code))
+            return
+    run.found.append(run.make_link((tag, name, "url", raw, resolved, status, reason, run.base, run.layer, start, end)))
+    if prefix is not None:
+        run.edits.append((start, start, escape_attribute(prefix, quote)))
 
 
 class _Search:
@@ -374,58 +500,20 @@ class _Search:
         self.seen: set[int] = set()
         self.left: list[Left] = []
 
-    def element(self, element: Any, offset: int) -> None:
-        """The plain links of the element whose start tag is at *offset*, or it handed back."""
-        tag, codes = self.table(element, offset)
-        taken = None if codes is None else self.taken(codes, offset)
-        if taken is None:
-            self.left.append((element, tag, None, 0, 0, "", 0))
-            return
-        for name, start, end, quote, code in taken:
-            raw = self.text[start:end]
-            if code == SRCSET:
-                if quote not in ('"', "'") or "\0" in raw or "&" in raw:
-                    self.left.append((element, tag, name, start, end, quote, code))
-                else:
-                    _srcset(
-                        tag, name, raw, start, quote, self.classified, self.classify, self.make_link, self.base,
-                        self.layer, self.found, self.edits,
-                    )  # fmt: skip
-            elif not self.url(tag, name, raw, start, quote, code):
+    def value(self, element: Any, tag: str, name: str, start: int, end: int, quote: str, code: int) -> None:
+        """One URL, LAZY_URL or SRCSET value of *element* at *start*: recorded (its edits
+        made), skipped, or handed back."""
+        raw = self.text[start:end]
+        if code == SRCSET:
+            if quote not in ('"', "'") or "\0" in raw or "&" in raw:
                 self.left.append((element, tag, name, start, end, quote, code))
-
-    def table(self, element: Any, offset: int) -> tuple[str, Codes]:
-        """The element's tag (an HTML one as the text spells it) and its link table."""
-        namespace = element.namespace
-        if namespace is self.html:
-            tag = _html_tag(self.text, offset, element)
-            codes = self.html_tables[tag] if tag in self.html_tables else self.table_of(namespace, tag)
-        else:
-            tag = element.tag
-            key = (namespace, tag)
-            codes = self.foreign_tables[key] if key in self.foreign_tables else self.table_of(namespace, tag)
-        if codes is not None and type(codes) is not dict:
-            raise TypeError(f"a link table is a dict or None, not {type(codes).__name__}")
-        return tag, codes
-
-    def taken(self, codes: dict[str, int], offset: int) -> list[tuple[str, int, int, str, int]] | None:
-        """The URL, LAZY_URL and SRCSET attributes of the start tag at *offset*, in source
-        order (name, value span, quote, code); None when the element takes the general path."""
-        general = False
-        taken: list[tuple[str, int, int, str, int]] = []
-        for name, (start, end, quote) in tag_attributes(self.text, offset)[0].items():
-            if _IRREGULAR_NAME(name) is not None:
-                general = True
-            code = codes.get(name)
-            if code is None:
-                continue
-            if type(code) is not int or code not in CODES:
-                raise ValueError(f"{code!r} is no code of a link table")
-            if code == OTHER or (code == STYLE and _STYLE_MAY_HOLD_URLS(self.text, start, end) is not None):
-                general = True
-            elif code != STYLE:
-                taken.append((name, start, end, quote, code))
-        return None if general else taken
+            else:
+                _srcset(
+                    tag, name, raw, start, quote, self.classified, self.classify, self.make_link, self.base,
+                    self.layer, self.found, self.edits,
+                )  # fmt: skip
+        elif not self.url(tag, name, raw, start, quote, code):
+            self.left.append((element, tag, name, start, end, quote, code))
 
     def url(self, tag: str, name: str, raw: str, start: int, quote: str, code: int) -> bool:
         """One URL or LAZY_URL value *raw* at *start*: recorded (its edit made) or skipped,
