@@ -82,16 +82,22 @@ def test_report_has_one_record_per_link_as_the_pages_themselves_give(tmp_path: P
     assert tree(tmp_path / "site") == tree(tmp_path / "library")
 
 
-def test_two_workers_write_the_bytes_one_writes(tmp_path: Path) -> None:
-    crawl(tmp_path / "crawl.warc.gz")
+def one_and_two_workers(tmp_path: Path, verb: str) -> tuple[dict[str, bytes], bytes]:
+    """``rewriter VERB crawl.warc.gz -o jN --report jN.jsonl`` with -j 1 and -j 2, in pieces: the
+    folder and the report, the same for both."""
     runs = {}
     for jobs in ("1", "2"):
-        command = ["rewrite", "crawl.warc.gz", "-o", f"j{jobs}", "--piece-size", PIECE, "-j", jobs]
+        command = [verb, "crawl.warc.gz", "-o", f"j{jobs}", "--piece-size", PIECE, "-j", jobs]
         done = run_cli(tmp_path, *command, "--report", f"j{jobs}.jsonl")
         assert done.returncode == 0, done.stderr
         runs[jobs] = (tree(tmp_path / f"j{jobs}"), (tmp_path / f"j{jobs}.jsonl").read_bytes())
     assert runs["1"] == runs["2"]
-    files, lines = runs["1"]
+    return runs["1"]
+
+
+def test_two_workers_write_the_bytes_one_writes(tmp_path: Path) -> None:
+    crawl(tmp_path / "crawl.warc.gz")
+    files, lines = one_and_two_workers(tmp_path, "rewrite")
     assert len(files) == PAGES + 2 and "manifest.json" in files  # the pages, the sheet, the manifest
     assert lines.count(b"\n") == PAGES * 4 + 1
 

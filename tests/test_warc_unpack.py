@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from conftest import run_cli
-from test_warc_folder import PAGES, PIECE, crawl, report, tree
+from test_warc_folder import PAGES, PIECE, crawl, one_and_two_workers, report, tree
 
 from rewriter.containers.warc import unpack_warc
 
@@ -36,14 +36,7 @@ def test_unpack_is_a_run_whose_folder_is_the_librarys_and_whose_report_has_every
 
 def test_two_workers_unpack_the_bytes_one_unpacks(tmp_path: Path) -> None:
     warc = crawl(tmp_path / "crawl.warc.gz")
-    runs = {}
-    for jobs in ("1", "2"):
-        command = ["unpack", "crawl.warc.gz", "-o", f"j{jobs}", "--piece-size", PIECE, "-j", jobs]
-        done = run_cli(tmp_path, *command, "--report", f"j{jobs}.jsonl")
-        assert done.returncode == 0, done.stderr
-        runs[jobs] = (tree(tmp_path / f"j{jobs}"), (tmp_path / f"j{jobs}.jsonl").read_bytes())
-    assert runs["1"] == runs["2"]
-    files, _ = runs["1"]
+    files, _ = one_and_two_workers(tmp_path, "unpack")
     assert len(files) == 2 * PAGES + 2 and "manifest.json" in files  # the pages, their images, the sheet
     unpack_warc(warc, tmp_path / "library")
     assert files == tree(tmp_path / "library")
