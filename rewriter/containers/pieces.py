@@ -18,6 +18,9 @@ __all__ = ["PIECE_SIZE", "Piece"]
 
 # About how many input bytes one job of a container holds: large enough that a job's fixed
 # costs vanish, small enough that a worker's memory and a retried job stay small.
+# The most bytes of one document (a file, a message, a WARC body decoded) read into memory, by
+# default: one place for the run's --max-size and the WARC reader's own default.
+MAX_DOCUMENT = 1 << 30
 PIECE_SIZE = 64 << 20
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from rewriter.containers.pieces import Piece
+from rewriter.containers.pieces import MAX_DOCUMENT, Piece
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.problems import as_problem, said_from_json, said_json
 
@@ -58,7 +58,7 @@ class Settings:
     records: bool = False  # gather every link for a report
     # A document larger than this is not held in memory: it is copied unchanged and reported
     # (an mbox is streamed whatever its size; each of its messages has this limit too).
-    max_size: int = 1 << 30
+    max_size: int = MAX_DOCUMENT
     # Each file's own retrieval URL (--url-root, --url-map), asked before *url*.
     locations: Locations | None = None
     # Keep a page's relative references to files of its input folder as written (status

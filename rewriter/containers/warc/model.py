@@ -8,10 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Union
 
+from rewriter.containers.pieces import MAX_DOCUMENT
 from rewriter.document.model import Unit, placed
 from rewriter.problems import Problem
 
-MAX_BODY = 1 << 30  # the decoded bytes of one body held at most, by default (as rewriter's --max-size)
+MAX_BODY = MAX_DOCUMENT  # the decoded bytes of one body held at most, by default (as rewriter's --max-size)
 
 
 _BLOCK = 1 << 20
