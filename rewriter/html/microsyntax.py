@@ -155,19 +155,21 @@ _descriptors = cast(Callable[[str, int], "re.Match[str]"], _SRCSET_DESCRIPTORS.m
 # HTML §7.11.1 "shared declarative refresh steps" (which the refresh pragma of §4.2.5.3
 # runs on a ``<meta http-equiv=refresh>``), steps 2 to 11.8 as one pattern, each step beside
 # its rule; a time with no URL (position past the end at step 10 or 11) does not match.
-# Possessive quantifiers: nothing given back, so a long run of digits fails in linear time.
 _REFRESH_UP_TO_URL = re.compile(
+    # No possessive quantifier or atomic group (Debian 12's CPython 3.11.2 matches some wrongly): each run is
+    # made the longest by what must follow it, so the match is the steps' one and stays linear.
     r"""
-    [ \t\n\f\r]*+                       # 3. skip ASCII whitespace
-    (?: [0-9]++ | (?=\.) )              # 5-7. timeString, ASCII digits; if empty, "." must follow
-    [0-9.]*+                            # 8. collect ASCII digits and "." (ignored)
-    (?= [;,\ \t\n\f\r] )                # 10.1 then ";", "," or ASCII whitespace, else return
-    [ \t\n\f\r]*+ [;,]?+ [ \t\n\f\r]*+  # 10.2-10.4 skip whitespace, one ";" or ",", whitespace
-    (?= . )                             # 11. position not past the end
-    (?: [uU][rR][lL] [ \t\n\f\r]*+ = [ \t\n\f\r]*+ )?+
-                                        # 11.2-11.7 "url", whitespace, "=", whitespace; when one
-                                        #   is missing, jump to "parse": urlString starts here
-    (["']?+)                            # 11.8 skip quotes: the quote, if there is one
+    [ \t\n\f\r]*                          # 3. skip ASCII whitespace
+    (?= [0-9.] ) [0-9.]*                  # 5-8. timeString of ASCII digits, or else a "." must follow;
+                                          #   collect ASCII digits and "." (ignored)
+    (?= [;,\ \t\n\f\r] )                 # 10.1 then ";", "," or ASCII whitespace, else return
+    [ \t\n\f\r]* (?! [ \t\n\f\r] )        # 10.2 skip ASCII whitespace
+    (?: [;,] | (?! [;,] ) )               # 10.3 skip one ";" or ","
+    [ \t\n\f\r]* (?= [^ \t\n\f\r] )       # 10.4 skip ASCII whitespace; 11. position not past the end
+    (?: [uU][rR][lL] [ \t\n\f\r]* = [ \t\n\f\r]* )?
+                                          # 11.2-11.7 "url", whitespace, "=", whitespace; when one
+                                          #   is missing, jump to "parse": urlString starts here
+    (["']?)                               # 11.8 skip quotes: the quote, if there is one
     """,
     re.VERBOSE | re.DOTALL,
 )
