@@ -138,7 +138,7 @@ def said_within(problem: str, outer: int) -> str:
 def report_record(problem: str, file: str) -> dict[str, object]:
     """*problem* as a line of ``--report``: the file, its text (without the file), its code
     and where it is (after the file), and its detail."""
-    value = problem if isinstance(problem, Problem) else Problem("input", problem)
+    value = as_problem(problem, "input")
     where = list(value.where[1:] if value.where[:1] == (file,) else value.where)
     return {
         "file": file,

@@ -43,7 +43,7 @@ from rewriter.disk.files import is_temporary
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.problems import Problem, said_all
 from rewriter.run.executors import EXTRA_HINT, DaskExecutor, DaskMissing, Scheduler
-from rewriter.run.jobs import Job, Outcome, Settings
+from rewriter.run.jobs import SAID_FIELDS, Job, Outcome, Settings
 from rewriter.run.plan import iter_plan, matches
 from rewriter.run.work import run_job
 
@@ -151,9 +151,6 @@ def _glob_jobs(pattern: str, out_dir: Path, exclude: Sequence[str]) -> list[Job]
     return jobs
 
 
-_SAID = frozenset(("messages", "warnings", "details"))
-
-
 def as_record(report: Outcome | MboxReport | WarcEntry) -> dict[str, object]:
     """A plain dict of one report: a file's :class:`~rewriter.run.batch.Outcome` (without its
     output bytes and pipeline bookkeeping), an mbox message's
@@ -168,7 +165,7 @@ def as_record(report: Outcome | MboxReport | WarcEntry) -> dict[str, object]:
     record: dict[str, object] = {}
     for name in fields:
         value = getattr(report, name)
-        if name in _SAID:  # an outcome's problems: the lines standard error gets, as text
+        if name in SAID_FIELDS:  # an outcome's problems: the lines standard error gets, as text
             value = said_all(value)
         record["file" if name == "shown" else name] = list(value) if isinstance(value, (list, tuple)) else value
     return record

@@ -241,7 +241,7 @@ def outcome_json(outcome: Outcome) -> dict[str, object]:
     for name, default in _OUTCOME_DEFAULTS:
         field_value = getattr(outcome, name)
         if field_value != default:
-            value[name] = [said_json(item) for item in field_value] if name in _SAID else field_value
+            value[name] = [said_json(item) for item in field_value] if name in SAID_FIELDS else field_value
     if outcome.identity is not None:
         value["identity"] = list(outcome.identity)
     piece = outcome.piece
@@ -310,7 +310,7 @@ def _field_problem(name: str, value: object) -> str | None:
     kind = _OUTCOME_TYPES[name]
     if not isinstance(value, kind) or (name != "ok" and type(value) is bool):
         return f"its outcome's {name} is not a {kind.__name__}"
-    if name in _SAID and not all(_said_problem(item) is None for item in value):  # type: ignore[attr-defined]
+    if name in SAID_FIELDS and not all(_said_problem(item) is None for item in value):  # type: ignore[attr-defined]
         return f"its outcome's {name} are not all text or problems"
     if name in ("records", "rows") and not all(isinstance(item, dict) for item in value):  # type: ignore[attr-defined]
         return f"its outcome's {name} are not all objects"
@@ -319,7 +319,7 @@ def _field_problem(name: str, value: object) -> str | None:
 
 # The fields of an outcome that hold what is said of it: each a Problem (its JSON in a journal,
 # so that a resumed run says it with its code), or a line said as it is.
-_SAID = ("messages", "warnings", "details")
+SAID_FIELDS = ("messages", "warnings", "details")
 
 
 def _said_problem(item: object) -> str | None:
@@ -351,7 +351,7 @@ def outcome_from_json(value: dict[str, object]) -> Outcome:
     for name in _OUTCOME_FIELDS:
         if name in value:
             field_value = value[name]
-            if name in _SAID and isinstance(field_value, list):
+            if name in SAID_FIELDS and isinstance(field_value, list):
                 field_value = [said_from_json(item) for item in field_value]
             setattr(outcome, name, field_value)
     identity = value.get("identity")
