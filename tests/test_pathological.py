@@ -1294,8 +1294,7 @@ def test_element_name_caches_keep_no_long_or_endless_names() -> None:
 
     def names() -> list[str]:
         caches = [
-            *html._PLAIN.values(), *html._PLAIN_FOREIGN.values(), *html._CODES_HTML.values(),
-            *html._CODES_FOREIGN.values(), html._TABLES, plain._TAGS,
+            *html._CODES_HTML.values(), *html._CODES_FOREIGN.values(), html._TABLES, plain._TAGS,
         ]  # fmt: skip
         return [key if isinstance(key, str) else key[1] for cache in caches for key in cache]
 

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, NamedTuple
 import pytest
 import turbohtml
 from conftest import shared_path
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import rewriter.css.syntax
@@ -537,6 +537,69 @@ def _same_on_the_tree(text: str, table: dict[str, int], rng: random.Random) -> N
     assert [element.tag for element in compiled.named_start_tags(text, elements, line_starts, "a")] == [
         element.tag for element in elements if element.tag == "a" and element.position is not None
     ]
+
+
+class _TextOnly:
+    """A tree's element as plain_links reads any element (no ``attrs``): its start tag is
+    read from the text, attribute by attribute."""
+
+    def __init__(self, element: Any) -> None:
+        self.position, self.source_col = element.position, element.source_col
+        self.namespace, self.tag = element.namespace, element.tag
+
+
+def _twin_on_the_tree(text: str, elements: list[Any], table: dict[str, int], textual: bool) -> Any:
+    """The twin's plain_links over *elements* of *text*'s tree (each taken as :class:`_TextOnly`
+    when *textual*), with what it hands back told by the element's index."""
+    html = turbohtml.Namespace.HTML
+    given_elements = [_TextOnly(element) for element in elements] if textual else elements
+    index = {id(element): number for number, element in enumerate(given_elements)}
+    html_tables: dict[Any, Any] = {}
+    foreign_tables: dict[Any, Any] = {}
+
+    def table_of(namespace: object, tag: str) -> Any:
+        codes = None if tag == "object" else table
+        (html_tables if namespace is html else foreign_tables)[tag if namespace is html else (namespace, tag)] = codes
+        return codes
+
+    found: list[Any] = []
+    edits: list[Any] = []
+    classified: dict[str, Any] = {}
+    document = ParsedDocument(text)
+    line_starts = None if document.flat else document.line_starts
+    search = LinkSearch(
+        text, given_elements, line_starts, None, html, html_tables, foreign_tables, table_of, classified, _classify,
+        Link, "http://b/", "retrieval-url", found, edits,
+    )  # fmt: skip
+    left = [(index[id(element)], *rest) for element, *rest in reference["plain_links"](search)]
+    return left, found, edits, classified
+
+
+_TREE_PIECES = [
+    "<svg>", "</svg>", "<math>", "</math>", "<b>", "</b>", "<p>", "<table>", "<td>", "<template>", "</template>",
+    "<html lang=x href=y>", "<body href=z style='a:url(b)'>", "<html ping=p>", "<body ping=q>", "<a href=h>",
+    "<foreignObject>", "<select>", "<image src=i>", "<!-- <a href=c> -->", "<noscript>",
+    "<img src=x alt=a srcset='y 2x'>", "<a\0b href=n>", "<a x\0=1 href=o>",
+]  # fmt: skip
+_tree_pages = st.lists(st.one_of(_start_tag(), st.sampled_from(_TREE_PIECES)), max_size=10).map("".join)
+
+
+@given(_tree_pages, st.sampled_from([None, URL, LAZY_URL, OTHER, STYLE, SRCSET]))
+@example("<html lang=x href=y><html ping=p>", None)  # a repeated tag's attributes are not the text's
+@example("<p><body href=z><body ping=q style='a:url(b)'>", STYLE)
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_plain_links_reads_a_tree_by_its_names_as_by_the_text(text: str, style: int | None) -> None:
+    """The twin reads an element of the tree by the attribute names the tree gives it (one
+    pattern per name): the same links, edits and hand-backs as reading its start tag from the
+    text attribute by attribute; and the same as the C, which always reads the text."""
+    document = ParsedDocument(text)
+    elements = document.tree.select(selector(frozenset({"data-src"})))
+    table = {"href": URL, "src": LAZY_URL, "data-src": LAZY_URL, "srcset": SRCSET, "ping": OTHER}
+    if style is not None:
+        table["style"] = style
+    assert _twin_on_the_tree(text, elements, table, False) == _twin_on_the_tree(text, elements, table, True)
+    if compiled is not None:
+        _same_on_the_tree(text, table, random.Random(len(text)))
 
 
 @pytest.mark.corpus

@@ -1192,9 +1192,14 @@ plain_links_of(Search *s)
         int general = 0;
         Attribute a;
         while (next_attribute(&t, &position, &a)) {
-            PyObject *name = attribute_name(&t, &a, &general);
+            int irregular = 0;
+            PyObject *name = attribute_name(&t, &a, &irregular);
             if (name == NULL)
                 goto error;
+            if (irregular) { /* the tree reads it otherwise (U+FFFD): no link */
+                Py_DECREF(name);
+                continue;
+            }
             PyObject *value = PyDict_GetItemWithError(codes, name);
             if (value == NULL || value == Py_None) { /* codes.get(name) is None: not a link */
                 Py_DECREF(name);

@@ -1,6 +1,6 @@
 """Where a link is, element by element: the engine's loop over the elements of a parsed
-document (:func:`elements_links`), which does the plain ``<a href>`` and ``<img src>``
-values itself (in C through :func:`rewriter.html.plain.plain_links` when the extension is
+document (:func:`elements_links`), which has the plain ``<a href>`` and ``<img src>``
+values done in one call (:func:`rewriter.html.plain.plain_links`, in C when the extension is
 built) and hands every other element to the general path (:func:`element_links`), which
 applies the link table and its conditions and hands each attribute to the writer
 (:mod:`rewriter.html.attributes`).
@@ -8,41 +8,33 @@ applies the link table and its conditions and hands each attribute to the writer
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
-from typing import NamedTuple, TypeVar, cast
+from collections.abc import Iterable
+from typing import TypeVar, cast
 
 import turbohtml
 
-from rewriter.css.syntax import may_hold_urls
-from rewriter.document.model import Kind, Link, new_link
+from rewriter.document.model import Kind, Link
 from rewriter.document.process import Context, TextResult
-from rewriter.document.speedups import COMPILED
-from rewriter.html.attributes import attribute_links, prefix_of, splice_attribute, style_element
+from rewriter.html.attributes import attribute_links, style_element
 from rewriter.html.links import applies, looks_like_url
-from rewriter.html.microsyntax import ASCII_WHITESPACE, decode_attribute, strip_whitespace
+from rewriter.html.microsyntax import decode_attribute, strip_whitespace
 from rewriter.html.parsed import (
     HTML,
     NAMESPACE_NAMES,
-    QUOTE_OF_VALUE_GROUP,
-    VALUE_OF,
     ParsedDocument,
-    attribute_value_pattern,
     newlines_normalised,
 )
 from rewriter.html.plain import (
     LAZY_URL,
-    NEEDS_QUOTES,
     OTHER,
     SRCSET,
     STYLE,
     URL,
     Codes,
     LinkSearch,
-    escape_attribute,
     plain_links,
 )
 from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, attributes_of
-from rewriter.html.tags import VALUELESS
 from rewriter.problems import Problem
 
 # The link table per (namespace, tag, lazy attributes): a dict lookup per element.
@@ -66,40 +58,6 @@ def kept(cache: dict[_K, _V], key: _K, name: str, value: _V) -> _V:
 _CONDITIONAL_TAGS = frozenset(tag for tag, _ in CONDITIONAL)
 # Elements whose links need more than their attribute values (the general path).
 _SPECIAL_TAGS = frozenset({"style", "object", "applet"})
-_STYLE = frozenset({"style"})
-_REWRITTEN = frozenset({"rewritten", "relinked"})  # the statuses whose resolved URL is written
-
-
-class _Plain(NamedTuple):
-    """One element kind's link attributes, split for the fast path: *fast* ones hold one
-    URL and need nothing but their value (the *lazy* among them only when it looks like
-    a URL); an element with any *other*, a ``style`` that may hold a URL (when the kind
-    has one: *style*), or of a *special* kind (its text or other attributes matter),
-    takes the general path. *watched* is all of them: an element's attributes are read
-    once, for those."""
-
-    fast: frozenset[str]
-    lazy: frozenset[str]
-    other: frozenset[str]
-    style: bool
-    special: bool
-    watched: frozenset[str]
-
-
-# Per set of lazy attributes, keyed by tag for HTML elements and by (namespace, tag) for
-# others: turbohtml's Namespace is an Enum, whose hash is a Python call.
-_PLAIN: dict[frozenset[str], dict[str, _Plain]] = {}
-_PLAIN_FOREIGN: dict[frozenset[str], dict[tuple[object, str], _Plain]] = {}
-
-
-def _plain_of(namespace: turbohtml.Namespace, tag: str, lazy: frozenset[str]) -> _Plain:
-    table = attributes_of(NAMESPACE_NAMES.get(namespace, "html"), tag, lazy)
-    if tag in _SPECIAL_TAGS:
-        return _Plain(frozenset(), frozenset(), frozenset(table), False, True, frozenset(table))
-    fast = frozenset(name for name, kind in table.items() if kind == "url" and (tag, name) not in CONDITIONAL)
-    style = table.get("style") == "css"
-    other = frozenset(table) - fast - ({"style"} if style else set())
-    return _Plain(fast, fast & lazy, other, style, False, frozenset(table))
 
 
 def elements_links(
@@ -112,132 +70,14 @@ def elements_links(
     """The links of *elements* (each start tag once), but the base element's.
 
     Pages have tens of thousands of link elements, nearly all an ``<a href>`` or an
-    ``<img src>`` with a plain value, so those are done here in one loop; any other
-    element goes through :func:`element_links`.
+    ``<img src>`` with a plain value, so those are done in one call,
+    :func:`rewriter.html.plain.plain_links` (in C when the extension is built, its Python
+    twin otherwise), which hands back what it leaves: an element for
+    :func:`element_links`, or one value for the writer (:func:`attribute_links`). The
+    attributes are the text's, not the tree's: they differ only for a repeated <html> or
+    <body> tag (those take the general path, as :func:`_codes_of` says) and for names with
+    NUL or a lone surrogate (no link either way).
     """
-    if COMPILED:
-        _elements_links_compiled(document, elements, base_element, context, result)
-    else:
-        _elements_links_python(document, elements, base_element, context, result)
-
-
-def _elements_links_python(
-    document: ParsedDocument,
-    elements: Iterable[turbohtml.Element],
-    base_element: turbohtml.Element | None,
-    context: Context,
-    result: TextResult,
-) -> None:
-    """:func:`elements_links` without the extension: the plain values read here, one
-    pattern over the start tag for each (the tree's attribute names say which)."""
-    text, line_starts = document.text, document.line_starts
-    lazy = context.policy.lazy_attributes
-    classify_new, classified, found = context.classifier(), context.classified, result.found
-    base, layer = context.base, context.layer
-    value_of = VALUE_OF
-    new = new_link
-    plain_html = _PLAIN.setdefault(lazy, {})
-    plain_foreign = _PLAIN_FOREIGN.setdefault(lazy, {})
-    seen: set[tuple[int, int]] = set()
-    for element in elements:
-        # An element the parser made up has no position; a reopened formatting
-        # element (HTML §13.2.4.3) is a clone of a start tag already seen.
-        position = element.position
-        if position is None or position in seen:
-            continue
-        seen.add(position)
-        if element is base_element:
-            continue
-        tag = element.tag
-        namespace = element.namespace
-        split = plain_html.get(tag) if namespace is HTML else plain_foreign.get((namespace, tag))
-        if split is None:
-            split = _new_plain(plain_html, plain_foreign, namespace, tag, lazy)
-        if split.special:
-            element_links(document, element, context, result)
-            continue
-        attrs = element.attrs
-        watched = split.watched.intersection(attrs)  # the one read of the names
-        if not watched:
-            continue
-        if not split.other.isdisjoint(watched):
-            element_links(document, element, context, result)
-            continue
-        if "style" in watched:
-            if may_hold_urls(attrs.get("style")):
-                element_links(document, element, context, result)
-                continue
-            watched = watched - _STYLE
-            if not watched:
-                continue
-        # Source order, for the problems list.
-        needed: Collection[str] = watched if len(watched) == 1 else [name for name in attrs if name in watched]
-        offset = line_starts[position[0] - 1] + position[1]  # a flat document's line_starts is [0]
-        for name in needed:
-            # HTML §13.2.5.32-39 over this one start tag, up to the first attribute *name*
-            # (the first of duplicates wins): one call.
-            match = (value_of.get(name) or attribute_value_pattern(name))(text, offset)
-            if match is None:
-                # HTML §13.2.6.4.7: a repeated <html> or <body> tag adds its attributes to
-                # the first one; their text is elsewhere and is left as it is.
-                result.problems.append(repeated(tag, name))
-                continue
-            last = match.lastindex
-            if last is None:  # no value: the empty string (HTML §13.2.5.33), rare
-                attribute_links(document, tag, name, "url", (match.end(), match.end(), VALUELESS), context, result)
-                continue
-            start, end = match.span(last)
-            raw = text[start:end]
-            quote = QUOTE_OF_VALUE_GROUP[last]
-            if name in split.lazy and not looks_like_url(decoded(raw), "url"):
-                continue
-            if "&" in raw or "\0" in raw or raw.strip(ASCII_WHITESPACE) != raw:
-                attribute_links(document, tag, name, "url", (start, end, quote), context, result)
-                continue
-            known = classified.get(raw)
-            if known is None:
-                known = classified[raw] = classify_new(raw)
-            status, resolved, reason = known
-            found.append(new(Link, (tag, name, "url", raw, resolved, status, reason, base, layer, start, end)))
-            if status in _REWRITTEN and resolved is not None and resolved != raw:
-                _plain_edit(raw, start, end, quote, resolved, result)
-
-
-def _new_plain(
-    plain_html: dict[str, _Plain],
-    plain_foreign: dict[tuple[object, str], _Plain],
-    namespace: turbohtml.Namespace,
-    tag: str,
-    lazy: frozenset[str],
-) -> _Plain:
-    """The split of *tag*'s link table in *namespace* (:func:`_plain_of`), kept in its cache."""
-    if namespace is HTML:
-        return kept(plain_html, tag, tag, _plain_of(namespace, tag, lazy))
-    return kept(plain_foreign, (namespace, tag), tag, _plain_of(namespace, tag, lazy))
-
-
-def _plain_edit(raw: str, start: int, end: int, quote: str, resolved: str, result: TextResult) -> None:
-    """The edit that writes *resolved* for the plain value *raw* at *start*: only the prefix
-    it adds before *raw*, where the value's quoting can take it, else the whole value again."""
-    prefix = prefix_of(resolved, raw)
-    if prefix is not None and (quote or NEEDS_QUOTES.isdisjoint(prefix)):
-        result.edits.append((start, start, escape_attribute(prefix, quote)))
-    else:
-        splice_attribute(raw, start, end, quote, raw, None, [(0, len(raw), resolved, prefix)], result)
-
-
-def _elements_links_compiled(
-    document: ParsedDocument,
-    elements: Iterable[turbohtml.Element],
-    base_element: turbohtml.Element | None,
-    context: Context,
-    result: TextResult,
-) -> None:
-    """:func:`elements_links` through :func:`rewriter.html.plain.plain_links` (in C): the
-    same links, edits and problems. The attributes are the text's, not the tree's: they
-    differ only for a repeated <html> or <body> tag (those take the general path, as
-    :func:`_codes_of` says) and for names with NUL or a lone surrogate (plain_links hands
-    those back)."""
     lazy = context.policy.lazy_attributes
     html_tables = _CODES_HTML.setdefault(lazy, {})
     foreign_tables = _CODES_FOREIGN.setdefault(lazy, {})
@@ -279,7 +119,8 @@ def _elements_links_compiled(
             attribute_links(document, tag, name, "url", (start, end, quote), context, result)
 
 
-# The link tables of plain_links, per set of lazy attributes, keyed as _PLAIN's are.
+# The link tables of plain_links, per set of lazy attributes, keyed by tag for HTML elements
+# and by (namespace, tag) for others (turbohtml's Namespace is an Enum, whose hash is a Python call).
 _CODES_HTML: dict[frozenset[str], dict[str, Codes]] = {}
 _CODES_FOREIGN: dict[frozenset[str], dict[tuple[object, str], Codes]] = {}
 

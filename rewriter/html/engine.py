@@ -65,12 +65,12 @@ from rewriter.html.elements import element_links, elements_links
 from rewriter.html.links import Site, ViewElement
 from rewriter.html.microsyntax import decode_attribute, strip_whitespace
 from rewriter.html.parsed import HTML, NAMESPACE_NAMES, ParsedDocument, is_inert, tag_name_at
-from rewriter.html.parsed import QUOTE_OF_VALUE_GROUP as QUOTE_OF_VALUE_GROUP
-from rewriter.html.parsed import attribute_value_pattern as attribute_value_pattern
 from rewriter.html.parsed import flattened as flattened
 from rewriter.html.parsed import for_parser as for_parser
 from rewriter.html.parsed import starts_of_lines as starts_of_lines
+from rewriter.html.tags import QUOTE_OF_VALUE_GROUP as QUOTE_OF_VALUE_GROUP
 from rewriter.html.tags import ascii_lower, end_tag
+from rewriter.html.tags import attribute_value_pattern as attribute_value_pattern
 from rewriter.policy import Policy
 from rewriter.problems import Problem
 from rewriter.url.base import Base, Candidates, Layer, chain, from_fallback, usable_as_base

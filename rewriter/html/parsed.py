@@ -1,7 +1,6 @@
 """One parsed HTML document: its text, the text as the parser reads it, its tree (turbohtml,
 scripting on, as browsers run) and where each start tag is; the frameset and stray-head
-fixes that make the tree the one a browser builds; and the patterns that read one
-attribute value of a start tag from the text.
+fixes that make the tree the one a browser builds.
 """
 
 from __future__ import annotations
@@ -51,43 +50,6 @@ def tag_name_at(text: str, offset: int) -> re.Match[str]:
     return match
 
 
-# The same reading as one pattern that runs from "<" to the value of one named
-# attribute, over a whole start tag in a single call. Each piece can be read one way
-# only (a name or unquoted value runs as far as it can, a value is taken whenever an
-# "=" follows), so the match is the sequence of ATTRIBUTE matches and never
-# backtracks into another reading. ASCII case folds only, as the tokenizer lowercases.
-_WHITESPACE_RUN = r"[\t\n\f\r ]*(?![\t\n\f\r ])"
-_NAME_ENDED = r"(?![^\t\n\f\r /=>])"
-_UNQUOTED_ENDED = r"(?![^\t\n\f\r >])"
-_ANY_VALUE = (
-    rf"(?:{_WHITESPACE_RUN}={_WHITESPACE_RUN}"
-    rf"(?:\"[^\"]*(?:\"|\Z)|'[^']*(?:'|\Z)|(?![\"'])[^\t\n\f\r >]*{_UNQUOTED_ENDED})"
-    r"|(?![\t\n\f\r ]*=))"
-)
-_ONE_VALUE = (
-    rf"(?:{_WHITESPACE_RUN}={_WHITESPACE_RUN}"
-    r"(?:\"([^\"]*)(?:\"|\Z)|'([^']*)(?:'|\Z)|(?![\"'])([^\t\n\f\r >]*))"
-    r"|(?![\t\n\f\r ]*=))"
-)
-_ANY_NAME = rf"[^\t\n\f\r />][^\t\n\f\r /=>]*{_NAME_ENDED}"
-_TAG_NAME_ENDED = r"<[^\t\n\f\r />]*(?![^\t\n\f\r />])"
-VALUE_OF: dict[str, Callable[[str, int], re.Match[str] | None]] = {}
-
-
-def attribute_value_pattern(name: str) -> Callable[[str, int], re.Match[str] | None]:
-    """A matcher from a start tag's "<" to its first attribute *name* (lowercase):
-    groups 1, 2 and 3 hold the value, double-, single- or un-quoted; none matched: no value."""
-    matcher = VALUE_OF.get(name)
-    if matcher is None:
-        this = f"(?i:{re.escape(name)}){_NAME_ENDED}"
-        matcher = VALUE_OF[name] = re.compile(
-            rf"{_TAG_NAME_ENDED}(?:[\t\n\f\r /]*(?!{this}){_ANY_NAME}{_ANY_VALUE})*[\t\n\f\r /]*{this}{_ONE_VALUE}",
-            re.ASCII,
-        ).match
-    return matcher
-
-
-QUOTE_OF_VALUE_GROUP = {1: '"', 2: "'", 3: ""}
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _LONE_CR = re.compile(r"\r(?!\n)")
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -13,13 +13,17 @@ reference other than ``&amp;``, a NUL, no value at all, or a new URL that is not
 with a prefix (or whose prefix an unquoted value cannot take).
 
 This is the Python twin (:func:`~rewriter.document.speedups.twin`) of the compiled
-``plain_links``, which runs in its place when the extension was built; without it the
-engine runs its own loop (:mod:`rewriter.html.elements`), which reads the tree's attribute
-names first and so reads fewer tags in Python.
+``plain_links``, which runs in its place when the extension was built; without it, this is
+what the engine runs. The C reads each start tag whole (cheap in C); the twin reads an
+element of the tree by the attribute names the tree gives it, one pattern per name that its
+table holds (:func:`~rewriter.html.tags.attribute_value_pattern`), which in Python costs a
+fraction of reading every attribute, and yields the same (a property test holds the two
+readings and the C together on generated trees).
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -30,7 +34,16 @@ from rewriter.document.model import Status
 from rewriter.document.speedups import str_argument, twin
 from rewriter.html.links import for_context
 from rewriter.html.microsyntax import ASCII_WHITESPACE, decode_attribute, srcset_urls, strip_whitespace
-from rewriter.html.tags import ATTRIBUTE, QUOTE_OF_GROUP, TAG_NAME, VALUELESS, ascii_lower
+from rewriter.html.tags import (
+    ATTRIBUTE,
+    QUOTE_OF_GROUP,
+    QUOTE_OF_VALUE_GROUP,
+    TAG_NAME,
+    VALUE_OF,
+    VALUELESS,
+    ascii_lower,
+    attribute_value_pattern,
+)
 
 __all__ = [
     "CODES",
@@ -72,6 +85,8 @@ _IRREGULAR_NAME = re.compile("[\x00\ud800-\udfff]").search
 # a parse error there and is common in URLs, so it stays unquoted.
 NEEDS_QUOTES = frozenset("\t\n\f\r \"'<>`")
 _MISSING = object()
+_HAS_WHITESPACE = re.compile(f"[{ASCII_WHITESPACE}]").search
+_MERGED_TAGS = frozenset({"html", "body"})
 # ATTRIBUTE with its name required: None, rather than an empty match, where a tag's
 # attributes end (groups: the name, 1, and the value, as QUOTE_OF_GROUP says).
 _ATTRIBUTE_AT = re.compile(ATTRIBUTE.pattern.removesuffix("?")).match
@@ -115,7 +130,7 @@ def _taken(text: str, position: int, codes: dict[Any, Any]) -> list[tuple[str, i
         if not name.islower():  # else it has no ASCII capital
             name = ascii_lower(name)
         if ("\0" in name or not name.isascii()) and _IRREGULAR_NAME(name) is not None:
-            general = True
+            continue  # the tree reads it otherwise (U+FFFD): no link
         code = codes.get(name)
         if code is None or name in names:  # the first of duplicate names wins
             continue
@@ -319,7 +334,7 @@ def _link_maker(link_type: type[tuple[Any, ...]]) -> Callable[[tuple[Any, ...]],
     new(link_type)  # TypeError unless tuple.__new__ makes this type
     slots = [names.index(name) for name in LINK_FIELDS]
     if slots == list(range(len(LINK_FIELDS))):
-        return lambda values: new(link_type, values)
+        return functools.partial(new, link_type)
 
     def make(values: tuple[Any, ...]) -> tuple[Any, ...]:
         ordered: list[Any] = [None] * len(values)
@@ -346,9 +361,16 @@ def plain_links(search: LinkSearch) -> list[Left]:
 
     An element takes the general path when its table is None; or its start tag (read as
     :func:`~rewriter.html.tags.tag_attributes` reads it) has an attribute its table calls
-    OTHER, a STYLE one whose value holds "(", "@", "\\" or "&", or a name with NUL or a lone
-    surrogate. Otherwise each attribute its table calls URL, LAZY_URL or SRCSET, in source
-    order, is one value.
+    OTHER, or a STYLE one whose value holds "(", "@", "\\" or "&". Otherwise each attribute
+    its table calls URL, LAZY_URL or SRCSET, in source order, is one value. An attribute
+    whose name holds NUL or a lone surrogate is no link (the tree reads those as U+FFFD, so
+    no element's attribute has that name).
+
+    An element in *html* that has ``attrs`` is taken as turbohtml made it from that start
+    tag: its ``tag`` and the names of ``attrs`` (in source order, the first of duplicates)
+    are the start tag's as the tokenizer reads them, but for a repeated <html> or <body>
+    tag (HTML §13.2.6.4.7). The twin reads such an element by those names; the C reads
+    every element from the text: the same results on every tree.
 
     A URL or LAZY_URL value is handed back with no value, a NUL, or an "&" that is not
     "&amp;"; skipped when LAZY_URL and, "&amp;" read as "&", it holds "<", ">" or ASCII
@@ -384,31 +406,141 @@ def plain_links(search: LinkSearch) -> list[Left]:
 
 
 def _links(run: _Search) -> list[Left]:
-    """:func:`plain_links` over one search's fields."""
+    """:func:`plain_links` over one search's fields. An element of the tree (an HTML one with
+    ``attrs``) is read by the names it has, the common value (one plain URL) done here;
+    any other element by :func:`_by_text`."""
     text, line_starts, skip, seen, left, size = run.text, run.line_starts, run.skip, run.seen, run.left, len(run.text)
+    html, html_tables, table_of = run.html, run.html_tables, run.table_of
+    classified, classify, found, edits, make_link = run.classified, run.classify, run.found, run.edits, run.make_link
+    base, layer, value_of = run.base, run.layer, VALUE_OF
     for element in run.elements:
         if line_starts is None:
-            offset = _offset(element, None, size)
+            offset = element.source_col
+            if offset is None:
+                continue
         elif (position := element.position) is not None:
             line, column = position
             offset = line_starts[line - 1] + column
-            if type(offset) is not int or not 0 <= offset < size:
-                offset = _checked(offset, size)
         else:
             continue
-        if offset is None or offset in seen:
+        if type(offset) is not int or not 0 <= offset < size:
+            offset = _checked(offset, size)
+        if offset in seen:
             continue
         seen.add(offset)
         if element is skip:
             continue
-        tag, name_end, codes = _table(run, element, offset)
-        taken = None if codes is None else _taken(text, name_end or _name_end(text, offset), codes)
-        if taken is None:
-            left.append((element, tag, None, 0, 0, "", 0))
+        try:
+            attrs = element.attrs if element.namespace is html else None
+        except AttributeError:  # not turbohtml's
+            attrs = None
+        if attrs is None:
+            _by_text(run, element, offset)
             continue
+        # An element of the tree: its tag and attribute names (in source order) are its
+        # start tag's as the tokenizer reads them (see _new_tag), so its link attributes are
+        # found by name; but a repeated <html> or <body> tag adds its attributes to the first
+        # (HTML §13.2.6.4.7), which the text has elsewhere.
+        tag = element.tag
+        codes = html_tables[tag] if tag in html_tables else table_of(html, tag)
+        if type(codes) is not dict or tag in _MERGED_TAGS or text[offset] != "<":
+            _by_text(run, element, offset, (tag, codes))
+            continue
+        names: Any = codes.keys() & attrs
+        if not names:
+            continue
+        if len(names) == 1:
+            (name,) = names
+            code = codes[name]
+            if type(code) is int and code == URL:
+                match = (value_of.get(name) or attribute_value_pattern(name))(text, offset)
+                if match is not None and (last := match.lastindex) is not None:
+                    start, end = match.span(last)
+                    raw = text[start:end]
+                    if "&" not in raw and "\0" not in raw and raw.strip(ASCII_WHITESPACE) == raw:
+                        # _value's common case, inline.
+                        known: Any = classified.get(raw, _MISSING)
+                        if known is _MISSING:
+                            known = classified[raw] = classify(raw)
+                        if type(known) is not tuple or len(known) != 3:
+                            known = _classified(raw, classified, classify)  # its check, and its TypeError
+                        status, resolved, reason = known
+                        if resolved is not None and type(resolved) is not str:
+                            _classified(raw, classified, classify)  # its TypeError
+                        quote = QUOTE_OF_VALUE_GROUP[last]
+                        prefix = None
+                        if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != raw:
+                            prefix = resolved[: len(resolved) - len(raw)] if raw and resolved.endswith(raw) else None
+                            if prefix is None or (not quote and not NEEDS_QUOTES.isdisjoint(prefix)):
+                                left.append((element, tag, name, start, end, quote, code))
+                                continue
+                        found.append(
+                            make_link((tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
+                        )
+                        if prefix is not None:
+                            edits.append((start, start, escape_attribute(prefix, quote)))
+                        continue
+        if not _by_names(run, element, tag, offset, attrs, codes, names):
+            _by_text(run, element, offset, (tag, codes))
+    return left
+
+
+def _by_names(run: _Search, element: Any, tag: str, offset: int, attrs: Any, codes: dict[Any, Any], names: Any) -> bool:
+    """The values of the HTML start tag of *element* at *offset* that its table *codes*
+    names, found by the names *attrs* (the tree's, in source order) says it has: *names*,
+    the table's among them. One pattern per name
+    (:func:`~rewriter.html.tags.attribute_value_pattern`), not a match per attribute. False,
+    with nothing done, when the text lacks one of those names."""
+    if len(names) > 1:
+        names = [name for name in attrs if name in names]  # source order
+    text = run.text
+    general = False
+    taken: list[tuple[str, int, int, str, int]] = []
+    for name in names:
+        code = codes[name]
+        if type(code) is not int or code not in CODES:
+            raise ValueError(f"{code!r} is no code of a link table")
+        if code == OTHER or general:
+            general = True
+            continue
+        match = (VALUE_OF.get(name) or attribute_value_pattern(name))(text, offset)
+        if match is None:
+            return False
+        last = match.lastindex
+        if last is None:  # no value (HTML §13.2.5.33): the empty span just after the name
+            start = end = match.end()
+            quote = VALUELESS
+        else:
+            start, end = match.span(last)
+            quote = QUOTE_OF_VALUE_GROUP[last]
+        if code != STYLE:
+            taken.append((name, start, end, quote, code))
+        elif _STYLE_MAY_HOLD_URLS(text, start, end) is not None:
+            general = True
+    if general:
+        run.left.append((element, tag, None, 0, 0, "", 0))
+    else:
         for name, start, end, quote, code in taken:
             _value(run, element, tag, name, start, end, quote, code)
-    return left
+    return True
+
+
+def _by_text(run: _Search, element: Any, offset: int, known: tuple[str, Any] | None = None) -> None:
+    """The values of *element*'s start tag at *offset*, each attribute read from the text
+    (:func:`_taken`); *known*: its tag and table, when looked up already."""
+    text = run.text
+    if known is None:
+        tag, name_end, codes = _table(run, element, offset)
+    else:
+        (tag, codes), name_end = known, 0
+    if codes is not None and type(codes) is not dict:
+        raise TypeError(f"a link table is a dict or None, not {type(codes).__name__}")
+    taken = None if codes is None else _taken(text, name_end or _name_end(text, offset), codes)
+    if taken is None:
+        run.left.append((element, tag, None, 0, 0, "", 0))
+        return
+    for name, start, end, quote, code in taken:
+        _value(run, element, tag, name, start, end, quote, code)
 
 
 def _table(run: _Search, element: Any, offset: int) -> tuple[str, int, Codes]:
@@ -427,8 +559,6 @@ def _table(run: _Search, element: Any, offset: int) -> tuple[str, int, Codes]:
         tag, name_end = element.tag, 0
         key = (namespace, tag)
         codes = run.foreign_tables[key] if key in run.foreign_tables else run.table_of(namespace, tag)
-    if codes is not None and type(codes) is not dict:
-        raise TypeError(f"a link table is a dict or None, not {type(codes).__name__}")
     return tag, name_end, codes
 
 
@@ -523,7 +653,7 @@ class _Search:
         value, offsets = decode_attribute(raw)  # "&amp;" only, or nothing
         first, last = strip_whitespace(value, 0, len(value))
         reference = value[first:last]
-        if code == LAZY_URL and ("<" in value or ">" in value or any(c in ASCII_WHITESPACE for c in reference)):
+        if code == LAZY_URL and ("<" in value or ">" in value or _HAS_WHITESPACE(reference) is not None):
             return True
         status, resolved, reason = _classified(reference, self.classified, self.classify)
         prefix = None

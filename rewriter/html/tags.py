@@ -1,5 +1,6 @@
 """Start tags read from the text, as the HTML tokenizer reads them (HTML §13.2.5.6-40): each
-attribute's name and the span of its value, where a tag ends, and where raw text ends.
+attribute's name and the span of its value (all of them, or one by name in one call), where a
+tag ends, and where raw text ends.
 
 The engine finds its elements in turbohtml's tree, which says where each start tag begins;
 these read that one tag again, for the byte span of each value. Each function marked
@@ -25,10 +26,13 @@ from rewriter.document.speedups import str_argument, twin
 __all__ = [
     "ATTRIBUTE",
     "QUOTE_OF_GROUP",
+    "QUOTE_OF_VALUE_GROUP",
     "TAG_NAME",
     "VALUELESS",
+    "VALUE_OF",
     "Span",
     "ascii_lower",
+    "attribute_value_pattern",
     "end_tag",
     "tag_attributes",
     "tag_end",
@@ -51,6 +55,45 @@ VALUELESS = "="
 
 # One attribute value: (start, end, quote), the quote '"', "'", "" (unquoted) or VALUELESS.
 Span = tuple[int, int, str]
+
+
+# The same reading as one pattern that runs from "<" to the value of one named
+# attribute, over a whole start tag in a single call. Each piece can be read one way
+# only (a name or unquoted value runs as far as it can, a value is taken whenever an
+# "=" follows), so the match is the sequence of ATTRIBUTE matches and never
+# backtracks into another reading. ASCII case folds only, as the tokenizer lowercases.
+_WHITESPACE_RUN = r"[\t\n\f\r ]*(?![\t\n\f\r ])"
+_NAME_ENDED = r"(?![^\t\n\f\r /=>])"
+_UNQUOTED_ENDED = r"(?![^\t\n\f\r >])"
+_ANY_VALUE = (
+    rf"(?:{_WHITESPACE_RUN}={_WHITESPACE_RUN}"
+    rf"(?:\"[^\"]*(?:\"|\Z)|'[^']*(?:'|\Z)|(?![\"'])[^\t\n\f\r >]*{_UNQUOTED_ENDED})"
+    r"|(?![\t\n\f\r ]*=))"
+)
+_ONE_VALUE = (
+    rf"(?:{_WHITESPACE_RUN}={_WHITESPACE_RUN}"
+    r"(?:\"([^\"]*)(?:\"|\Z)|'([^']*)(?:'|\Z)|(?![\"'])([^\t\n\f\r >]*))"
+    r"|(?![\t\n\f\r ]*=))"
+)
+_ANY_NAME = rf"[^\t\n\f\r />][^\t\n\f\r /=>]*{_NAME_ENDED}"
+_TAG_NAME_ENDED = r"<[^\t\n\f\r />]*(?![^\t\n\f\r />])"
+VALUE_OF: dict[str, Callable[[str, int], re.Match[str] | None]] = {}
+
+
+def attribute_value_pattern(name: str) -> Callable[[str, int], re.Match[str] | None]:
+    """A matcher from a start tag's "<" to its first attribute *name* (lowercase):
+    groups 1, 2 and 3 hold the value, double-, single- or un-quoted; none matched: no value."""
+    matcher = VALUE_OF.get(name)
+    if matcher is None:
+        this = f"(?i:{re.escape(name)}){_NAME_ENDED}"
+        matcher = VALUE_OF[name] = re.compile(
+            rf"{_TAG_NAME_ENDED}(?:[\t\n\f\r /]*(?!{this}){_ANY_NAME}{_ANY_VALUE})*[\t\n\f\r /]*{this}{_ONE_VALUE}",
+            re.ASCII,
+        ).match
+    return matcher
+
+
+QUOTE_OF_VALUE_GROUP = {1: '"', 2: "'", 3: ""}
 
 
 def ascii_lower(name: str) -> str:
