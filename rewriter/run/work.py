@@ -79,7 +79,8 @@ def process(
     engine's :class:`~rewriter.document.model.NoBaseError` when the policy requires a base."""
     from rewriter.document.engines import engine
 
-    fmt = format or (settings.format if settings.format != "auto" else what_file_is(data[:SNIFF_SIZE], name).format)
+    told = settings.format not in ("auto", "warc", "arc")  # a web archive is never a document: told by its content
+    fmt = format or (settings.format if told else what_file_is(data[:SNIFF_SIZE], name).format)
     if fmt not in ("html", "css", "message", "mbox"):
         raise Unrecognised("neither HTML, CSS, a MIME message nor an mbox (it looks like binary data)")
     policy = settings.policy
@@ -266,6 +267,8 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             if size is None:
                 return outcome.fail(f"{why}: a web archive is read from a file, not from a pipe")
             return _warc(job, settings, outcome, fmt)
+        if settings.format in ("warc", "arc"):  # --format warc: the input must be a web archive
+            return outcome.fail(f"--format {settings.format}, but this is no web archive: {why}")
         if settings.format != "auto":  # --format: the engine the user names
             fmt = settings.format
         if fmt == "mbox":  # streamed, message by message
