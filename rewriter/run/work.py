@@ -586,6 +586,7 @@ def _warc_folder(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     tallied against its own URL, each problem of its records said; what each record became goes
     to the work folder, for the manifest the last piece's sink writes."""
     from rewriter.containers.warc import write_mirror_piece
+    from rewriter.containers.warc.mirror import NOT_A_PAGE
 
     outcome.format = job.format
     status = os.stat(job.source)
@@ -599,7 +600,9 @@ def _warc_folder(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     records = write_mirror_piece(plan, job.piece, policy=settings.policy, max_size=settings.max_size)
     fold(outcome, (record.unit() for record in _noted(records, done)), settings)
     for entry in sorted(plan.entries, key=lambda entry: entry.offset):  # the piece's, first pass and second
-        outcome.messages.extend(as_problem(problem, "mirror").at(job.shown) for problem in entry.problems)
+        for problem in entry.problems:  # what is no web page is said, and fails nothing
+            said = as_problem(problem, "mirror").at(job.shown)
+            (outcome.warnings if said.code == NOT_A_PAGE else outcome.messages).append(said)
     outcome.ok = outcome.ok and not outcome.messages
     path = pieces_path(settings.work, job)
     write_atomically(path, b"".join(done), root=Path(settings.work).parent, sync=settings.sync)
