@@ -7,6 +7,7 @@ import io
 import ipaddress
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -48,6 +49,18 @@ def run_cli(cwd: Path, *argv: str, stdin: bytes = b"", timeout: float = 120) -> 
 def err_lines(done: subprocess.CompletedProcess[bytes]) -> list[str]:
     """The lines a run wrote to standard error."""
     return done.stderr.decode("utf-8", "replace").splitlines()
+
+
+_SUMMARY_LINE = r"rewriter: [\d,]+ inputs?: [\d,]+ rewritten, [\d,]+ unchanged, [\d,]+ failed; .* in [\d.]+ s\n"
+
+
+def without_summary(said: Any) -> Any:
+    """Standard error (bytes or text) without the closing summary line every run of ``rewrite``
+    prints, one input or many (issue 32); fails when there is none."""
+    text = said.decode("utf-8", "surrogateescape") if isinstance(said, bytes) else said
+    rest, count = re.subn(r"(?m)^" + _SUMMARY_LINE, "", text)
+    assert count == 1, f"not one summary line: {text!r}"
+    return rest.encode("utf-8", "surrogateescape") if isinstance(said, bytes) else rest
 
 
 def css_skeleton(text: str) -> str:

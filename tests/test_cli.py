@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import without_summary
 
 from rewriter import __version__
 from rewriter.cli.commands import main
@@ -145,7 +146,9 @@ def test_rewrite_reports_links_left_relative(tmp_path: Path, capsys: pytest.Capt
     code, out, err = run(capsys, "rewrite", str(page))
     assert code == 1 and out == "<a href=x>"
     # One line for the file, saying why and what to give; each link only with -v.
-    assert err == f"rewriter: {page}: 1 link left relative: no base (give --url, --url-root or --canonical-base)\n"
+    assert without_summary(err) == (
+        f"rewriter: {page}: 1 link left relative: no base (give --url, --url-root or --canonical-base)\n"
+    )
     code, out, err = run(capsys, "rewrite", str(page), "-v")
     assert code == 1 and out == "<a href=x>"
     assert "'x'" in err and "no-base" in err and "bytes 8-9" in err
@@ -197,7 +200,7 @@ def test_rewrite_detects_a_message_by_its_content(tmp_path: Path, capsys: pytest
     source = tmp_path / "no-extension"
     source.write_bytes((MIME / "rfc2557-9.3.eml").read_bytes())
     code, out, err = run(capsys, "rewrite", str(source), "-o", str(tmp_path / "out.eml"))
-    assert (code, out, err) == (0, "", "")
+    assert (code, out, without_summary(err)) == (0, "", "")
     written = (tmp_path / "out.eml").read_bytes()
     assert b"http://www.ietf.cnri.reston.va.us/images/ietflogo1.gif" in written.replace(b"=\r\n", b"")
     # The heading and every other part are as they were.
@@ -208,7 +211,7 @@ def test_rewrite_message_with_no_base_reports_by_part(tmp_path: Path, capsys: py
     # RFC 2557 §9.4: no base, and the image part's Content-Location is the reference itself: a link
     # to that part (issue 19, point 6), kept. Named otherwise, the reference is left relative.
     code, _, err = run(capsys, "rewrite", str(MIME / "rfc2557-9.4.eml"), "-v")
-    assert (code, err) == (0, "")
+    assert (code, without_summary(err)) == (0, "")
     other = tmp_path / "other.eml"
     other.write_bytes((MIME / "rfc2557-9.4.eml").read_bytes().replace(b"Location: ietflogo.gif", b"Location: x.gif"))
     code, _, err = run(capsys, "rewrite", str(other), "-v")
@@ -314,7 +317,7 @@ def _tool(*argv: str, **options: object) -> subprocess.CompletedProcess[bytes]:
 def test_every_byte_of_a_large_output_reaches_the_pipe() -> None:
     page = b"<!doctype html>" + b"".join(b"<a href=p%d.html>%d</a>\n" % (i, i) for i in range(60_000))
     done = _tool("rewrite", "-", "--url", "http://h/d/", input=page)
-    assert (done.returncode, done.stderr) == (0, b"")
+    assert (done.returncode, without_summary(done.stderr)) == (0, b"")
     assert done.stdout == page.replace(b"<a href=p", b"<a href=http://h/d/p")
     listed = _tool("links", "-", "--url", "http://h/d/", "--json", input=page)
     assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 60_000

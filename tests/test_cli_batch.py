@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from conftest import err_lines, run_cli
+from conftest import err_lines, run_cli, without_summary
 
 from rewriter.cli.commands import main
 from rewriter.containers.mailbox import iter_mbox
@@ -211,19 +211,19 @@ def test_stdin_to_stdout_and_to_a_file_byte_for_byte(tmp_path: Path) -> None:
     # windows-1252, CRLF, a character reference, unquoted and quoted values: only the URLs change.
     page = b'<meta charset="windows-1252">\r\n<p>caf\xe9 &amp;</p><a href=\xe9.html>\r\n<img src="../i.png">\r\n'
     done = rewriter(tmp_path, "rewrite", "-", "--url", "http://h/d/", stdin=page)
-    assert (done.returncode, done.stderr) == (0, b"")
+    assert (done.returncode, without_summary(done.stderr)) == (0, b"")
     assert done.stdout == (
         b'<meta charset="windows-1252">\r\n<p>caf\xe9 &amp;</p><a href=http://h/d/\xe9.html>\r\n'
         b'<img src="http://h/i.png">\r\n'
     )
     assert done.stdout == rewrite_html(page, url="http://h/d/").output
     done = rewriter(tmp_path, "rewrite", "-", "--url", "http://h/d/", "-o", "sub/page.html", stdin=page)
-    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert (done.returncode, done.stdout, without_summary(done.stderr)) == (0, b"", b"")
     assert (tmp_path / "sub" / "page.html").read_bytes() == rewrite_html(page, url="http://h/d/").output
     # A message on stdin is told by its content.
     message = (MIME / "rfc2557-9.3.eml").read_bytes()
     done = rewriter(tmp_path, "rewrite", "-", stdin=message)
-    assert (done.returncode, done.stderr) == (0, b"")
+    assert (done.returncode, without_summary(done.stderr)) == (0, b"")
     assert done.stdout == rewrite_message(message).output != message
 
 
@@ -231,7 +231,7 @@ def test_an_mbox_file_to_stdout_rewrites_every_message(tmp_path: Path) -> None:
     second = (MIME / "precedence-content-base.eml").read_bytes()
     (tmp_path / "archive.mbox").write_bytes(mbox_of((MIME / "rfc2557-9.3.eml").read_bytes(), second))
     done = rewriter(tmp_path, "rewrite", "archive.mbox")
-    assert (done.returncode, done.stderr) == (0, b"")
+    assert (done.returncode, without_summary(done.stderr)) == (0, b"")
     assert b'<a href="http://b.example/long/z5">' in done.stdout  # in the second message
     written = rewriter(tmp_path, "rewrite", "archive.mbox", "-o", "out.mbox")
     assert written.returncode == 0
@@ -254,7 +254,7 @@ def test_a_pipe_named_on_the_command_line_is_rewritten(tmp_path: Path) -> None:
     page = b"<a href=x>"
     # subprocess gives the page on a pipe, so /dev/stdin is one.
     done = rewriter(tmp_path, "rewrite", "/dev/stdin", "--url", URL, stdin=page)
-    assert (done.returncode, done.stderr) == (0, b"")
+    assert (done.returncode, without_summary(done.stderr)) == (0, b"")
     assert done.stdout == b"<a href=http://h/base/x>"
 
 
@@ -314,9 +314,15 @@ def test_a_missing_path_is_named_and_the_others_written(tmp_path: Path) -> None:
     assert lines[:2] == ["rewriter: nope.html: no such file or folder", "rewriter: no-folder/: no such file or folder"]
     assert SUMMARY.fullmatch(lines[2]) is not None and len(lines) == 3
     _assert_two_pages_written(tmp_path / "out")
-    # One missing file to standard output: nothing printed, exit 1.
+    # One missing file to standard output: nothing printed, exit 1; named, and counted as failed.
     done = rewriter(tmp_path, "rewrite", "nope.html")
-    assert (done.returncode, done.stdout, err_lines(done)) == (1, b"", ["rewriter: nope.html: no such file or folder"])
+    assert (done.returncode, done.stdout, err_lines(done)[:1]) == (
+        1,
+        b"",
+        ["rewriter: nope.html: no such file or folder"],
+    )
+    assert without_summary(done.stderr) == b"rewriter: nope.html: no such file or folder\n"
+    assert " 1 input: 0 rewritten, 0 unchanged, 1 failed;" in done.stderr.decode()
 
 
 def _unreadable_even_for_root(path: Path) -> bool:
@@ -391,7 +397,9 @@ def test_a_file_neither_html_nor_mime_is_copied_as_it_is_and_said_so(tmp_path: P
     # Alone, to standard output: its bytes, exit 0.
     done = rewriter(tmp_path, "rewrite", "logo.png")
     assert (done.returncode, done.stdout) == (0, PNG)
-    assert err_lines(done) == ["rewriter: logo.png: binary data (a PNG image, by its signature): copied as it is"]
+    assert without_summary(done.stderr).decode().splitlines() == [
+        "rewriter: logo.png: binary data (a PNG image, by its signature): copied as it is"
+    ]
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
@@ -733,7 +741,7 @@ def test_pyproject_tool_table_applies_without_rewriter_toml(tmp_path: Path) -> N
         encoding="utf-8",
     )
     done = rewriter(tmp_path, "rewrite", "-", stdin=CONFIG_PAGE)
-    assert (done.returncode, done.stdout, done.stderr) == (0, b'<a href="http://p.example/../g">', b"")
+    assert (done.returncode, done.stdout, without_summary(done.stderr)) == (0, b'<a href="http://p.example/../g">', b"")
 
 
 def test_the_nearest_configuration_above_the_working_folder_is_read(tmp_path: Path) -> None:
@@ -747,7 +755,7 @@ def test_the_nearest_configuration_above_the_working_folder_is_read(tmp_path: Pa
     (tmp_path / "project" / "docs" / "deep").mkdir(parents=True)
     (tmp_path / "project" / "docs" / "pyproject.toml").write_text("[tool.ruff]\nline-length = 99\n", encoding="utf-8")
     done = rewriter(tmp_path / "project" / "docs" / "deep", "rewrite", "-", stdin=CONFIG_PAGE)
-    assert (done.returncode, done.stdout, done.stderr) == (0, b'<a href="http://near.example/g">', b"")
+    assert (done.returncode, done.stdout, without_summary(done.stderr)) == (0, b'<a href="http://near.example/g">', b"")
     (tmp_path / "other").mkdir()
     done = rewriter(tmp_path / "other", "rewrite", "-", stdin=CONFIG_PAGE)
     assert (done.returncode, done.stdout) == (0, b'<a href="http://far.example/g">')
@@ -874,9 +882,11 @@ def test_quiet_and_summary(tmp_path: Path) -> None:
     assert figures is not None and figures["files"] == "1"
     assert summary.startswith("rewriter: 1 input: 1 rewritten, 0 unchanged, 0 failed; links: 1 rewritten, 0 kept")
     assert b"\r" not in done.stderr and b"\x1b[" not in done.stderr
-    # One file to one output: no summary.
+    # One file to one output: the summary too (issue 32: every run says what it did).
     done = rewriter(tmp_path, "rewrite", "a.html", "-o", "one.html", "--url", URL)
-    assert (done.returncode, done.stderr) == (0, b"")
+    [summary] = err_lines(done)
+    figures = SUMMARY.fullmatch(summary)
+    assert done.returncode == 0 and figures is not None and figures["files"] == "1"
 
 
 def test_help_shows_examples_and_exit_codes(tmp_path: Path) -> None:

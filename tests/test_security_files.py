@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import without_summary
 
 import rewriter.run.batch as batch
 import rewriter.run.work as work
@@ -324,10 +325,11 @@ def test_a_255_byte_name_is_rewritten_in_place(tmp_path: Path, filler: str) -> N
     done = rewriter(tmp_path, "rewrite", "--in-place", name, "--url", URL, "--backup", "~")
     # NAME~ is 256 bytes: the backup cannot be made, and the file is left as it was.
     assert done.returncode == 1
-    assert done.stderr.decode() == f"rewriter: {name}: the backup cannot be made: File name too long: {name}~\n"
+    said = without_summary(done.stderr.decode())
+    assert said == f"rewriter: {name}: the backup cannot be made: File name too long: {name}~\n"
     assert (tmp_path / name).read_bytes() == PAGE
     done = rewriter(tmp_path, "rewrite", "--in-place", name, "--url", URL)
-    assert (done.returncode, done.stderr) == (0, b"")
+    assert (done.returncode, without_summary(done.stderr)) == (0, b"")
     assert (tmp_path / name).read_bytes() == REWRITTEN
     assert [path.name for path in tmp_path.iterdir()] == [name]
 
@@ -343,7 +345,7 @@ def test_a_255_byte_name_is_written_under_an_output_folder(tmp_path: Path) -> No
     assert (tmp_path / "out" / name).read_bytes() == REWRITTEN
     assert (tmp_path / "out" / "deep" / name).read_bytes() == REWRITTEN
     done = rewriter(tmp_path, "rewrite", str(Path("in") / name), "-o", "one.html", "--url", URL)
-    assert (done.returncode, done.stderr) == (0, b"")
+    assert (done.returncode, without_summary(done.stderr)) == (0, b"")
     done = rewriter(tmp_path, "rewrite", str(Path("in") / name), "-o", name, "--url", URL)  # to a 255-byte name
     assert (done.returncode, (tmp_path / name).read_bytes()) == (0, REWRITTEN)
     assert temporaries(tmp_path) == []

@@ -26,8 +26,12 @@ def test_unpack_is_a_run_whose_folder_is_the_librarys_and_whose_report_has_every
     assert "1 input: 1 rewritten" in done.stderr.decode()  # the run's summary
     unpack_warc(FIXTURE, tmp_path / "library")
     assert tree(tmp_path / "out") == tree(tmp_path / "library")  # no journal or temporary left either
-    records = report(tmp_path / "links.jsonl")
-    assert records and all(record["file"] == "crawl.warc.gz" for record in records)
+    said = report(tmp_path / "links.jsonl")
+    assert said and all(record["file"] == "crawl.warc.gz" for record in said)
+    # The records that are no web page (issue 32) are said once, as a problem that fails nothing; the rest are links.
+    (others,) = [record for record in said if "problem" in record]
+    assert others["code"] == "not-a-document" and others["detail"].endswith("no web page, not written")
+    records = [record for record in said if "problem" not in record]
     relinked = {record["original"] for record in records if record["status"] == "relinked"}
     assert relinked and all(
         not str(record["resolved"]).startswith("http") for record in records if record["status"] == "relinked"

@@ -187,6 +187,13 @@ class Bar(Silent):
         self.bar.close()
 
 
+def counted(item: object) -> bool:
+    """Whether the progress bar counts *item* (a job of the plan, or the planner's problem): as
+    the summary counts its inputs, every input (a document, an archive, a Maildir) and every
+    input the planner could not take, and no file copied beside the outputs (said apart)."""
+    return isinstance(item, str) or not getattr(item, "copy", False)
+
+
 def progress_for(total: int, err: TextIO, quiet: bool) -> Silent:
     """A progress bar only on a terminal, and never with -q or for one file."""
     if quiet or total < 2 or not getattr(err, "isatty", lambda: False)():

@@ -149,8 +149,10 @@ def max_size(help: str) -> Opt:
 DOCUMENT = (
     Opt(
         ("--format",),
-        "what the input is (default: told by its content: an mbox, a MIME message or MHTML, CSS, HTML)",
-        choices=("auto", "html", "css", "message", "mbox"),
+        "what the input is (default: told by its content: a web archive (WARC or ARC, plain or gzip), an mbox, "
+        "a MIME message or MHTML, CSS, HTML); warc or arc: each input must be a web archive (one that is not is "
+        "named and fails)",
+        choices=("auto", "html", "css", "message", "mbox", "warc", "arc"),
         default="auto",
     ),
     Opt(("--url",), "the retrieval URL: the base when the page has no <base> (RFC 1808 §3.3)"),
@@ -249,13 +251,18 @@ RESOLVE = Verb(
 
 REWRITE = Verb(
     "rewrite",
-    "make every relative link of pages, style sheets and mail absolute",
+    "make every relative link of pages, style sheets, mail and web archives absolute",
     "Rewrite each INPUT with every relative URL made absolute and no other byte changed. An INPUT is an\n"
-    "HTML page, a CSS file, a message (.eml, .mht, .mhtml), an mbox, a Maildir, a folder (each of its\n"
-    "files that is one of these, whatever its name; --include and --exclude filter on top) or '-' for\n"
-    "standard input; the content tells which. A script, an image or data is copied as it is.\n\n"
+    "HTML page, a CSS file, a message (.eml, .mht, .mhtml), an mbox, a Maildir, a web archive (WARC or\n"
+    "ARC, plain or .gz), a folder (each of its files that is one of these, whatever its name; --include\n"
+    "and --exclude filter on top) or '-' for standard input; the content tells which. A script, an image\n"
+    "or data is copied as it is.\n\n"
     "Output: standard output for one file; -o FILE for one input; -o DIR for several, or a folder,\n"
     "where each file keeps its path; or --in-place (with --backup SUFFIX to keep the old files).\n"
+    "A web archive is written as a WARC (-o OUT.warc.gz): every record kept byte for byte, each page\n"
+    "whose links change followed by a conversion record of it rewritten, which names its page by\n"
+    "WARC-Refers-To (replay tools still replay the original capture); or, named with -o DIR, mirrored\n"
+    "into DIR as one file per page. It is never rewritten in place.\n"
     "Every file is written atomically (a temporary file in the same folder, fsync, rename): it holds\n"
     "its old content or its new one, never a part. A file whose output equals its input is not\n"
     "rewritten in place. One bad file is named on stderr and the others still done.",
@@ -265,10 +272,11 @@ REWRITE = Verb(
     "  rewriter rewrite pages/ -o absolute/ -j 4 --report links.jsonl\n"
     "  rewriter rewrite archive/ --in-place --backup .orig --exclude 'drafts/*'\n"
     "  rewriter rewrite mail.mbox -o absolute.mbox\n"
+    "  rewriter rewrite crawl.warc.gz -o absolute.warc.gz\n"
     "  rewriter rewrite ~/Maildir -o ~/Maildir-absolute\n\n"
     "exit codes: 0 all done; 1 some file, part or link failed (each named on stderr); 2 usage error",
     (
-        Opt(("files",), "a file, a folder, a Maildir, or '-' for stdin", metavar="INPUT", nargs="+"),
+        Opt(("files",), "a file, a folder, a Maildir, a WARC or ARC, or '-' for stdin", metavar="INPUT", nargs="+"),
         Opt(("-o", "--output"), "output file ('-' for stdout), or folder", metavar="OUT", group=True),
         Opt(("-i", "--in-place"), "replace each input with its output", action="store_true", group=True),
         Opt(("--backup",), "with --in-place: keep each old file as NAME+SUFFIX", metavar="SUFFIX"),
@@ -435,7 +443,7 @@ def build_parser() -> Parser:
     """The command line's parser: every verb of :data:`VERBS` with its options."""
     parser = Parser(
         prog="rewriter",
-        description="Make every relative link in HTML documents and MIME messages absolute.",
+        description="Make every relative link in HTML documents, MIME messages and web archives (WARC, ARC) absolute.",
         epilog="Exit codes: 0 all done, 1 some item failed (each named on stderr, the others done), 2 usage error.",
     )
     parser.add_argument("--version", action="version", version=f"rewriter {__version__}")

@@ -79,7 +79,8 @@ def process(
     engine's :class:`~rewriter.document.model.NoBaseError` when the policy requires a base."""
     from rewriter.document.engines import engine
 
-    fmt = format or (settings.format if settings.format != "auto" else what_file_is(data[:SNIFF_SIZE], name).format)
+    told = settings.format not in ("auto", "warc", "arc")  # a web archive is never a document: told by its content
+    fmt = format or (settings.format if told else what_file_is(data[:SNIFF_SIZE], name).format)
     if fmt not in ("html", "css", "message", "mbox"):
         raise Unrecognised("neither HTML, CSS, a MIME message nor an mbox (it looks like binary data)")
     policy = settings.policy
@@ -266,6 +267,8 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             if size is None:
                 return outcome.fail(f"{why}: a web archive is read from a file, not from a pipe")
             return _warc(job, settings, outcome, fmt)
+        if settings.format in ("warc", "arc"):  # --format warc: the input must be a web archive
+            return outcome.fail(f"--format {settings.format}, but this is no web archive: {why}")
         if settings.format != "auto":  # --format: the engine the user names
             fmt = settings.format
         if fmt == "mbox":  # streamed, message by message
@@ -583,6 +586,7 @@ def _warc_folder(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     tallied against its own URL, each problem of its records said; what each record became goes
     to the work folder, for the manifest the last piece's sink writes."""
     from rewriter.containers.warc import write_mirror_piece
+    from rewriter.containers.warc.mirror import NOT_A_PAGE
 
     outcome.format = job.format
     status = os.stat(job.source)
@@ -596,7 +600,9 @@ def _warc_folder(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     records = write_mirror_piece(plan, job.piece, policy=settings.policy, max_size=settings.max_size)
     fold(outcome, (record.unit() for record in _noted(records, done)), settings)
     for entry in sorted(plan.entries, key=lambda entry: entry.offset):  # the piece's, first pass and second
-        outcome.messages.extend(as_problem(problem, "mirror").at(job.shown) for problem in entry.problems)
+        for problem in entry.problems:  # what is no web page is said, and fails nothing
+            said = as_problem(problem, "mirror").at(job.shown)
+            (outcome.warnings if said.code == NOT_A_PAGE else outcome.messages).append(said)
     outcome.ok = outcome.ok and not outcome.messages
     path = pieces_path(settings.work, job)
     write_atomically(path, b"".join(done), root=Path(settings.work).parent, sync=settings.sync)

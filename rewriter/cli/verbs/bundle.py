@@ -85,6 +85,7 @@ def _unpack_message(request: RunRequest, kind: Kind | None, err: TextIO) -> int:
     fmt = args.format if args.format != "auto" else kind.format
     if fmt != "message":
         what = {"mbox": "an mbox (unpack one message of it)", "html": "an HTML page (bundle it with rewriter pack)"}
+        what |= dict.fromkeys(("warc", "arc"), f"no web archive (--format {fmt}): {kind.reason}")
         err.write(f"rewriter unpack: {name} is {what.get(fmt, f'not a MIME message ({fmt})')}\n")
         return EXIT_SOME_FAILED
     try:

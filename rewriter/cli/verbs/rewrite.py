@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rewriter.cli.output import RunTotals, Silent, progress_for, summary, write_bytes
+from rewriter.cli.output import RunTotals, Silent, counted, progress_for, summary, write_bytes
 from rewriter.cli.parser import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
 from rewriter.cli.request import RunRequest
 from rewriter.disk.files import same_file
@@ -64,7 +64,7 @@ def run_rewrite(request: RunRequest, out: TextIO, err: TextIO) -> int:
                 status = _commit(report, request, err) or status
     except Stop as stop:
         return stop.status
-    if not quiet:
+    if not args.quiet:  # every run says what it did, one input or many (issue 32)
         err.write(summary(run.figures, time.perf_counter() - started, run.unplanned) + "\n")
         for line in run.closing():
             err.write(line + "\n")
@@ -91,6 +91,7 @@ def _drive(
             progress.write(said(item))
             run.unplanned += 1
             status = EXIT_SOME_FAILED
+            progress.update(1)  # an input, failed: the summary counts it too
             continue
         if report is not None:
             report.add(item.report)
@@ -109,7 +110,7 @@ def _drive(
             progress.write(line)
         if not item.ok:
             status = EXIT_SOME_FAILED
-        if item.piece is None or item.piece.last:
+        if (item.piece is None or item.piece.last) and item.state != "copied":  # as the summary counts
             progress.update(1)
     return status
 
@@ -128,13 +129,14 @@ def _options(request: RunRequest) -> dict[str, Any]:
 
 
 def _progress(request: RunRequest, others: list[str], mirrors: list[Job], quiet: bool, err: TextIO) -> Silent:
-    """The progress bar (on a terminal): its length is a walk of the plan that keeps nothing."""
+    """The progress bar (on a terminal): its length is a walk of the plan that keeps nothing, its
+    inputs counted as the summary counts them (:func:`~rewriter.cli.output.counted`)."""
     from rewriter.run.batch import iter_plan
 
     total = 0
     if not quiet and getattr(err, "isatty", lambda: False)():
         planned = iter_plan(others, request.options.output, **_options(request))
-        total = len(mirrors) + sum(1 for item in planned if not isinstance(item, str))
+        total = len(mirrors) + sum(1 for item in planned if counted(item))
     return progress_for(total, err, quiet)
 
 

@@ -13,8 +13,10 @@ as the WARC record warcio's ARC-to-WARC reading makes of it.
 
 :func:`rewrite_warc_piece` is WARC out: every record written back as it was, each page
 (a whole 2xx HTML or CSS response, or a resource record) followed by a ``conversion``
-record (WARC 1.1 §6.7) holding it rewritten against its own URL. :func:`plan_warc` cuts a
-large file into pieces at record starts, which are written independently and joined.
+record (WARC 1.1 §6.7) holding it rewritten against its own URL, found from the page by its
+``WARC-Refers-To``; written so that a replay tool (pywb) still replays the original capture and
+warcio's and warcat's checkers pass it (:mod:`.page`). :func:`plan_warc` cuts a large file into
+pieces at record starts, which are written independently and joined.
 
 :func:`rewrite_warc` writes every HTML and CSS page of the archive with its relative
 links made absolute against the page's own URL (its ``WARC-Target-URI``: a redirect's

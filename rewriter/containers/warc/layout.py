@@ -59,6 +59,24 @@ def _has_host(url: str) -> bool:
         return False
 
 
+WEB_SCHEMES = ("http", "https", "ftp")  # what a web page's URI names; wget's metadata://, dns: are none
+
+
+def _is_web(url: str) -> bool:
+    """Whether *url* names a web page: an http, https or ftp URL with a host.
+
+    >>> _is_web("https://example.org/a"), _is_web("metadata://gnu.org/software/wget/warc/wget.log")
+    (True, False)
+    >>> _is_web("dns:example.org"), _is_web("urn:x")
+    (False, False)
+    """
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return False
+    return parts.scheme.lower() in WEB_SCHEMES and bool(parts.netloc)
+
+
 def _fits(extension: str, content_type: str | None) -> bool:
     """Whether a file name's *extension* says *content_type* (an .htm page, a .css sheet)."""
     if not extension or content_type is None:

@@ -15,7 +15,16 @@ from urllib.parse import quote
 
 from rewriter.bundle.unpack import declare_charset
 from rewriter.containers.pieces import PIECE_SIZE, Piece
-from rewriter.containers.warc.layout import _Folders, _has_host, _layout, _naming_type, _plan_names, _Planned, _relative
+from rewriter.containers.warc.layout import (
+    _Folders,
+    _has_host,
+    _is_web,
+    _layout,
+    _naming_type,
+    _plan_names,
+    _Planned,
+    _relative,
+)
 from rewriter.containers.warc.model import MAX_BODY, Wanted, WarcDamage, WarcDocument, _clean, _success
 from rewriter.containers.warc.read import _Record, _records, _source_events, _Whole
 from rewriter.containers.warc.redirects import follow_redirects, redirect_map
@@ -92,8 +101,9 @@ def rewrite_warc(
     policy: Policy = DEFAULT_POLICY,
     max_size: int = MAX_BODY,
 ) -> WarcReport:
-    """Write each HTML and CSS page of the WARC at *path* (2xx responses and resource records)
-    under *out_dir*, its relative links made absolute against its own ``WARC-Target-URI``.
+    """Write each HTML and CSS page of the WARC at *path* (2xx responses and resource records
+    of a web URL: http, https, ftp) under *out_dir*, its relative links made absolute against its
+    own ``WARC-Target-URI``.
 
     Each output is ``rewrite_html(body, url=target_uri, charset=charset, policy=policy)``
     (``rewrite_css`` for a style sheet) of the decoded body; see the module docstring for
@@ -111,7 +121,11 @@ def unpack_warc(
     max_size: int = MAX_BODY,
 ) -> WarcReport:
     """Write every resource of the WARC at *path* (2xx responses and resource records) under
-    *out_dir*, as a mirror a browser can read offline.
+    *out_dir*, as a mirror a browser can read offline. Only what a web URL names (http, https,
+    ftp) is written: a record of no web page (wget's ``metadata://`` records, ``dns:``) has an
+    entry that says so (a problem coded ``not-a-document``, which the report's ``problems``
+    leave out), and one entry says how many ``warcinfo``, ``request`` and ``metadata`` records
+    there are, none of them written.
 
     HTML and CSS are rewritten with ``policy.clone(remove_base=True, relink=...)``: a link
     whose absolute URL the WARC holds, directly or through its recorded redirects, becomes
@@ -316,7 +330,7 @@ def plan_mirror(
     from the same reading). Raises OSError when *out_dir* cannot be."""
 
     def candidate(offset: int, kind: str, uri: str, status: int | None, content_type: str | None) -> bool:
-        if not _success(kind, status) or not _has_host(uri):
+        if not _success(kind, status) or not _is_web(uri):
             return False
         return unpack or content_type in DOCUMENT_TYPES
 
@@ -407,7 +421,8 @@ def _finish(
         )
         for e in sorted(entries, key=lambda e: e.offset)
     )
-    problems.extend(problem for entry in frozen for problem in entry.problems)
+    # What is no web page is said in its entry, not a problem of the report.
+    problems.extend(problem for entry in frozen for problem in entry.problems if not _noted_only(problem))
     listing = [
         {
             "url": entry.url,
@@ -444,6 +459,7 @@ def _plan(
     planned: list[_Planned] = []
     first: dict[str, int] = {}
     cut = _Cuts(piece_size)
+    others = _Others()
     for event in _source_events(warc, candidate, limit):
         if isinstance(event, _Whole):
             plan.whole = event.position
@@ -451,6 +467,8 @@ def _plan(
         if isinstance(event, _Record) and not event.again:
             cut.record(event.offset, whole=plan.whole is not None)
         item = event if isinstance(event, WarcDamage) else event.item
+        if item is None and isinstance(event, _Record) and not event.again and plan.unpack:
+            others.note(event, whole=plan.whole is not None)
         if item is None or (isinstance(event, _Record) and event.again):
             continue
         if isinstance(item, WarcDamage):
@@ -463,9 +481,52 @@ def _plan(
         if entry.leaf:  # laid out: a file to write
             planned.append(entry)
         entries.append(entry)
+    if others.offset is not None:  # said once, where the first of them is: one per page would drown the rest
+        entries.append(_Planned(others.offset, "", "", None, None, (), "", None, problems=[others.said()]))
+        entries[-1].whole = others.whole
     with contextlib.suppress(OSError):
         plan.pieces = [*cut.pieces, Piece(cut.start, os.stat(warc).st_size, cut.first, cut.number, last=True)]
     return planned
+
+
+NOT_A_PAGE = "not-a-document"  # the code of what unpack leaves out as no web page: said, not a failure
+
+
+def _noted_only(problem: str) -> bool:
+    return isinstance(problem, Problem) and problem.code == NOT_A_PAGE
+
+
+def _not_a_page(offset: int, what: str) -> Problem:
+    return Problem(NOT_A_PAGE, f"{what}: no web page, not written", (f"offset {offset}",))
+
+
+class _Others:
+    """The records of a file that hold no web page and no document (``warcinfo``, ``request``,
+    ``metadata``): counted by type, for one line that says them (``rewriter unpack``)."""
+
+    TYPES = ("warcinfo", "request", "metadata")
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.offset: int | None = None
+        self.whole = False
+
+    def note(self, record: _Record, *, whole: bool) -> None:
+        kind = _header_of(record, "WARC-Type")
+        if kind in self.TYPES:
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            if self.offset is None:
+                self.offset, self.whole = record.offset, whole
+
+    def said(self) -> Problem:
+        counted = ", ".join(f"{count} {kind}" for kind, count in sorted(self.counts.items()))
+        total = sum(self.counts.values())
+        return _not_a_page(self.offset or 0, f"{total} record{'s' if total > 1 else ''} ({counted})")
+
+
+def _header_of(record: _Record, name: str) -> str | None:
+    value = record.headers.get_header(name) if record.headers is not None else None
+    return None if value is None else str(value).strip().lower()
 
 
 def _entry(
@@ -502,6 +563,11 @@ def _entry(
             first[entry.key] = item.offset
             entry.naming_type = _naming_type(item.content_type)
             entry.folders, entry.leaf = _layout(entry.key, entry.naming_type)
+    elif _success(item.record_type, item.status) and not _is_web(item.uri):
+        if plan.unpack or item.content_type in DOCUMENT_TYPES:  # a page it would have been, by its type
+            entry.problems.append(_not_a_page(item.offset, f"{_clean(item.uri, 120)}, a {item.record_type} record"))
+        elif not item.problems:
+            return None
     elif item.status == 206 and _has_host(item.uri) and (plan.unpack or item.content_type in DOCUMENT_TYPES):
         entry.problems.append(
             Problem(

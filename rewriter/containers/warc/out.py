@@ -88,6 +88,7 @@ def rewrite_warc_piece(
     rewrite: bool = True,
     max_size: int = MAX_BODY,
     container: Container | None = None,
+    typed_conversions: bool = False,
 ) -> Iterator[WarcPage | WarcDamage]:
     """WARC out: write every record of *piece* (None: the whole file) of the WARC at *path* to
     *target*, each page followed by a conversion record of it rewritten; yield each page and
@@ -97,12 +98,15 @@ def rewrite_warc_piece(
     charset=http_charset, policy=policy)`` of its decoded body (chunking and content coding
     undone), as ``rewriter rewrite --url URI`` rewrites those bytes. When the output differs,
     a ``conversion`` record (WARC 1.1 §6.7) follows the page's record: its block is the
-    rewritten page; ``WARC-Refers-To`` (§5.11) names the page's record; ``WARC-Target-URI``,
-    ``WARC-Date`` and the document's ``Content-Type`` are the page's; ``WARC-Record-ID``
-    (§5.2) is ``urn:uuid:`` + uuid5(NAMESPACE_URL, the page's record ID), so that every run on
-    every machine writes the same record; ``WARC-Block-Digest`` and ``WARC-Payload-Digest``
-    (§5.8, §5.9: the block is the payload) are computed with the algorithm and encoding of the
-    page's own digests (sha1 in base 32, as warcio writes, when it has none). Every record is
+    rewritten page; ``WARC-Refers-To`` (§5.11) names the page's record; ``WARC-Target-URI``
+    and ``WARC-Date`` are the page's; ``WARC-Record-ID`` (§5.2) is ``urn:uuid:`` +
+    uuid5(NAMESPACE_URL, the page's record ID), so that every run on every machine writes the
+    same record; ``WARC-Block-Digest`` (§5.8) is computed with the algorithm and encoding of the
+    page's own digests (sha1 in base 32, as warcio writes, when it has none). It has no
+    ``WARC-Payload-Digest`` (§5.9: its block has no HTTP payload) and an empty ``Content-Type``
+    (the type is its original's, by ``WARC-Refers-To``), so that a replay tool replays the
+    original capture, not the conversion (see :mod:`rewriter.containers.warc.page`);
+    *typed_conversions* gives it the document's ``Content-Type`` instead. Every record is
     kept, revisits (§6.7.2, which name the original by URI and digest) and requests included:
     the records a revisit refers to are still there, unchanged.
 
@@ -148,7 +152,7 @@ def rewrite_warc_piece(
         if copy is not None and target is not None:
             out = _Out(copy, target, gzipped=gzipped, gzip=gzip, arc=container == "arc", start=start)
         events = _records(stream, _page_body, start=start, end=end, limit=max_size, container=container)
-        yield from _pages_out(events, out, index, end, policy, rewrite, container)
+        yield from _pages_out(events, out, index, end, policy, rewrite, container, typed_conversions)
 
 
 def _pages_out(
@@ -159,6 +163,7 @@ def _pages_out(
     policy: Policy,
     rewrite: bool,
     container: Container,
+    typed: bool = False,
 ) -> Iterator[WarcPage | WarcDamage]:
     """The record loop's *events* of one piece (its first record the file's *index*-th) given to
     *out* (None: a dry run), each page rewritten; the pages and the damage, in file order."""
@@ -175,7 +180,7 @@ def _pages_out(
             if out is not None:
                 out.add(event, None)
         else:
-            page, conversion = _page(event, index, policy, rewrite, container, write=out is not None)
+            page, conversion = _page(event, index, policy, rewrite, container, write=out is not None, typed=typed)
             index += 1
             if out is not None:
                 out.add(event, conversion)

@@ -1,5 +1,22 @@
 """One page of a WARC rewritten for WARC out: the engine run on its decoded body, and the
-``conversion`` record (WARC 1.1 §6.7) that holds it, its digests written as the page's are."""
+``conversion`` record (WARC 1.1 §6.7) that holds it, its block digest written as the page's is.
+
+The conversion record is written so that every tool reads the output as it should (issue 32):
+
+- no ``WARC-Payload-Digest``: a conversion's block is the rewritten document, with no HTTP
+  message around it, so it has no well-defined payload (§5.9: the field "shall not be used"
+  then); warcat's ``verify`` reads a payload digest on such a block as an error and stops;
+- ``Content-Type`` present and empty: the rewritten document's media type is its original's,
+  found by ``WARC-Refers-To``. pywb 2.10 indexes every record with a URI as a capture (a
+  conversion too, as a ``200``) and, of two captures of a URL in the same second, replays the
+  one whose index line sorts first; a conversion's line holds no ``status`` and so sorts
+  before the capture's when both name the same media type. Given none, pywb files it as
+  ``unk``, after every real type: the original capture is what it replays, at its timestamp
+  and as the latest. warcat stops on a record with no Content-Type field at all, hence the
+  empty one. ``typed=True`` writes the page's media type instead (pywb then replays the
+  rewritten page);
+- ``WARC-Date`` the page's: the same bytes on every run, and the capture it derives from.
+"""
 
 from __future__ import annotations
 
@@ -62,7 +79,14 @@ class WarcPage:
 
 
 def _page(
-    record: _Record, index: int, policy: Policy, rewrite: bool, container: Container, *, write: bool
+    record: _Record,
+    index: int,
+    policy: Policy,
+    rewrite: bool,
+    container: Container,
+    *,
+    write: bool,
+    typed: bool = False,
 ) -> tuple[WarcPage | None, bytes | None]:
     """The page a record is (None when it is none), and its conversion record (None when not
     to be written)."""
@@ -88,7 +112,7 @@ def _page(
             )
     changed, conversion = False, None
     if rewrite and result is not None and result.output != document.body:
-        changed, conversion = _converted(record, document, result.output, container, problems, write=write)
+        changed, conversion = _converted(record, document, result.output, container, problems, write=write, typed=typed)
     page = WarcPage(
         document.uri,
         engine.format,
@@ -106,7 +130,14 @@ def _page(
 
 
 def _converted(
-    record: _Record, document: WarcDocument, output: bytes, container: Container, problems: list[str], *, write: bool
+    record: _Record,
+    document: WarcDocument,
+    output: bytes,
+    container: Container,
+    problems: list[str],
+    *,
+    write: bool,
+    typed: bool = False,
 ) -> tuple[bool, bytes | None]:
     """Whether a page rewritten to *output* (which differs from its body) gets a conversion
     record, and that record (None when there is none, or it is not to be written). Why it
@@ -124,7 +155,7 @@ def _converted(
             )
         )
         return False, None
-    return True, (_conversion(record, document, output, original) if write else None)
+    return True, (_conversion(record, document, output, original, typed=typed) if write else None)
 
 
 def _header(headers: StatusAndHeaders | None, name: str) -> str | None:
@@ -133,28 +164,30 @@ def _header(headers: StatusAndHeaders | None, name: str) -> str | None:
     return None if value is None else " ".join(str(value).split()) or None
 
 
-def _conversion(record: _Record, document: WarcDocument, output: bytes, original: str) -> bytes:
-    """The conversion record (WARC 1.1 §6.7) of a page rewritten to *output*, unframed."""
+def _conversion(record: _Record, document: WarcDocument, output: bytes, original: str, *, typed: bool = False) -> bytes:
+    """The conversion record (WARC 1.1 §6.7) of a page rewritten to *output*, unframed: no
+    payload digest, and an empty Content-Type unless *typed* (see the module's text)."""
     headers = record.headers
     version = getattr(headers, "protocol", None)  # the page's record's (WARC 1.0 for an older one)
     version = version if version in ("WARC/1.0", "WARC/1.1") else "WARC/1.0"
-    block = _Digest.like(_header(headers, "WARC-Block-Digest"))
-    payload = _Digest.like(_header(headers, "WARC-Payload-Digest"))
-    block, payload = block or payload or _SHA1, payload or block or _SHA1
-    http = record.http if document.record_type == "response" else None
-    content_type = _header(http, "Content-Type") if http is not None else _header(headers, "Content-Type")
+    block = _Digest.like(_header(headers, "WARC-Block-Digest")) or _Digest.like(_header(headers, "WARC-Payload-Digest"))
+    content_type = ""
+    if typed:
+        http = record.http if document.record_type == "response" else None
+        content_type = (_header(http, "Content-Type") if http is not None else _header(headers, "Content-Type")) or ""
     fields = [
         ("WARC-Type", "conversion"),  # §5.5, §6.7
         ("WARC-Record-ID", f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, original)}>"),  # §5.2
         ("WARC-Target-URI", " ".join(document.uri.split()) or None),  # §5.7
         ("WARC-Date", _header(headers, "WARC-Date")),  # §5.4: the page's, as the record it converts
         ("WARC-Refers-To", original),  # §5.11
-        ("Content-Type", content_type),  # §5.6
-        ("WARC-Block-Digest", block.of(output)),  # §5.8
-        ("WARC-Payload-Digest", payload.of(output)),  # §5.9
+        ("Content-Type", content_type),  # §5.6: empty, unless typed
+        ("WARC-Block-Digest", (block or _SHA1).of(output)),  # §5.8
         ("Content-Length", str(len(output))),  # §5.3
     ]
-    heading = "".join(f"{name}: {value}\r\n" for name, value in fields if value is not None)
+    heading = "".join(
+        f"{name}: {value}\r\n" if value else f"{name}:\r\n" for name, value in fields if value is not None
+    )
     return f"{version}\r\n{heading}\r\n".encode() + output + b"\r\n\r\n"  # §4: the record's end
 
 
