@@ -33,6 +33,7 @@ import base64
 import email.header
 import email.utils
 import html
+import io
 import mimetypes
 import os
 import re
@@ -56,7 +57,7 @@ from rewriter.problems import Problem, as_problem
 from rewriter.url.base import Base, Candidates, document_url, usable_as_base
 from rewriter.url.resolve import parse
 
-__all__ = ["MAX_SIZE", "PackError", "PackResult", "PackedPart", "pack_mhtml", "pack_single_file"]
+__all__ = ["MAX_SIZE", "PackError", "PackResult", "PackedPart", "pack_mhtml", "pack_single_file", "pack_wacz"]
 
 MAX_SIZE = 256 * 2**20  # bytes per file, the page included
 UrlSource = Literal["argument", "saved-from-mark", "base-element", "file"]
@@ -541,6 +542,41 @@ class _Packer:
         out += (delimiter, b"--", _CRLF)
         return b"".join(out)
 
+    def warc(self, date: str) -> bytes:
+        """A WARC file (WARC 1.1, gzip: a member per record, Annex D): a ``warcinfo`` record, then
+        a ``resource`` record (§6.5: a file with no HTTP around it) for each file, the page first,
+        named by its URL (``WARC-Target-URI``) and captured at *date* (``WARC-Date``). A page and
+        a style sheet are written as MHTML's parts are: links to packed files as those files' URLs,
+        every other link absolute; the other files as they are. Written by warcio."""
+        from warcio.warcwriter import WARCWriter
+
+        def location(file: _File) -> str | None:
+            return file.location
+
+        relink = self._relinker(location)
+        buffer = io.BytesIO()
+        writer = WARCWriter(buffer, gzip=True, warc_version="WARC/1.1")
+        writer.write_record(
+            writer.create_warcinfo_record(
+                "page.warc.gz", {"software": "rewriter pack", "format": "WARC File Format 1.1", "isPartOf": self.url}
+            )
+        )
+        for file in self.files.values():
+            content_type, body = file.content_type, file.data
+            if file.kind != "other":
+                result = self._rewrite(file, relink)
+                content_type, body = f"{file.content_type}; charset={result.encoding}", result.output
+            record = writer.create_warc_record(
+                file.location,
+                "resource",
+                payload=io.BytesIO(body),
+                length=len(body),
+                warc_content_type=content_type,
+                warc_headers_dict={"WARC-Date": date},
+            )
+            writer.write_record(record)
+        return buffer.getvalue()
+
     def single_file(self) -> bytes:
         """RFC 2397: the page with every local file a ``data:`` URL, style sheets and frames
         first given their own files the same way (depth first, so each is whole when used)."""
@@ -655,6 +691,43 @@ def pack_mhtml(
     """
     packer = _packer(page, url, policy, max_size)
     return packer.result(packer.mhtml())
+
+
+def pack_wacz(
+    page: Path, *, url: str | None = None, policy: Policy = DEFAULT_POLICY, max_size: int = MAX_SIZE
+) -> PackResult:
+    """One WACZ file (WACZ 1.1.1) of *page* and the local files it loads, which ReplayWeb.page
+    opens: a WARC of them (each a ``resource`` record named by its URL, the page and its style
+    sheets written as :func:`pack_mhtml` writes its parts), its index, ``pages/pages.jsonl``
+    with the page (its URL, the time of packing, its title) and ``datapackage.json``, made by
+    py-wacz (:func:`rewriter.containers.wacz.build_wacz`). The same files as :func:`pack_mhtml`;
+    RuntimeError when py-wacz is missing or fails."""
+    import datetime
+    import tempfile
+
+    from rewriter.containers.wacz import build_wacz, pages_jsonl
+
+    packer = _packer(page, url, policy, max_size)
+    if packer.url_source == "file":
+        packer.notes.append(
+            Problem(
+                "no-url",
+                f"its records are named by its file: URL ({packer.url}), which replay tools may not open: "
+                "give --url with the address it was saved from",
+                (packer.page.name,),
+            )
+        )
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    warc = packer.warc(date)
+    title = _title(packer.page.data)
+    with tempfile.TemporaryDirectory(prefix="rewriter-pack-") as scratch:
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(packer.page.name).stem).strip("-.") or "page"
+        archive = Path(scratch, f"{stem}.warc.gz")
+        archive.write_bytes(warc)
+        output = Path(scratch, "page.wacz")
+        notes = build_wacz(output, [archive], pages=pages_jsonl([(packer.url, date, title)]), title=title)
+        packer.notes.extend(Problem("output", note) for note in notes)
+        return packer.result(output.read_bytes())
 
 
 def pack_single_file(

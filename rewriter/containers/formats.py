@@ -1,8 +1,8 @@
 """What a file is: a page, a style sheet, a MIME message, an mbox, a web archive (WARC or
-ARC), a WACZ (a ZIP of web archives) or none of them (an image, a font, a script, data). :func:`what_file_is` decides, once
-per input, from its first bytes, the type declared for it (a WARC record's or a MIME part's
-Content-Type) and its name; the planner records the decision in the job, and nothing reads
-the head again.
+ARC), a WACZ (a ZIP of web archives) or none of them (an image, a font, a script, data).
+:func:`what_file_is` decides, once per input, from its first bytes, the type declared for it
+(a WARC record's or a MIME part's Content-Type) and its name; the planner records the decision
+in the job, and nothing reads the head again.
 
 Kept apart from the engines so that telling a file's format imports none of them: a batch
 of pages never imports the MIME engine (and the ``email`` package), which cost every
@@ -507,7 +507,8 @@ def is_wacz(head: bytes, name: str | None = None) -> bool:
     or one whose first member (the name in its first local file header) is a WACZ's. Only
     the head: :func:`rewriter.containers.wacz.read_wacz` finds out whether it holds a WARC.
 
-    >>> is_wacz(b"PK\\x03\\x04" + bytes(22) + b"\\x10\\x00\\x00\\x00datapackage.json"), is_wacz(b"PK\\x03\\x04", "a.zip")
+    >>> first = b"PK\\x03\\x04" + bytes(22) + b"\\x10\\x00\\x00\\x00datapackage.json"
+    >>> is_wacz(first), is_wacz(b"PK\\x03\\x04", "a.zip")
     (True, False)
     """
     if not head.startswith(_ZIP_ENTRY):

@@ -19,7 +19,7 @@ data package with their digests; nothing of it is written here by hand.
 >>> read_wacz(folder / "none.wacz")
 Traceback (most recent call last):
 ...
-rewriter.containers.wacz.WaczError: ...none.wacz: no WARC file under archive/: not a WACZ (WACZ 1.1.1, 'Directory Layout')
+rewriter.containers.wacz.WaczError: ...none.wacz: no WARC file under archive/: not a WACZ (WACZ 1.1.1, ...)
 """
 
 from __future__ import annotations

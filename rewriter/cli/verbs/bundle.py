@@ -1,6 +1,6 @@
 """``rewriter unpack`` and ``rewriter pack``: an archive (MHTML, a message, a WARC) into a
 folder a browser opens offline, and a saved page with its local files into one MHTML (or one
-HTML with data: URLs).
+HTML with data: URLs, or one WACZ).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def _unpack_message(request: RunRequest, kind: Kind | None, err: TextIO) -> int:
 
 def run_pack(request: RunRequest, out: TextIO, err: TextIO) -> int:
     """Pack the saved page and its local files into one MHTML, or one HTML file."""
-    from rewriter.bundle.pack import PackError, pack_mhtml, pack_single_file
+    from rewriter.bundle.pack import PackError, pack_mhtml, pack_single_file, pack_wacz
     from rewriter.run.batch import write_atomically
 
     args = request.options
@@ -121,10 +121,15 @@ def run_pack(request: RunRequest, out: TextIO, err: TextIO) -> int:
         if target.resolve() == page.resolve():
             err.write(f"rewriter pack: the output {target} is the page itself\n")
             return EXIT_USAGE
-        pack = pack_single_file if args.single_file else pack_mhtml
+        # -o OUT.wacz: a WACZ that replay tools open (a WARC of the files, its index, its page)
+        wacz = not args.single_file and target.name.lower().endswith(".wacz")
+        pack = pack_single_file if args.single_file else pack_wacz if wacz else pack_mhtml
         result = pack(page, url=args.url, policy=request.policy)
     except PackError as error:
         err.write(f"rewriter pack: {error}\n")
+        return EXIT_SOME_FAILED
+    except RuntimeError as error:  # py-wacz missing, or failing
+        err.write(f"rewriter pack: {target} not written: {error}\n")
         return EXIT_SOME_FAILED
     except OSError as error:  # e.g. resolve() of a relative path once the working folder is gone
         err.write(f"rewriter pack: {page}: {error.strerror or error}\n")

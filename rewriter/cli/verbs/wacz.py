@@ -96,11 +96,12 @@ def run_wacz(request: RunRequest, verb: Verb, out: TextIO, err: TextIO) -> int:
             return status
         files = []
         for given in request.files:
-            if given in opened:
-                files.append(str(_one_warc(opened[given][1], Path(scratch, f"joined-{len(files)}", Path(given).name))))
-                names[str(Path(files[-1]).parent)] = given
-            else:
+            if given not in opened:
                 files.append(given)
+                continue
+            joined = Path(scratch, f"joined-{len(files)}", Path(given).name)
+            files.append(str(_one_warc(opened[given][1], joined)))
+            names[str(joined)] = given  # x.wacz/archive.warc.gz: its WARC files joined
         named_out, named_err = _Named(out, names), _Named(err, names)
         return verb(_on(request, tuple(files), kinds=kinds), named_out, named_err)
 
@@ -108,9 +109,8 @@ def run_wacz(request: RunRequest, verb: Verb, out: TextIO, err: TextIO) -> int:
 def _usage(request: RunRequest, waczs: list[str], to_wacz: bool) -> str | None:
     """Why the request cannot take its WACZ inputs (a usage error), or None."""
     args = request.options
-    if request.verb in ("links", "explain", "unpack") or to_wacz:
-        if len(request.files) > 1:
-            return f"{waczs[0]} is a WACZ: give it alone"
+    if (request.verb in ("links", "explain", "unpack") or to_wacz) and len(request.files) > 1:
+        return f"{waczs[0]} is a WACZ: give it alone"
     if request.verb == "rewrite" and args.output in (None, "-"):
         return (
             f"{waczs[0]} is a WACZ: give -o OUT.wacz for a WACZ with its pages rewritten, "
