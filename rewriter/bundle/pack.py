@@ -57,7 +57,7 @@ from rewriter.problems import Problem, as_problem
 from rewriter.url.base import Base, Candidates, document_url, usable_as_base
 from rewriter.url.resolve import parse
 
-__all__ = ["MAX_SIZE", "PackError", "PackResult", "PackedPart", "pack_mhtml", "pack_single_file", "pack_wacz"]
+__all__ = ["MAX_SIZE", "PackError", "PackResult", "PackedPart", "pack_mhtml", "pack_single_file", "pack_warc"]
 
 MAX_SIZE = 256 * 2**20  # bytes per file, the page included
 UrlSource = Literal["argument", "saved-from-mark", "base-element", "file"]
@@ -140,6 +140,7 @@ class PackResult:
     parts: tuple[PackedPart, ...]
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    title: str | None = None  # the page's <title>, when it has one
 
 
 @dataclass(slots=True, eq=False)
@@ -488,6 +489,7 @@ class _Packer:
             self.parts(),
             tuple(dict.fromkeys(self.problems)),
             tuple(dict.fromkeys(self.notes)),
+            _title(self.page.data),
         )
 
     def mhtml(self) -> bytes:
@@ -693,19 +695,20 @@ def pack_mhtml(
     return packer.result(packer.mhtml())
 
 
-def pack_wacz(
-    page: Path, *, url: str | None = None, policy: Policy = DEFAULT_POLICY, max_size: int = MAX_SIZE
+def pack_warc(
+    page: Path,
+    *,
+    url: str | None = None,
+    policy: Policy = DEFAULT_POLICY,
+    max_size: int = MAX_SIZE,
+    date: str | None = None,
 ) -> PackResult:
-    """One WACZ file (WACZ 1.1.1) of *page* and the local files it loads, which ReplayWeb.page
-    opens: a WARC of them (each a ``resource`` record named by its URL, the page and its style
-    sheets written as :func:`pack_mhtml` writes its parts), its index, ``pages/pages.jsonl``
-    with the page (its URL, the time of packing, its title) and ``datapackage.json``, made by
-    py-wacz (:func:`rewriter.containers.wacz.build_wacz`). The same files as :func:`pack_mhtml`;
-    RuntimeError when py-wacz is missing or fails."""
+    """One WARC file (WARC 1.1, gzip) of *page* and the local files it loads, each a ``resource``
+    record named by its URL and dated *date* (ISO 8601; default: now), the page and its style
+    sheets written as :func:`pack_mhtml` writes its parts: what
+    :func:`rewriter.containers.wacz.pack_wacz` makes a WACZ of. The same files as
+    :func:`pack_mhtml`."""
     import datetime
-    import tempfile
-
-    from rewriter.containers.wacz import build_wacz, pages_jsonl
 
     packer = _packer(page, url, policy, max_size)
     if packer.url_source == "file":
@@ -717,17 +720,8 @@ def pack_wacz(
                 (packer.page.name,),
             )
         )
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    warc = packer.warc(date)
-    title = _title(packer.page.data)
-    with tempfile.TemporaryDirectory(prefix="rewriter-pack-") as scratch:
-        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(packer.page.name).stem).strip("-.") or "page"
-        archive = Path(scratch, f"{stem}.warc.gz")
-        archive.write_bytes(warc)
-        output = Path(scratch, "page.wacz")
-        notes = build_wacz(output, [archive], pages=pages_jsonl([(packer.url, date, title)]), title=title)
-        packer.notes.extend(Problem("output", note) for note in notes)
-        return packer.result(output.read_bytes())
+    date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return packer.result(packer.warc(date))
 
 
 def pack_single_file(

@@ -35,8 +35,13 @@ import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rewriter.containers.formats import sniff_container
+from rewriter.policy import DEFAULT_POLICY, Policy
+
+if TYPE_CHECKING:
+    from rewriter.bundle.pack import PackResult
 
 __all__ = [
     "PAGES",
@@ -44,6 +49,7 @@ __all__ = [
     "WaczError",
     "build_wacz",
     "extract_warcs",
+    "pack_wacz",
     "pages_jsonl",
     "read_wacz",
     "write_wacz",
@@ -267,3 +273,30 @@ def write_wacz(target: Path, warcs: Sequence[Path], *, sync: bool = True, **opti
         with replacing(target, sync=sync) as replacement, open(built, "rb") as source:
             shutil.copyfileobj(source, replacement.stream, 1 << 20)
     return notes
+
+
+def pack_wacz(page: Path, *, url: str | None = None, policy: Policy = DEFAULT_POLICY) -> PackResult:
+    """One WACZ of the saved *page* and the local files it loads, which ReplayWeb.page opens: the
+    WARC :func:`rewriter.bundle.pack.pack_warc` makes of them (each a ``resource`` record named
+    by its URL; the page and its style sheets written as MHTML's parts are), and
+    ``pages/pages.jsonl`` with the page (its URL, the time it was packed, its title), made a
+    WACZ by :func:`build_wacz`. The result's ``output`` is the WACZ's bytes. Raises what
+    :func:`~rewriter.bundle.pack.pack_warc` raises, and RuntimeError when py-wacz is missing or
+    fails."""
+    import datetime
+    from dataclasses import replace
+
+    from rewriter.bundle.pack import pack_warc
+    from rewriter.problems import Problem
+
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    result = pack_warc(page, url=url, policy=policy, date=date)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(page).stem).strip("-.") or "page"
+    with tempfile.TemporaryDirectory(prefix="rewriter-pack-") as scratch:
+        archive = Path(scratch, f"{stem}.warc.gz")
+        archive.write_bytes(result.output)
+        output = Path(scratch, "page.wacz")
+        pages = pages_jsonl([(result.url, date, result.title)])
+        notes = build_wacz(output, [archive], pages=pages, title=result.title)
+        said = tuple(Problem("output", note) for note in notes)
+        return replace(result, output=output.read_bytes(), notes=result.notes + said)

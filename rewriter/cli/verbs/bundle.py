@@ -111,7 +111,7 @@ def _unpack_message(request: RunRequest, kind: Kind | None, err: TextIO) -> int:
 
 def run_pack(request: RunRequest, out: TextIO, err: TextIO) -> int:
     """Pack the saved page and its local files into one MHTML, or one HTML file."""
-    from rewriter.bundle.pack import PackError, pack_mhtml, pack_single_file, pack_wacz
+    from rewriter.bundle.pack import PackError, pack_mhtml, pack_single_file
     from rewriter.run.batch import write_atomically
 
     args = request.options
@@ -122,9 +122,13 @@ def run_pack(request: RunRequest, out: TextIO, err: TextIO) -> int:
             err.write(f"rewriter pack: the output {target} is the page itself\n")
             return EXIT_USAGE
         # -o OUT.wacz: a WACZ that replay tools open (a WARC of the files, its index, its page)
-        wacz = not args.single_file and target.name.lower().endswith(".wacz")
-        pack = pack_single_file if args.single_file else pack_wacz if wacz else pack_mhtml
-        result = pack(page, url=args.url, policy=request.policy)
+        if not args.single_file and target.name.lower().endswith(".wacz"):
+            from rewriter.containers.wacz import pack_wacz  # py-wacz only for a WACZ
+
+            result = pack_wacz(page, url=args.url, policy=request.policy)
+        else:
+            pack = pack_single_file if args.single_file else pack_mhtml
+            result = pack(page, url=args.url, policy=request.policy)
     except PackError as error:
         err.write(f"rewriter pack: {error}\n")
         return EXIT_SOME_FAILED
