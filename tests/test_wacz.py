@@ -185,6 +185,9 @@ def test_unpack_a_wacz(tmp_path: Path) -> None:
     page = (tmp_path / "site" / "example.org" / "index.html").read_bytes()
     assert b'href="css/site.css"' in page and b'src="img/logo.png"' in page  # pointed at the files
     assert (tmp_path / "site" / "example.org" / "css" / "site.css").is_file()
+    # pages.jsonl: where its pages are, to open
+    index = tmp_path / "site" / "example.org" / "index.html"
+    assert f"  https://example.org/ -> {index}" in done.stderr.decode().splitlines()
 
 
 def test_rewrite_a_wacz_into_a_folder(crawl_wacz: Path, tmp_path: Path) -> None:

@@ -103,7 +103,37 @@ def run_wacz(request: RunRequest, verb: Verb, out: TextIO, err: TextIO) -> int:
             files.append(str(_one_warc(opened[given][1], joined)))
             names[str(joined)] = given  # x.wacz/archive.warc.gz: its WARC files joined
         named_out, named_err = _Named(out, names), _Named(err, names)
-        return verb(_on(request, tuple(files), kinds=kinds), named_out, named_err)
+        status = verb(_on(request, tuple(files), kinds=kinds), named_out, named_err)
+        if request.verb == "unpack" and not args.quiet:
+            for line in _pages_unpacked(opened[waczs[0]][0], Path(args.output)):
+                err.write(line + "\n")
+        return status
+
+
+def _pages_unpacked(wacz: Wacz, folder: Path) -> list[str]:
+    """Where each page of the WACZ's pages.jsonl was unpacked (the mirror's manifest.json says
+    which file each URL became): the lines that say it, the first page first."""
+    import json
+
+    from rewriter.url.resolve import url_key
+
+    urls = wacz.page_urls
+    if not urls:
+        return []
+    try:
+        manifest = json.loads((folder / "manifest.json").read_bytes())
+    except (OSError, ValueError):
+        return []
+    files = {
+        url_key(entry["url"]): entry["file"]
+        for entry in manifest
+        if isinstance(entry, dict) and isinstance(entry.get("url"), str) and isinstance(entry.get("file"), str)
+    }
+    lines = [f"{wacz.path}: {len(urls)} page{'s' if len(urls) > 1 else ''} in pages.jsonl:"]
+    for url in urls:
+        file = files.get(url_key(url))
+        lines.append(f"  {url} -> {folder / file if file else '(no record of it was unpacked)'}")
+    return lines
 
 
 def _usage(request: RunRequest, waczs: list[str], to_wacz: bool) -> str | None:
