@@ -294,3 +294,35 @@ def test_damaged_warc_inside_writes_no_wacz(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert f"{path}/archive/data.warc.gz: offset {offsets[2]}" in said, said
     assert "not written" in said and not (tmp_path / "out.wacz").exists()
+
+
+def test_a_changed_warc_and_other_members(crawl_wacz: Path, tmp_path: Path) -> None:
+    """A WARC whose digest is not datapackage.json's is said (it was changed after the WACZ was
+    made); logs/ are carried over into the WACZ made again, any other member is named."""
+    changed = tmp_path / "changed.wacz"
+    with zipfile.ZipFile(crawl_wacz) as source, zipfile.ZipFile(changed, "w") as archive:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "archive/crawl.warc.gz":
+                data = data[: _member_offsets(data)[3]]  # the page's records only: another WARC
+            archive.writestr(info.filename, data)
+        archive.writestr("logs/crawl.log", b"a log line\n")
+        archive.writestr("screenshots/page.png", b"\x89PNG")
+    out = tmp_path / "out.wacz"
+    done = run_cli(tmp_path, "rewrite", str(changed), "-o", str(out))
+    said = done.stderr.decode()
+    assert f"{changed}: archive/crawl.warc.gz: its sha256 is not the one datapackage.json gives" in said
+    assert f"{changed}: screenshots/page.png: not carried over into {out}" in said
+    validate(out)
+    with zipfile.ZipFile(out) as archive:
+        assert archive.read("logs/crawl.log") == b"a log line\n"
+
+
+def test_the_shipped_fixture(tmp_path: Path) -> None:
+    """fixtures/wacz/crawl.wacz (fixtures/wacz/make_crawl.py): valid, the crawl's WARC and its page."""
+    shipped = ROOT / "fixtures" / "wacz" / "crawl.wacz"
+    validate(shipped)
+    wacz = read_wacz(shipped)
+    assert wacz.page_urls == ("https://example.org/",)
+    [path] = extract_warcs(wacz, tmp_path)
+    assert path.read_bytes() == CRAWL.read_bytes()

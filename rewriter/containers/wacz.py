@@ -25,6 +25,7 @@ rewriter.containers.wacz.WaczError: ...none.wacz: no WARC file under archive/: n
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -32,8 +33,8 @@ import re
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,8 @@ __all__ = [
     "Wacz",
     "WaczError",
     "build_wacz",
+    "check_digests",
+    "extract_logs",
     "extract_warcs",
     "pack_wacz",
     "pages_jsonl",
@@ -58,6 +61,8 @@ __all__ = [
 PAGES = "pages/pages.jsonl"
 EXTRA_PAGES = "pages/extraPages.jsonl"
 _DATAPACKAGE = "datapackage.json"
+_DATAPACKAGE_DIGEST = "datapackage-digest.json"
+_LOG = re.compile(r"logs/[^/\\]+\Z")
 # WACZ 1.1.1, "Directory Layout": archive/ holds the WARC files, one level deep.
 _ARCHIVE = re.compile(r"archive/([^/\\]+\.warc(?:\.gz)?)\Z", re.IGNORECASE)
 _MAX_LIST = 64 * 2**20  # bytes of pages.jsonl (or datapackage.json) read at most
@@ -92,6 +97,12 @@ class Wacz:
     extra_pages: bytes | None = None
     title: str | None = None
     description: str | None = None
+    # datapackage.json's digest of each file it lists ("sha256:<hex>" or "md5:<hex>"), by path
+    digests: Mapping[str, str] = field(default_factory=dict)
+    # the members a WACZ made again does not hold as they are: logs/ (carried over by py-wacz's
+    # --log-directory), anything else (named, left out); the index and data package are made anew
+    logs: tuple[str, ...] = ()
+    others: tuple[str, ...] = ()
 
     @property
     def page_urls(self) -> tuple[str, ...]:
@@ -126,6 +137,7 @@ def read_wacz(path: str | os.PathLike[str]) -> Wacz:
     except zipfile.BadZipFile as error:
         raise WaczError(path, f"not a ZIP file ({error}): a WACZ is one ({_SPEC})") from error
     title = description = None
+    digests: dict[str, str] = {}
     if package is not None:
         with contextlib.suppress(ValueError):
             document = json.loads(package)
@@ -133,7 +145,62 @@ def read_wacz(path: str | os.PathLike[str]) -> Wacz:
                 title = document.get("title") if isinstance(document.get("title"), str) else None
                 text = document.get("description")
                 description = text if isinstance(text, str) else None
-    return Wacz(os.fspath(path), warcs, pages, extra, title, description)
+                digests = _digests(document.get("resources"))
+    files = [name for name in names if not name.endswith("/")]
+    logs = tuple(name for name in files if _LOG.match(name))
+    made = {*warcs, *logs, PAGES, EXTRA_PAGES, _DATAPACKAGE, _DATAPACKAGE_DIGEST}
+    others = tuple(name for name in files if name not in made and not name.startswith("indexes/"))
+    return Wacz(os.fspath(path), warcs, pages, extra, title, description, digests, logs, others)
+
+
+def _digests(resources: object) -> dict[str, str]:
+    """datapackage.json's ``resources``: each listed path's ``hash`` (WACZ 1.1.1, 'datapackage.json')."""
+    if not isinstance(resources, list):
+        return {}
+    return {
+        entry["path"]: entry["hash"]
+        for entry in resources
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str) and isinstance(entry.get("hash"), str)
+    }
+
+
+def check_digests(wacz: Wacz, members: Mapping[str, Path]) -> list[str]:
+    """What does not match datapackage.json among the WARC files taken out of *wacz* (*members*:
+    member name to file): each file whose digest is not the one listed (the WARC was changed
+    after the WACZ was made, or the data package is wrong), and each not listed at all."""
+    said = []
+    for name, path in members.items():
+        listed = wacz.digests.get(name)
+        if listed is None:
+            if wacz.digests:
+                said.append(f"{name}: not listed in datapackage.json")
+            continue
+        algorithm, _, expected = listed.partition(":")
+        if algorithm.lower() not in ("sha256", "md5") or not expected:
+            continue
+        digest = hashlib.new(algorithm.lower())
+        with open(path, "rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+        if digest.hexdigest() != expected.lower():
+            said.append(f"{name}: its {algorithm.lower()} is not the one datapackage.json gives (changed since?)")
+    return said
+
+
+def extract_logs(wacz: Wacz, folder: Path) -> Path | None:
+    """Copy the ``logs/`` members of *wacz* to *folder* (its files, one level); the folder, or None
+    when it has none."""
+    if not wacz.logs:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        with zipfile.ZipFile(wacz.path) as archive:
+            for name in wacz.logs:
+                with archive.open(name) as source, open(folder / name.split("/", 1)[1], "wb") as sink:
+                    shutil.copyfileobj(source, sink, 1 << 20)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as error:
+        raise WaczError(wacz.path, f"a log cannot be read: {error}") from error
+    return folder
 
 
 def _small(archive: zipfile.ZipFile, path: str | os.PathLike[str], name: str) -> bytes | None:
@@ -220,12 +287,14 @@ def build_wacz(
     extra_pages: bytes | None = None,
     title: str | None = None,
     description: str | None = None,
+    logs: Path | None = None,
 ) -> list[str]:
     """Write a WACZ of the WARC files *warcs* at *output* with py-wacz (``wacz create``): the
     index (``indexes/index.cdx.gz``, ``index.idx``) made from the records, *pages* (a
     ``pages.jsonl``) copied as it is when py-wacz can (else the pages are found again from the
     records, and a note says so), and ``datapackage.json`` with every file's size and sha256.
-    The notes; RuntimeError when py-wacz is missing or fails (what it said)."""
+    The files of the folder *logs* go under ``logs/``. The notes; RuntimeError when py-wacz is
+    missing or fails (what it said)."""
     try:
         from wacz.main import main as wacz_main
     except ImportError as error:  # an optional dependency: pip install 'rewriter[wacz]'
@@ -250,6 +319,8 @@ def build_wacz(
             arguments += ["--title", title]
         if description:
             arguments += ["--desc", description]
+        if logs is not None:
+            arguments += ["--log-directory", str(logs)]
         said = io.StringIO()
         try:
             with contextlib.redirect_stdout(said):
@@ -262,7 +333,9 @@ def build_wacz(
     return notes
 
 
-def write_wacz(target: Path, warcs: Sequence[Path], *, sync: bool = True, **options: str | bytes | None) -> list[str]:
+def write_wacz(
+    target: Path, warcs: Sequence[Path], *, sync: bool = True, **options: str | bytes | Path | None
+) -> list[str]:
     """:func:`build_wacz` to *target* through :func:`rewriter.disk.files.replacing`: *target*
     holds the old file or the whole new one, never a part. The notes."""
     from rewriter.disk.files import replacing

@@ -61,7 +61,7 @@ class _Named:
 
 def run_wacz(request: RunRequest, verb: Verb, out: TextIO, err: TextIO) -> int:
     """Run *verb* on *request*, whose inputs include a WACZ (see the module)."""
-    from rewriter.containers.wacz import WaczError, extract_warcs, read_wacz
+    from rewriter.containers.wacz import WaczError, check_digests, extract_warcs, read_wacz
 
     waczs, kinds = wacz_inputs(request)
     args = request.options
@@ -86,6 +86,9 @@ def run_wacz(request: RunRequest, verb: Verb, out: TextIO, err: TextIO) -> int:
                 err.write(f"{name}: cannot read {given}: {error.strerror or error}\n")
                 return EXIT_SOME_FAILED
             names[str(folder)] = given
+            members = dict(zip(opened[given][0].warcs, opened[given][1], strict=True))
+            for line in check_digests(opened[given][0], members):
+                err.write(f"{given}: {line}\n")
         named_out, named_err = _Named(out, names), _Named(err, names)
         if to_wacz:
             return _rewrite_to_wacz(request, verb, opened[waczs[0]], Path(scratch), named_out, named_err)
@@ -183,7 +186,7 @@ def _rewrite_to_wacz(
     request: RunRequest, verb: Verb, opened: tuple[Wacz, list[Path]], scratch: Path, out: _Named, err: _Named
 ) -> int:
     """``rewrite x.wacz -o y.wacz``: each WARC by WARC out, then the WACZ of them (py-wacz)."""
-    from rewriter.containers.wacz import write_wacz
+    from rewriter.containers.wacz import WaczError, extract_logs, write_wacz
 
     wacz, members = opened
     target = Path(request.options.output)
@@ -205,9 +208,10 @@ def _rewrite_to_wacz(
             extra_pages=wacz.extra_pages,
             title=wacz.title,
             description=wacz.description,
+            logs=extract_logs(wacz, scratch / "logs"),
             sync=not getattr(request.options, "no_fsync", False),
         )
-    except RuntimeError as error:
+    except (RuntimeError, WaczError) as error:
         err.write(f"rewriter rewrite: {target} not written: {error}\n")
         return EXIT_SOME_FAILED
     except OSError as error:
@@ -215,6 +219,11 @@ def _rewrite_to_wacz(
         return EXIT_SOME_FAILED
     for note in notes:
         err.write(f"{wacz.path}: {note}\n")
+    for name in wacz.others:  # what py-wacz has no place for: said, not lost silently
+        err.write(
+            f"{wacz.path}: {name}: not carried over into {target} (a WACZ made again holds its WARC files, "
+            "pages and logs)\n"
+        )
     if not request.options.quiet:
         count = len(members)
         err.write(f"{wacz.path}: {count} WARC file{'s' if count > 1 else ''} rewritten into {target}\n")
