@@ -48,12 +48,19 @@ def validate(path: Path) -> str:
     return done.stdout
 
 
-def records(data: bytes) -> list[tuple[str, str | None, bytes]]:
-    """(type, target URI, content) of each record of a WARC file's bytes."""
+def records(data: bytes) -> list[tuple[str, str | None, str | None, bytes]]:
+    """(type, target URI, record ID, content) of each record of a WARC file's bytes."""
     found = []
     for record in ArchiveIterator(io.BytesIO(data)):
-        uri = record.rec_headers.get_header("WARC-Target-URI")
-        found.append((record.rec_type, uri, record.content_stream().read()))
+        headers = record.rec_headers
+        found.append(
+            (
+                record.rec_type,
+                headers.get_header("WARC-Target-URI"),
+                headers.get_header("WARC-Record-ID"),
+                record.content_stream().read(),
+            )
+        )
     return found
 
 
@@ -134,10 +141,13 @@ def test_rewrite_wacz_to_wacz_validates(crawl_wacz: Path, tmp_path: Path) -> Non
     assert package["title"] == "crawl"
     [entry] = [resource for resource in package["resources"] if resource["path"] == "archive/crawl.warc.gz"]
     assert entry["hash"] == "sha256:" + hashlib.sha256(warc).hexdigest() and entry["bytes"] == len(warc)
-    # every record of the input, each page followed by its conversion record, rewritten
-    found = records(warc)
-    assert [kind for kind, _, _ in found].count("conversion") == 2
-    conversions = {uri: content for kind, uri, content in found if kind == "conversion"}
+    # every record of the input kept, and the records WARC out adds for the pages, rewritten
+    # (their type and form are WARC out's: rewriter.containers.warc.out)
+    found, kept = records(warc), records(CRAWL.read_bytes())
+    ids = {record_id for _, _, record_id, _ in kept}
+    assert {record_id for _, _, record_id, _ in found} >= ids
+    conversions = {uri: content for _, uri, record_id, content in found if record_id not in ids}
+    assert set(conversions) == {"https://example.org/", "https://example.org/css/site.css"}
     assert b'href="https://example.org/css/site.css"' in conversions["https://example.org/"]
     assert b'href="https://example.org/news/?page=2"' in conversions["https://example.org/"]
     assert b'url("https://example.org/img/logo.png")' in conversions["https://example.org/css/site.css"]
@@ -220,7 +230,7 @@ def test_pack_a_saved_page_as_wacz(tmp_path: Path) -> None:
         index = gzip.decompress(archive.read("indexes/index.cdx.gz")).decode()
     assert header["format"] == "json-pages-1.0"
     assert page["url"] == url and page["title"] == "Guide"
-    found = {uri: content for kind, uri, content in records(warc) if kind == "resource"}
+    found = {uri: content for kind, uri, _, content in records(warc) if kind == "resource"}
     assert set(found) == {
         url,
         "https://example.org/docs/guide_files/logo.png",
