@@ -212,6 +212,10 @@ def test_a_wacz_needs_an_output(crawl_wacz: Path, tmp_path: Path) -> None:
     assert done.returncode == 2 and b"give -o OUT.wacz" in done.stderr
     done = run_cli(tmp_path, "rewrite", "--in-place", str(crawl_wacz))
     assert done.returncode == 2 and b"never changed in place" in done.stderr
+    before = crawl_wacz.read_bytes()
+    done = run_cli(tmp_path, "rewrite", str(crawl_wacz), "-o", str(crawl_wacz))
+    assert done.returncode == 1 and b"the output is the input itself" in done.stderr
+    assert crawl_wacz.read_bytes() == before
 
 
 # -- pack -o page.wacz ---------------------------------------------------------------------------------------

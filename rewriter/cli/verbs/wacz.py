@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from rewriter.cli.parser import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
 from rewriter.cli.request import RunRequest
+from rewriter.disk.files import same_file
 
 if TYPE_CHECKING:
     from rewriter.containers.formats import Kind
@@ -71,6 +72,9 @@ def run_wacz(request: RunRequest, verb: Verb, out: TextIO, err: TextIO) -> int:
     if problem is not None:
         err.write(f"{name}: {problem}\n")
         return EXIT_USAGE
+    if to_wacz and same_file(waczs[0], args.output):
+        err.write(f"rewriter: {waczs[0]}: the output is the input itself; a WACZ is never changed in place\n")
+        return EXIT_SOME_FAILED
     with tempfile.TemporaryDirectory(prefix="rewriter-wacz-") as scratch:
         opened: dict[str, tuple[Wacz, list[Path]]] = {}
         names: dict[str, str] = {}
