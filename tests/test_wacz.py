@@ -344,3 +344,15 @@ def test_the_shipped_fixture(tmp_path: Path) -> None:
     assert wacz.page_urls == ("https://example.org/",)
     [path] = extract_warcs(wacz, tmp_path)
     assert path.read_bytes() == CRAWL.read_bytes()
+
+
+def test_explain_of_several_warcs_is_one_document(tmp_path: Path) -> None:
+    source = two_warcs(tmp_path / "two.wacz")
+    done = run_cli(tmp_path, "explain", "--json", str(source))
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["file"] == f"{source}/archive.warc.gz"
+    links = run_cli(tmp_path, "links", "--json", str(source))
+    assert links.returncode == 0, links.stderr
+    pages = {json.loads(line)["record"] for line in links.stdout.splitlines()}
+    assert pages == {"https://example.org/", "https://example.org/css/site.css"}

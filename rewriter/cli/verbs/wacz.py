@@ -6,9 +6,10 @@ on them as on any WARC, by the same code; messages name each as ``x.wacz/archive
   its pages followed by their conversion records), then the WACZ made again of them by py-wacz
   (its index and datapackage.json recomputed; pages.jsonl kept). y.wacz is written only when
   every WARC was, whole (rewriter.disk).
-- ``links`` and ``explain``: each WARC of it in turn.
-- ``rewrite x.wacz -o DIR/``, ``-o OUT.warc.gz`` and ``unpack x.wacz -o DIR/``: its WARC (its
-  WARC files joined into one when there are several) as the input.
+- ``links``: each WARC of it in turn.
+- ``explain``, ``rewrite x.wacz -o DIR/``, ``-o OUT.warc.gz`` and ``unpack x.wacz -o DIR/``: its
+  WARC as the input (its WARC files joined into one when there are several, named
+  ``x.wacz/archive.warc.gz``: a page in one and its style sheet in another are one mirror).
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def run_wacz(request: RunRequest, verb: Verb, out: TextIO, err: TextIO) -> int:
         named_out, named_err = _Named(out, names), _Named(err, names)
         if to_wacz:
             return _rewrite_to_wacz(request, verb, opened[waczs[0]], Path(scratch), named_out, named_err)
-        if request.verb in ("links", "explain"):
+        # links: each WARC in turn (JSON Lines join); explain: one document, so several WARCs joined
+        if request.verb == "links" or (request.verb == "explain" and len(opened[waczs[0]][1]) == 1):
             status = EXIT_OK
             for member in opened[waczs[0]][1]:
                 status = max(status, verb(_on(request, (str(member),)), named_out, named_err))
