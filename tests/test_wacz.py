@@ -356,3 +356,11 @@ def test_explain_of_several_warcs_is_one_document(tmp_path: Path) -> None:
     assert links.returncode == 0, links.stderr
     pages = {json.loads(line)["record"] for line in links.stdout.splitlines()}
     assert pages == {"https://example.org/", "https://example.org/css/site.css"}
+
+
+def test_a_wacz_on_standard_input_is_named(tmp_path: Path) -> None:
+    data = two_warcs(tmp_path / "two.wacz").read_bytes()
+    for verb in ("links", "rewrite"):
+        done = run_cli(tmp_path, verb, "-", stdin=data)
+        assert done.returncode == 1 and b"a WACZ is read from a file named on the command line" in done.stderr
+        assert done.stdout == b""

@@ -266,6 +266,8 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             if size is None:
                 return outcome.fail(f"{why}: a web archive is read from a file, not from a pipe")
             return _warc(job, settings, outcome, fmt)
+        if fmt == "wacz" and settings.format == "auto":  # its WARC files are read by the command line's verbs
+            return outcome.fail(f"{why}: a WACZ is read from a file named on the command line, not from a pipe")
         if settings.format != "auto":  # --format: the engine the user names
             fmt = settings.format
         if fmt == "mbox":  # streamed, message by message
