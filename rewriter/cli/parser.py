@@ -343,7 +343,7 @@ LINKS = Verb(
     "list every link of a document, message, mbox, Maildir or WARC",
     "List every URL the engine finds in FILE: element, attribute, status, value as written, resolved. "
     "In a message each link is preceded by its part; in an mbox or a Maildir, by its message too; "
-    "in a WARC, by the URL of its page.",
+    "in a WARC (or each WARC of a WACZ), by the URL of its page.",
     "examples:\n"
     "  rewriter links saved.html --url https://example.org/\n"
     "  rewriter links message.eml --json\n\n"
@@ -351,7 +351,7 @@ LINKS = Verb(
     (
         Opt(
             ("files",),
-            "a page, style sheet, message, mbox, Maildir or WARC, or '-' for stdin",
+            "a page, style sheet, message, mbox, Maildir, WARC or WACZ, or '-' for stdin",
             metavar="FILE",
             nargs=1,
         ),
@@ -377,13 +377,15 @@ UNPACK = Verb(
     "record's URL, redirects followed) points at that part's file by a relative path; every other\n"
     "reference is made absolute. Names come from the parts, made safe: nothing is written outside\n"
     "DIR, nothing already there is replaced, and DIR/manifest.json keeps each part's original names.\n"
-    "A WARC is mirrored as folders, one per host and path.",
+    "A WARC is mirrored as folders, one per host and path; so are the WARC files of a WACZ, and\n"
+    "each page its pages.jsonl lists is named with its file.",
     "examples:\n"
     "  rewriter unpack saved.mhtml -o saved/\n"
-    "  rewriter unpack crawl.warc.gz -o mirror/\n\n"
+    "  rewriter unpack crawl.warc.gz -o mirror/\n"
+    "  rewriter unpack crawl.wacz -o mirror/\n\n"
     "exit codes: 0 unpacked; 1 unpacked with problems (named on stderr), or not unpacked; 2 usage error",
     (
-        Opt(("files",), "an MHTML archive, a message, a WARC, or '-'", metavar="FILE", nargs=1),
+        Opt(("files",), "an MHTML archive, a message, a WARC, a WACZ, or '-'", metavar="FILE", nargs=1),
         Opt(("-o", "--output"), "the folder to write (made if missing)", metavar="DIR", required=True),
         *DOCUMENT,
         max_size(
@@ -402,14 +404,16 @@ PACK = Verb(
     "(RFC 2557) whose parts carry their absolute URLs as Content-Location: the page's --url, else\n"
     "the browser's 'saved from' mark, else its <base>, else its file: URL. The HTML is kept byte for\n"
     "byte but the rewritten references. --single-file writes one HTML file instead, each local\n"
-    "resource inlined as a data: URL.",
+    "resource inlined as a data: URL. -o OUT.wacz writes a WACZ that ReplayWeb.page opens: a WARC\n"
+    "of the same files (each named by its URL), its index, and pages.jsonl with the page.",
     "examples:\n"
     "  rewriter pack saved.html -o saved.mhtml\n"
+    "  rewriter pack saved.html --url https://example.org/a.html -o saved.wacz\n"
     "  rewriter pack saved.html --url https://example.org/a.html --single-file saved-one.html\n\n"
     "exit codes: 0 packed; 1 packed with problems (named on stderr), or not packed; 2 usage error",
     (
         Opt(("files",), "a saved HTML page", metavar="PAGE", nargs=1),
-        Opt(("-o", "--output"), "the MHTML file to write", metavar="OUT", group=True),
+        Opt(("-o", "--output"), "the MHTML file to write (a WACZ when it ends in .wacz)", metavar="OUT", group=True),
         Opt(("--single-file",), "write one HTML file with data: URLs instead", metavar="OUT", group=True),
         *DOCUMENT,
     ),

@@ -151,7 +151,12 @@ def _check_archives(args: argparse.Namespace, kinds: Mapping[str, Kind | None]) 
     if not args.in_place:
         return
     warc = next(
-        (name for name in args.files if (kind := kinds.get(name)) is not None and kind.format in ("warc", "arc")), None
+        (
+            name
+            for name in args.files
+            if (kind := kinds.get(name)) is not None and kind.format in ("warc", "arc", "wacz")
+        ),
+        None,
     )
     if warc is not None:
         raise UsageError(

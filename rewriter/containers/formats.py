@@ -1,8 +1,8 @@
 """What a file is: a page, a style sheet, a MIME message, an mbox, a web archive (WARC or
-ARC) or none of them (an image, a font, a script, data). :func:`what_file_is` decides, once
-per input, from its first bytes, the type declared for it (a WARC record's or a MIME part's
-Content-Type) and its name; the planner records the decision in the job, and nothing reads
-the head again.
+ARC), a WACZ (a ZIP of web archives) or none of them (an image, a font, a script, data).
+:func:`what_file_is` decides, once per input, from its first bytes, the type declared for it
+(a WARC record's or a MIME part's Content-Type) and its name; the planner records the decision
+in the job, and nothing reads the head again.
 
 Kept apart from the engines so that telling a file's format imports none of them: a batch
 of pages never imports the MIME engine (and the ``email`` package), which cost every
@@ -36,6 +36,7 @@ __all__ = [
     "gzip_holds_arc",
     "gzip_holds_warc",
     "is_arc",
+    "is_wacz",
     "is_warc",
     "kind_of_path",
     "sniff_container",
@@ -362,7 +363,7 @@ _BINARY_SIGNATURES = {
 }
 
 
-KindOfFile = Literal["html", "css", "message", "mbox", "warc", "arc", "other"]
+KindOfFile = Literal["html", "css", "message", "mbox", "warc", "arc", "wacz", "other"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,8 +377,10 @@ class Kind:
 
     @property
     def document(self) -> bool:
-        """Whether an engine or a container reads it (a folder walk takes it)."""
-        return self.format != "other"
+        """Whether an engine or a container reads it (a folder walk takes it). A WACZ is read
+        only when named (its WARC files taken out of it: rewriter.cli.verbs.wacz); one found
+        in a folder is copied as it is."""
+        return self.format not in ("other", "wacz")
 
 
 # The name rules. Scripts and data are never documents, whatever they hold: mdBook's
@@ -428,7 +431,9 @@ def what_file_is(head: bytes, name: str | None = None, declared: str | None = No
 
     1. A web archive, plain or gzip, by its first record: ``warc`` (WARC 1.1 §4, Annex D),
        ``arc`` (an ARC v1 version block). The content alone: an archive is one whatever
-       its name or type.
+       its name or type. A ZIP file (its signature) named ``.wacz``, or whose first member
+       is one of a WACZ's (``archive/``, ``indexes/``, ``pages/``, ``datapackage.json``):
+       ``wacz``; so is any file named ``.wacz`` (reading it says what is wrong with it).
     2. The declared type, when it names one: text/html and application/xhtml+xml,
        text/css, message/rfc822 and multipart/related, application/mbox. Any other type
        (image/png, text/javascript, application/json, ...) is ``other``. None, text/plain,
@@ -453,6 +458,10 @@ def what_file_is(head: bytes, name: str | None = None, declared: str | None = No
     archive = _archive(head)
     if archive is not None:
         return archive
+    if is_wacz(head, name):
+        return Kind("wacz", "a WACZ: a ZIP file of web archives (WACZ 1.1.1)")
+    if _suffix(name) == ".wacz":  # reading it says what is wrong with it, by name
+        return Kind("wacz", "named .wacz, though no ZIP file")
     if declared is not None:
         essence = declared.split(";", 1)[0].strip().lower()
         if essence in _DECLARED:
@@ -487,6 +496,30 @@ def _archive(head: bytes) -> Kind | None:
         return None
     what = "a WARC record (WARC 1.1 4)" if container == "warc" else "an ARC v1 version block"
     return Kind(container, f"{what}{packed}")
+
+
+_ZIP_ENTRY = b"PK\x03\x04"  # a ZIP file's local file header (APPNOTE.TXT 4.3.7), its first bytes
+_WACZ_MEMBERS = (b"archive/", b"indexes/", b"pages/", b"datapackage.json", b"datapackage-digest.json")
+
+
+def is_wacz(head: bytes, name: str | None = None) -> bool:
+    """Whether the file opening with *head* is a WACZ (WACZ 1.1.1): a ZIP file named ``.wacz``,
+    or one whose first member (the name in its first local file header) is a WACZ's. Only
+    the head: :func:`rewriter.containers.wacz.read_wacz` finds out whether it holds a WARC.
+
+    >>> first = b"PK\\x03\\x04" + bytes(22) + b"\\x10\\x00\\x00\\x00datapackage.json"
+    >>> is_wacz(first), is_wacz(b"PK\\x03\\x04", "a.zip")
+    (True, False)
+    """
+    if not head.startswith(_ZIP_ENTRY):
+        return False
+    if name is not None and _suffix(name) == ".wacz":
+        return True
+    if len(head) < 30:
+        return False
+    length = int.from_bytes(head[26:28], "little")
+    member = head[30 : 30 + length]
+    return member.startswith(_WACZ_MEMBERS)
 
 
 def kind_of_path(path: str | os.PathLike[str], declared: str | None = None) -> Kind:

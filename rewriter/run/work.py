@@ -269,6 +269,8 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             return _warc(job, settings, outcome, fmt)
         if settings.format in ("warc", "arc"):  # --format warc: the input must be a web archive
             return outcome.fail(f"--format {settings.format}, but this is no web archive: {why}")
+        if fmt == "wacz" and settings.format == "auto":  # its WARC files are read by the command line's verbs
+            return outcome.fail(f"{why}: a WACZ is read from a file named on the command line, not from a pipe")
         if settings.format != "auto":  # --format: the engine the user names
             fmt = settings.format
         if fmt == "mbox":  # streamed, message by message

@@ -1,6 +1,6 @@
 """``rewriter unpack`` and ``rewriter pack``: an archive (MHTML, a message, a WARC) into a
 folder a browser opens offline, and a saved page with its local files into one MHTML (or one
-HTML with data: URLs).
+HTML with data: URLs, or one WACZ).
 """
 
 from __future__ import annotations
@@ -122,10 +122,19 @@ def run_pack(request: RunRequest, out: TextIO, err: TextIO) -> int:
         if target.resolve() == page.resolve():
             err.write(f"rewriter pack: the output {target} is the page itself\n")
             return EXIT_USAGE
-        pack = pack_single_file if args.single_file else pack_mhtml
-        result = pack(page, url=args.url, policy=request.policy)
+        # -o OUT.wacz: a WACZ that replay tools open (a WARC of the files, its index, its page)
+        if not args.single_file and target.name.lower().endswith(".wacz"):
+            from rewriter.containers.wacz import pack_wacz  # py-wacz only for a WACZ
+
+            result = pack_wacz(page, url=args.url, policy=request.policy)
+        else:
+            pack = pack_single_file if args.single_file else pack_mhtml
+            result = pack(page, url=args.url, policy=request.policy)
     except PackError as error:
         err.write(f"rewriter pack: {error}\n")
+        return EXIT_SOME_FAILED
+    except RuntimeError as error:  # py-wacz missing, or failing
+        err.write(f"rewriter pack: {target} not written: {error}\n")
         return EXIT_SOME_FAILED
     except OSError as error:  # e.g. resolve() of a relative path once the working folder is gone
         err.write(f"rewriter pack: {page}: {error.strerror or error}\n")
