@@ -150,7 +150,7 @@ DOCUMENT = (
     Opt(
         ("--format",),
         "what the input is (default: told by its content: an mbox, a MIME message or MHTML, CSS, HTML)",
-        choices=("auto", "html", "css", "message", "mbox"),
+        choices=("auto", "html", "css", "message", "mbox", "emlx"),
         default="auto",
     ),
     Opt(("--url",), "the retrieval URL: the base when the page has no <base> (RFC 1808 §3.3)"),
