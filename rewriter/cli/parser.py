@@ -149,10 +149,10 @@ def max_size(help: str) -> Opt:
 DOCUMENT = (
     Opt(
         ("--format",),
-        "what the input is (default: told by its content: a web archive (WARC or ARC, plain or gzip), an mbox, "
-        "a MIME message or MHTML, CSS, HTML); warc or arc: each input must be a web archive (one that is not is "
-        "named and fails)",
-        choices=("auto", "html", "css", "message", "mbox", "warc", "arc"),
+        "what the input is (default: told by its content: a web archive (WARC or ARC, plain or gzip), an mbox "
+        "(plain or gzip, xz or Zstandard), an Apple Mail .emlx, a MIME message or MHTML, CSS, HTML); warc or arc: "
+        "each input must be a web archive (one that is not is named and fails)",
+        choices=("auto", "html", "css", "message", "mbox", "emlx", "warc", "arc"),
         default="auto",
     ),
     Opt(("--url",), "the retrieval URL: the base when the page has no <base> (RFC 1808 §3.3)"),

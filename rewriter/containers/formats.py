@@ -26,11 +26,14 @@ from typing import BinaryIO, Literal
 
 __all__ = [
     "ARC_LINE",
+    "CODECS",
     "SNIFF_SIZE",
+    "Codec",
     "Container",
     "Format",
     "Kind",
     "KindOfFile",
+    "codec_of",
     "container_format",
     "detect_format",
     "gzip_holds_arc",
@@ -45,6 +48,14 @@ __all__ = [
 
 Format = Literal["mbox", "message", "html", "css", "unknown"]
 Container = Literal["warc", "arc"]  # the web archives: a file of records, told by its path
+
+Codec = Literal["gzip", "xz", "zstd"]  # the compressions a file is read through (rewriter.containers.compressed)
+# Each compression's signature, at the start of the file.
+CODECS: dict[bytes, Codec] = {
+    b"\x1f\x8b": "gzip",  # RFC 1952 §2.3.1: ID1 ID2
+    b"\xfd7zXZ\x00": "xz",  # the .xz file format §2.1.1.1: Header Magic Bytes
+    b"\x28\xb5\x2f\xfd": "zstd",  # RFC 8878 §3.1.1: Magic_Number 0xFD2FB528, little-endian
+}
 
 SNIFF_SIZE = 8192  # how much of a file's head what_file_is needs (a gzip archive's first record too)
 _WARC_PEEK = 1 << 20  # how much compressed data gzip_holds_warc reads at most
@@ -363,7 +374,11 @@ _BINARY_SIGNATURES = {
 }
 
 
-KindOfFile = Literal["html", "css", "message", "mbox", "warc", "arc", "wacz", "other"]
+# mbox.gz, mbox.xz, mbox.zst: an mbox compressed with gzip, xz or Zstandard (read and written
+# back through rewriter.containers.compressed); emlx: Apple Mail's message file.
+KindOfFile = Literal[
+    "html", "css", "message", "mbox", "mbox.gz", "mbox.xz", "mbox.zst", "emlx", "warc", "arc", "wacz", "other"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,13 +453,21 @@ def what_file_is(head: bytes, name: str | None = None, declared: str | None = No
        text/css, message/rfc822 and multipart/related, application/mbox. Any other type
        (image/png, text/javascript, application/json, ...) is ``other``. None, text/plain,
        application/octet-stream and the unknown types say nothing: on to the content.
-    3. A script or data by its name (.js, .mjs, .cjs, .json, .map): ``other``, whatever it
+    3. An mbox compressed with gzip, xz or Zstandard (``mbox.gz``, ``mbox.xz``, ``mbox.zst``):
+       the compression's signature, and an mbox (rule 2 of :func:`detect_format`) at the start
+       of what it decompresses to, or a name .mbox.gz, .mbx.xz, ... (a file that does not
+       decompress is then named by the job that reads it). Other compressed data goes on to
+       rule 4, and is binary data there.
+    4. An Apple Mail message file (``emlx``): a name ending in .emlx (.partial.emlx too), or a
+       first line that is a byte count alone (digits) followed by a message heading (rule 3
+       of :func:`detect_format`). A file so named whose count is wrong is said by the job.
+    5. A script or data by its name (.js, .mjs, .cjs, .json, .map): ``other``, whatever it
        holds; it is copied as it is.
-    4. The content (:func:`detect_format`): an mbox, a message, markup, a style sheet,
+    6. The content (:func:`detect_format`): an mbox, a message, markup, a style sheet,
        binary data (``other``: WHATWG MIME Sniffing 7.1's binary data bytes, or an image,
        font, PDF or archive signature), the name breaking ties. Text that is none of these
        is a page when markup follows further on in *head*, else ``other`` (text/plain).
-    5. What the content calls a page, the name may veto: a .css is a style sheet (never
+    7. What the content calls a page, the name may veto: a .css is a style sheet (never
        HTML); a .txt, .md, .csv, .svg, .xml, .xsl, .rss or .atom file is not a page
        (``other``): its server declares another type.
 
@@ -469,6 +492,9 @@ def what_file_is(head: bytes, name: str | None = None, declared: str | None = No
         if essence not in _UNDECLARED:
             return Kind("other", f"declared {essence}, not a document")
     suffix = _suffix(name)
+    mail = _compressed_mbox(head, name) or _emlx(head, suffix)
+    if mail is not None:
+        return mail
     if suffix in _NOT_DOCUMENTS:
         return Kind("other", f"{_NOT_DOCUMENTS[suffix]} by its name ({suffix}), not a document")
     fmt, reason = _content(head, name)
@@ -483,6 +509,80 @@ def what_file_is(head: bytes, name: str | None = None, declared: str | None = No
     if fmt == "html" and suffix in _NOT_PAGES:
         return Kind("other", f"{_NOT_PAGES[suffix]} by its name ({suffix}), not a page")
     return Kind(fmt, reason)
+
+
+# The names of a compressed mbox: .mbox or .mbx, then the compression's own suffix.
+_COMPRESSED_MBOX: dict[str, KindOfFile] = {"gzip": "mbox.gz", "xz": "mbox.xz", "zstd": "mbox.zst"}
+_COMPRESSED_SUFFIXES = {".gz": "gzip", ".xz": "xz", ".zst": "zstd"}
+_EMLX_COUNT = re.compile(rb"[ \t]*[0-9]{1,18}[ \t]*\r?\n")  # an .emlx file's first line: its message's byte count
+
+
+def codec_of(head: bytes) -> Codec | None:
+    """The compression whose signature (:data:`CODECS`) *head*, a file's first bytes, begins
+    with; None for none.
+
+    >>> codec_of(b"\\xfd7zXZ\\x00\\x00\\x04"), codec_of(b"From a")
+    ('xz', None)
+    """
+    for magic, codec in CODECS.items():
+        if head.startswith(magic):
+            return codec
+    return None
+
+
+def _unpacked_head(head: bytes, codec: Codec, size: int) -> bytes:
+    """The first *size* bytes (or fewer) that *head*, the start of a *codec*-compressed file,
+    decompresses to; b"" when it does not decompress (or, for Zstandard, the ``zstandard``
+    package is missing). Never more than *size* bytes are made, whatever *head* holds."""
+    try:
+        if codec == "gzip":
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, size)
+        if codec == "xz":
+            import lzma  # only for compressed data: telling a page's format imports no decompressor
+
+            return lzma.LZMADecompressor(lzma.FORMAT_XZ).decompress(head, size)
+        import zstandard
+
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(head), read_across_frames=True)
+        out = b""
+        while len(out) < size:
+            chunk = reader.read(size - len(out))
+            if not chunk:
+                break
+            out += chunk
+        return out
+    except Exception:  # zlib.error, lzma.LZMAError, zstandard.ZstdError, ImportError, EOFError
+        return b""
+
+
+def _compressed_mbox(head: bytes, name: str | None) -> Kind | None:
+    """The :class:`Kind` of an mbox compressed with gzip, xz or Zstandard (rule 3 of
+    :func:`what_file_is`); None for any other file."""
+    codec = codec_of(head)
+    if codec is None:
+        return None
+    kind = _COMPRESSED_MBOX[codec]
+    inside = _unpacked_head(head, codec, 4096)
+    if inside.startswith(codecs.BOM_UTF8):
+        inside = inside[len(codecs.BOM_UTF8) :]
+    lines = inside.split(b"\n", 2)
+    if lines[0].startswith(b"From ") and len(lines) > 1 and _FIELD.match(lines[1]):
+        return Kind(kind, f"an mbox, {codec}-compressed: a From_ line, then a header field")
+    stem, packed = os.path.splitext(os.path.basename(name or "").split("?", 1)[0].lower())
+    if _COMPRESSED_SUFFIXES.get(packed) == codec and _suffix(stem) in (".mbox", ".mbx"):
+        return Kind(kind, f"an mbox, {codec}-compressed, by its name ({_suffix(stem)}{packed})")
+    return None
+
+
+def _emlx(head: bytes, suffix: str) -> Kind | None:
+    """The :class:`Kind` of an Apple Mail message file (rule 4 of :func:`what_file_is`); None
+    for any other file."""
+    if suffix == ".emlx":
+        return Kind("emlx", "an Apple Mail message (.emlx) by its name")
+    count = _EMLX_COUNT.match(head)
+    if count is not None and _is_heading(head[count.end() :].split(b"\n", 64)[:64]):
+        return Kind("emlx", "an Apple Mail message (.emlx): a byte count, then a message heading")
+    return None
 
 
 def _archive(head: bytes) -> Kind | None:

@@ -725,6 +725,9 @@ def rewrite_mbox_piece(
 # ---------------------------------------------------------------------------
 
 _MAILDIR_SUBFOLDERS = ("cur", "new", "tmp")
+# The codes of what rewrite_maildir says of a message file itself (not of its content): always
+# said, as errors (a file not read or not written, a size in its name that no longer matches).
+_MAILDIR_OWN = frozenset({"input", "output", "message"})
 # Dovecot's ",S=<size>" and ",W=<size>" name fields state the message size.
 _SIZE_IN_NAME = re.compile(r",[SW]=\d+")
 
@@ -769,15 +772,24 @@ class MaildirReport:
     unwritten: bool = False  # it was to be written, and was not
 
     def unit(self) -> Unit:
-        """This message file as the run's tally takes it, named by its path in the Maildir.
-        Its problems are always said (each names its file); one the engine could not read,
-        or that was to be written and was not, fails."""
+        """This message file as the run's tally takes it, named by its path in the Maildir
+        (``message cur/1000.host:2,S``), each of its problems said once, under that name: what
+        the engine left as it was among its warnings, what this module says of the file (it
+        could not be read or written, the size in its name is wrong) among its errors. One
+        the engine could not read, or that was to be written and was not, fails."""
         size = self.path.stat().st_size if self.path.exists() else 0
+        name = self.name or str(self.path)
+        read = self.result is not None
+        left: list[str] = []  # said by the tally, under the unit's where
+        wrong: list[str] = []
+        for problem in self.problems:
+            (wrong if not read or getattr(problem, "code", None) in _MAILDIR_OWN else left).append(problem)
         return Unit(
-            {"message": self.name or str(self.path)},
+            {"message": name},
             self.result,
             "message",
-            errors=self.problems,
+            left if read else None,
+            errors=placed(wrong, "message", f"message {name}"),
             failed=self.result is None or self.unwritten,
             bytes_in=size,
             changed=self.changed and not self.unwritten,
@@ -867,13 +879,13 @@ def _maildir_message(
         before = path.stat()
         data = path.read_bytes()
     except OSError as error:
-        problem = Problem("input", f"cannot be read: {error.strerror}", (name,))
+        problem = Problem("input", f"cannot be read: {error.strerror}")
         return MaildirReport(path, None, False, problems=(problem,), name=name, unwritten=write)
     output, counts, problems, left, result = _rewrite(data, url, policy)
     changed = output != data
     if changed and _SIZE_IN_NAME.search(path.name):
         mismatch = "the size in its name (,S=/,W=) no longer matches; Dovecot may complain"
-        problems.append(Problem("message", mismatch, (name,)))
+        problems.append(Problem("message", mismatch))
     written: Path | None = destination / relative
     try:
         if not write or (in_place and not changed):
@@ -885,7 +897,7 @@ def _maildir_message(
         else:
             _write_message(destination / relative, output, destination / "tmp", before, sync=sync)
     except OSError as error:
-        problems.append(Problem("output", f"not written: {error.strerror or error}", (name,)))
+        problems.append(Problem("output", f"not written: {error.strerror or error}"))
         written = None
     return MaildirReport(
         path,

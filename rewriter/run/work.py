@@ -25,7 +25,7 @@ import os
 import shutil
 import stat
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -81,12 +81,16 @@ def process(
 
     told = settings.format not in ("auto", "warc", "arc")  # a web archive is never a document: told by its content
     fmt = format or (settings.format if told else what_file_is(data[:SNIFF_SIZE], name).format)
-    if fmt not in ("html", "css", "message", "mbox"):
+    if fmt not in ("html", "css", "message", "mbox", "emlx"):
         raise Unrecognised("neither HTML, CSS, a MIME message nor an mbox (it looks like binary data)")
     policy = settings.policy
-    found = engine(fmt).run(rewrite=rewrite)
+    found = engine("message" if fmt == "emlx" else fmt).run(rewrite=rewrite)  # an .emlx holds a message
     if settings.url_from_collection:  # --url-root/--url-map: a saved-from mark knows better (url.base.PRECEDENCE)
         policy = policy.clone(url_guessed=True)
+    if fmt == "emlx":  # Apple Mail's: the message between its byte count and its property list
+        from rewriter.containers.emlx import run_emlx
+
+        return fmt, run_emlx(data, found, url=settings.url, policy=policy)
     if fmt in ("message", "mbox"):  # a message: its own headings give each part's base
         return fmt, found(data, url=settings.url, policy=policy)
     if settings.local is not None:  # a page's copies on disk; never a message's
@@ -271,11 +275,17 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             return outcome.fail(f"--format {settings.format}, but this is no web archive: {why}")
         if fmt == "wacz" and settings.format == "auto":  # its WARC files are read by the command line's verbs
             return outcome.fail(f"{why}: a WACZ is read from a file named on the command line, not from a pipe")
-        if settings.format != "auto":  # --format: the engine the user names
-            fmt = settings.format
+        if settings.format != "auto" and not (settings.format == "mbox" and fmt in _COMPRESSED_MBOX):
+            fmt = settings.format  # --format: the engine the user names (mbox: a compressed one is one)
         if fmt == "mbox":  # streamed, message by message
             outcome.format = fmt
             return _mbox(job, _Replayed(head, stream), source, settings, outcome, read)  # type: ignore[arg-type]
+        if fmt in _COMPRESSED_MBOX:  # streamed through its decompressor, compressed back
+            from rewriter.containers.compressed import decompressed
+
+            outcome.format = fmt
+            unpacked = decompressed(_Replayed(head, stream))
+            return _mbox(job, unpacked, source, settings, outcome, read, unpacked.compressing)  # type: ignore[arg-type]
         left = None if size is None else size - len(head)
         rest = _read_up_to(stream, max(settings.max_size + 1 - len(head), 0), left)
         data = head + rest if head else rest
@@ -285,6 +295,9 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     if fmt == "other":
         return _as_it_is(job, settings, outcome, data, why or "not a document", mode)
     return _document(job, settings, outcome, data, fmt, mode, read)
+
+
+_COMPRESSED_MBOX = ("mbox.gz", "mbox.xz", "mbox.zst")  # what_file_is's kinds of a compressed mbox
 
 
 def _status(outcome: Outcome, stream: BinaryIO, read: os.stat_result | None) -> tuple[int | None, int | None]:
@@ -302,12 +315,24 @@ def _document(
 ) -> Outcome:
     """A document read whole: its engine run, its links tallied, its output written (in place
     only when it changed; *read*: the input's status when it was opened)."""
+    from rewriter.containers.emlx import EmlxError
     from rewriter.document.model import NoBaseError
 
     try:
         fmt, result = process(data, job.shown, settings, rewrite=not job.dry, format=fmt)
     except (Unrecognised, NoBaseError) as error:
         return outcome.fail(str(error))
+    except EmlxError as error:  # kept as it is, as a file over --max-size is
+        outcome.format = "emlx"
+        if job.dry or job.in_place:
+            return outcome.fail(f"{error}: left as it is")
+        outcome.fail(f"{error}: copied as it is")
+        outcome.bytes_out = len(data)
+        if job.target is None:
+            outcome.output = data
+        else:
+            _write_out(job, data, mode, settings)
+        return outcome
     outcome.format = fmt
     output = result.output
     fold(outcome, [Unit({}, result, fmt, bytes_out=len(output), changed=output != data)], settings)
@@ -419,14 +444,17 @@ def _mbox(
     settings: Settings,
     outcome: Outcome,
     read: os.stat_result | None = None,
+    packing: Callable[[BinaryIO], contextlib.AbstractContextManager[BinaryIO]] | None = None,
 ) -> Outcome:
     """Stream an mbox message by message: memory stays flat whatever its size. *read*: in
-    place, the input's status when it was opened."""
+    place, the input's status when it was opened. *packing*: what the output goes through
+    (a compressed mbox's compressor, :meth:`rewriter.containers.compressed.Decompressed.compressing`)."""
     from rewriter.containers.mailbox import rewrite_mbox
 
     def each(sink: BinaryIO) -> bool:
-        reports = rewrite_mbox(stream, sink, **_mbox_options(settings))
-        return fold(outcome, (report.unit(report=settings.units) for report in reports), settings).changed
+        with contextlib.nullcontext(sink) if packing is None or job.dry else packing(sink) as out:
+            reports = rewrite_mbox(stream, out, **_mbox_options(settings))
+            return fold(outcome, (report.unit(report=settings.units) for report in reports), settings).changed
 
     if job.dry:
         each(_Discarded())  # type: ignore[arg-type]  # the one method rewrite_mbox writes with
