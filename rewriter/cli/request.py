@@ -210,6 +210,16 @@ def _collection_problem(args: argparse.Namespace, url: str | None) -> str | None
         problem = check_root(root)
         if problem is not None:
             return problem
+    layout = getattr(args, "layout", None)
+    if layout is not None:
+        from rewriter.run.layout import Layout, LayoutError
+
+        try:
+            Layout.read(layout)
+        except LayoutError as error:
+            return str(error)
+        if root is None and mapping is None:
+            return "--layout says how a collection's files were named: give it with --url-root or --url-map"
     if (root is not None or mapping is not None) and all(name == "-" for name in args.files):
         return f"--url-{'root' if root is not None else 'map'} names files by their path; standard input has none"
     return None
@@ -258,7 +268,10 @@ def _locations(args: argparse.Namespace, err: TextIO | Escaping | None) -> str |
                 f"rewriter {args.verb}: --url-map {mapping}: {count} entr{'y names' if count == 1 else 'ies name'} "
                 f"no file of the input (the first: line {line}, {name!r})\n",
             )
-    args.locations = Locations(root=root, mapped=mapped)
+    from rewriter.run.layout import PLAIN, Layout
+
+    layout = getattr(args, "layout", None)
+    args.locations = Locations(root=root, mapped=mapped, layout=PLAIN if layout is None else Layout.read(layout))
     return None
 
 
@@ -280,6 +293,7 @@ JOURNAL_OPTIONS = (
     "url",
     "url_root",
     "url_map",
+    "layout",
     "absolutize_local",
     "charset",
     "format",

@@ -35,6 +35,7 @@ from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
 from rewriter.disk.files import kind_of
 from rewriter.policy import Kept
+from rewriter.run.layout import PLAIN, Layout
 from rewriter.url.base import usable_as_base
 from rewriter.url.resolve import scheme_of
 
@@ -109,11 +110,18 @@ class Locations:
     *root*: the URL the input folder stands for (a folder URL, ending in ``/``), or one of
     :data:`AUTO_ROOTS`: the host is the name of the input folder or of its first folder,
     as wget and HTTrack write them. *mapped*: absolute file path to URL (``--url-map``),
-    asked first.
+    asked first. *layout* (``--layout``): how a path under the root is read back to its URL
+    (:mod:`rewriter.run.layout`: ``plain``, the path as it is; ``wget``, the names wget gives a
+    query, ``-E``'s extension, a folder's page and the characters it escapes).
+
+    >>> wget = Locations(root="http://h/", layout=Layout.read("wget"))
+    >>> wget.url_of("m/view.php?id=2.html", "m"), wget.url_of("m/docs/index.html", "m")
+    ('http://h/view.php?id=2', 'http://h/docs/')
     """
 
     root: str | None = None
     mapped: Mapping[str, str] = field(default_factory=dict)
+    layout: Layout = PLAIN
 
     def __post_init__(self) -> None:
         if self.root is not None and self.root not in AUTO_ROOTS and not self.root.endswith("/"):
@@ -136,13 +144,15 @@ class Locations:
             relative = ""
         scheme = AUTO_ROOTS.get(self.root)
         if scheme is None:
-            return path_url(self.root, relative)
+            return self._joined(self.root, top, relative)
         real = os.path.realpath(top)
-        if is_host_folder(os.path.basename(real)):  # the input is the host's folder itself
-            return path_url(f"{scheme}://{os.path.basename(real).lower()}/", relative)
-        host, _, rest = relative.partition("/")
-        if rest and is_host_folder(host):  # the input holds one folder per host
-            return path_url(f"{scheme}://{host.lower()}/", rest)
+        host = self._host(os.path.basename(real))
+        if host is not None:  # the input is the host's folder itself
+            return self._joined(f"{scheme}://{host}/", top, relative)
+        first, _, rest = relative.partition("/")
+        host = self._host(first)
+        if rest and host is not None:  # the input holds one folder per host
+            return self._joined(f"{scheme}://{host}/", os.path.join(top, first), rest)
         # The input lies inside a host's folder (a file named alone deep in a mirror): the nearest
         # folder above it named as a host. A file beside the host folders is in none.
         below: list[str] = []
@@ -150,10 +160,23 @@ class Locations:
         while (parent := os.path.dirname(here)) != here:
             below.append(os.path.basename(here))
             here = parent
-            if is_host_folder(os.path.basename(here)):
+            host = self._host(os.path.basename(here))
+            if host is not None:
                 inner = "/".join(reversed(below))
-                return path_url(f"{scheme}://{os.path.basename(here).lower()}/", f"{inner}/{relative}".rstrip("/"))
+                return self._joined(f"{scheme}://{host}/", here, f"{inner}/{relative}".rstrip("/"))
         return None
+
+    def _host(self, folder: str) -> str | None:
+        """The host (and port) a folder's name stands for, as the layout writes it, or None."""
+        host = self.layout.host(folder)
+        return host.lower() if is_host_folder(host) else None
+
+    def _joined(self, root: str, folder: str, relative: str) -> str:
+        """*root* joined with the path *relative* of a file under *folder* (the folder *root*
+        stands for), read as the layout named it."""
+        if not self.layout.reads_names:
+            return path_url(root, relative)
+        return root + self.layout.url_path(relative, lambda other: os.path.isfile(os.path.join(folder, other)))
 
 
 def check_root(value: str) -> str | None:
@@ -428,7 +451,9 @@ class LocalCopies:
     copy: kept as written, status ``local``. Unless *locations* gives that file a URL and the
     reference resolves to it: the file is the copy of that very URL (a mirror), and the
     absolute URL is right. A file in a ``NAME_files/`` folder beside a page ``NAME.html`` is a
-    browser's renamed copy whatever the URLs say.
+    browser's renamed copy whatever the URLs say. Under a layout that reads names (``--layout
+    wget``) no file is a renamed copy: a reference naming one stands for the file's URL, which
+    is written (status ``rewritten``) where the reference does not resolve to it already.
 
     >>> import tempfile; folder = Path(tempfile.mkdtemp())
     >>> (folder / "page_files").mkdir(); _ = (folder / "page_files" / "x.png").write_bytes(b"png")
@@ -474,8 +499,11 @@ class LocalCopies:
         if not _within(os.path.realpath(candidate), os.path.realpath(self.top)):
             return None  # a link out of the collection
         relative = Path(os.path.relpath(candidate, self.top)).as_posix()
-        if not _saved_copy(candidate, self.top, self.document) and self.locations is not None and resolved is not None:
-            own = self.locations.url_of(candidate, self.tree)
+        locations = self.locations
+        if locations is not None and locations.layout.reads_names:
+            return self._named(candidate, reference, resolved, locations)
+        if not _saved_copy(candidate, self.top, self.document) and locations is not None and resolved is not None:
+            own = locations.url_of(candidate, self.tree)
             if own is not None and _same_resource(own, resolved):
                 return None
         return (
@@ -483,3 +511,13 @@ class LocalCopies:
             f"names the local file {relative} of the input folder: kept as written "
             "(--absolutize-local makes it absolute)",
         )
+
+    def _named(self, candidate: str, reference: str, resolved: str | None, locations: Locations) -> Kept | None:
+        """A mirror tool's layout (``--layout wget``): every file is the copy of the URL its name
+        gives, and a reference naming one (as ``wget -k`` writes it) stands for that URL, its
+        fragment kept; a reference that resolves to that URL already is made absolute as usual."""
+        own = locations.url_of(candidate, self.tree)
+        if own is None or (resolved is not None and _same_resource(own, resolved)):
+            return None
+        fragment = reference.find("#")
+        return "rewritten", own + (reference[fragment:] if fragment >= 0 else "")
