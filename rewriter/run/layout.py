@@ -142,22 +142,27 @@ class Layout:
         if tool not in LAYOUTS or (colon and tool != "wget"):
             raise LayoutError(f"--layout {value!r}: choose plain, wget or wget:MODES (wget:windows,nocontrol)")
         system: Literal["unix", "windows"] = "unix"
-        control, ascii, case = True, False, ""
+        case: Literal["", "lowercase", "uppercase"] = ""
+        control, ascii = True, False
         for mode in modes.split(",") if colon else ():
-            if mode == "unix" or mode == "windows":
-                system = mode
+            if mode == "unix":
+                system = "unix"
+            elif mode == "windows":
+                system = "windows"
             elif mode == "nocontrol":
                 control = False
             elif mode == "ascii":
                 ascii = True
-            elif mode == "lowercase" or mode == "uppercase":
-                case = mode
+            elif mode == "lowercase":
+                case = "lowercase"
+            elif mode == "uppercase":
+                case = "uppercase"
             else:
                 raise LayoutError(
                     f"--layout {value!r}: {mode!r} is none of wget's --restrict-file-names modes read here "
                     f"({', '.join((*_SYSTEMS, *_MODIFIERS))})"
                 )
-        return cls("wget" if tool == "wget" else "plain", system, control, ascii, case)  # type: ignore[arg-type]
+        return cls("wget" if tool == "wget" else "plain", system, control, ascii, case)
 
     @property
     def reads_names(self) -> bool:
