@@ -14,6 +14,8 @@ page it is is read from its own text: each names its URL in its title or first c
 URL in the report is the one it was served at, and every link, parsed by lxml (``iterlinks``: every
 URL attribute and ``url()`` of a style attribute) or, in a style sheet, by a regular expression, is the
 served page's link resolved against the page's URL (urljoin), in the same order: 0 mismatches.
+With the browser suite, the same comparison in Chromium (``browser_relocation.compare``): each page
+as served at its own URL against its rewrite loaded at another URL, style sheets through a probe page.
 
 wget is not installed everywhere: without /usr/bin/wget these tests skip, saying so (CI's .ci/run
 installs it). The server's socket is a listening one: the network guard (conftest) stays as it is.
@@ -30,6 +32,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urljoin
 
 import pytest
@@ -256,3 +259,48 @@ def test_without_layout_wget_names_are_wrong(mirror: tuple, tmp_path: Path) -> N
     rewrite(host, "-o", f"{tmp_path}/out/", "--url-root", root)
     index = (tmp_path / "out/index.html").read_text(encoding="utf-8")
     assert f'href="{root}casts.html%3Ffrom=query.html"' in index
+
+
+# --------------------------------------------------------------------------
+# The same mirrors in Chromium
+# --------------------------------------------------------------------------
+
+_ORIGINALS: dict[str, Any] = {}
+
+
+@pytest.mark.browser
+def test_wget_mirror_rewritten_in_chromium(browser: Any, mirror: tuple, tmp_path: Path) -> None:
+    """Each page and style sheet of the rewritten mirror, loaded in Chromium at another URL, against the
+    site as served at its own URL: every URL-bearing attribute, ``url()`` and ``@import`` resolves to the
+    same URL (``browser_relocation.compare``), element by element. Run with the browser suite."""
+    from browser_collections import ELSEWHERE, PROBE, load_original, load_relocated
+    from browser_relocation import compare
+
+    _, host, layout, root = mirror
+    output = tmp_path / "out"
+    rewrite(host, "-o", f"{output}/", "--url-root", root, "--layout", layout)
+    compared, mismatches, documents = 0, [], []
+    for path in sorted(output.rglob("*")):
+        found = _served_as(path) if path.is_file() else None
+        if found is None:
+            continue
+        kind, at = found
+        url = urljoin(root, at.lstrip("/"))
+        body = path.read_bytes()
+        if kind == "html":
+            if url not in _ORIGINALS:
+                _ORIGINALS[url] = load_original(browser, url)
+            relocated = load_relocated(browser, f"{ELSEWHERE}{len(documents)}.html", body)
+        else:
+            if url not in _ORIGINALS:
+                _ORIGINALS[url] = load_original(browser, url, stylesheet=url)
+            sheet = f"{ELSEWHERE}{len(documents)}.css"
+            relocated = load_relocated(browser, ELSEWHERE + PROBE, body, stylesheet=sheet)
+        count, wrong = compare(at, _ORIGINALS[url], relocated)
+        compared += count
+        mismatches += wrong
+        documents.append(at)
+    assert sorted(documents) == sorted([*PAGES, *STYLESHEETS])
+    assert compared == 28, compared  # every link of the site
+    print(f"compared {compared} URLs in {len(documents)} documents")
+    assert not mismatches, "\n".join(map(str, mismatches))
