@@ -1,4 +1,4 @@
-"""--layout wget: wget's file names read back to the URLs they were fetched from (rewriter.run.layout),
+"""--layout wget: wget's file names read back to the URLs they were fetched from (rewriter.run.collection.Layout),
 each file's URL under --url-root and auto, and a link that ``wget -k`` wrote as a local name written
 as the URL it stands for. The names here are the ones wget 1.21 writes (tests/test_wget_mirrors.py
 makes them with wget itself); the ambiguous ones are read as the module's docstring says."""
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.run.collection import LocalCopies, Locations
-from rewriter.run.layout import PLAIN, Layout, LayoutError
+from rewriter.run.collection import PLAIN_LAYOUT as PLAIN
+from rewriter.run.collection import Layout, LayoutError, LocalCopies, Locations
 
 WGET = Layout.read("wget")
 WINDOWS = Layout.read("wget:windows")

@@ -212,7 +212,7 @@ def _collection_problem(args: argparse.Namespace, url: str | None) -> str | None
             return problem
     layout = getattr(args, "layout", None)
     if layout is not None:
-        from rewriter.run.layout import Layout, LayoutError
+        from rewriter.run.collection import Layout, LayoutError
 
         try:
             Layout.read(layout)
@@ -247,7 +247,7 @@ def _locations(args: argparse.Namespace, err: TextIO | Escaping | None) -> str |
     root, mapping = getattr(args, "url_root", None), getattr(args, "url_map", None)
     if root is None and mapping is None:
         return None
-    from rewriter.run.collection import CollectionError, Locations, load_url_map, read_url_map
+    from rewriter.run.collection import PLAIN_LAYOUT, CollectionError, Layout, Locations, load_url_map, read_url_map
 
     mapped: dict[str, str] = {}
     if mapping is not None:
@@ -268,10 +268,8 @@ def _locations(args: argparse.Namespace, err: TextIO | Escaping | None) -> str |
                 f"rewriter {args.verb}: --url-map {mapping}: {count} entr{'y names' if count == 1 else 'ies name'} "
                 f"no file of the input (the first: line {line}, {name!r})\n",
             )
-    from rewriter.run.layout import PLAIN, Layout
-
     layout = getattr(args, "layout", None)
-    args.locations = Locations(root=root, mapped=mapped, layout=PLAIN if layout is None else Layout.read(layout))
+    args.locations = Locations(root=root, mapped=mapped, layout=PLAIN_LAYOUT if layout is None else Layout.read(layout))
     return None
 
 
