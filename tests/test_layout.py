@@ -34,8 +34,14 @@ WINDOWS = Layout.read("wget:windows")
         ("index.html", ""),
         ("docs/index.html", "docs/"),
         ("docs/index.html?q=1.html", "docs/?q=1"),
-        # the query as the URL spelled it: its escapes kept, wget's "/" escape undone
+        # the query, unescaped by wget 1.21 (and its "/" escaped): escaped again where a query must be
         ("view.php?id=3&q=a%2Fb.html", "view.php?id=3&q=a/b"),
+        (
+            'q?x=a&b&y==&z= sp&u=%&t=?&s=#&o="<>&c=caf\u00e9',
+            "q?x=a&b&y==&z=%20sp&u=%25&t=?&s=%23&o=%22%3C%3E&c=caf%C3%A9",
+        ),
+        ("ctl?y=%01", "ctl?y=%01"),  # a control character wget escaped stays escaped
+        # an older wget's query, its escapes kept: kept
         ("s?q=caf%C3%A9%20x", "s?q=caf%C3%A9%20x"),
         # the path unescaped by wget, escaped again as a URL path is
         ("a b/caf\u00e9.html", "a%20b/caf%C3%A9.html"),

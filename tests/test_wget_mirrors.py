@@ -2,7 +2,8 @@
 link with the site that was mirrored.
 
 The test serves a small site that looks dynamic (``casts.html?from=query``, ``view.php?id=2``, a query
-holding ``/``, a folder URL and a file in it whose name holds ``:``, style sheets with ``url()`` and
+holding ``/``, one holding escapes, ``q=caf%C3%A9%20au%20lait``, which wget 1.21 unescapes in the
+name, a folder URL and a file in it whose name holds ``:``, style sheets with ``url()`` and
 ``@import``, images, a fragment, a page the site does not have, an absolute link) from
 ``http.server`` in a thread on 127.0.0.1, and mirrors it with ``/usr/bin/wget`` three ways: ``-m -p``
 (names as wget writes a query, links as the site wrote them), ``-m -k -E`` (``.html`` and ``.css``
@@ -62,6 +63,7 @@ SITE: dict[str, tuple[str, bytes]] = {
         '<link rel="stylesheet" href="style.css?v=3"></head><body>\n'
         '<a href="casts.html?from=query">casts</a>\n'
         '<a href="view.php?id=2">two</a>\n'
+        '<a href="search.php?q=caf%C3%A9%20au%20lait">search</a>\n'
         '<a href="docs/">docs</a> <a href="docs/#part">a part of docs</a>\n'
         '<a href="docs/x:y.html">colon</a>\n'
         '<img src="img/logo.png" alt="logo">\n'
@@ -82,6 +84,9 @@ SITE: dict[str, tuple[str, bytes]] = {
     "/view.php?id=3&q=a/b": _page(
         "/view.php?id=3&q=a/b",
         '</head><body>\n<a href="./">home</a> <a href="casts.html?from=query">casts</a>',
+    ),
+    "/search.php?q=caf%C3%A9%20au%20lait": _page(
+        "/search.php?q=caf%C3%A9%20au%20lait", '</head><body>\n<a href="./">home</a>'
     ),
     "/docs/": _page(
         "/docs/",
@@ -246,7 +251,7 @@ def test_wget_mirror_rewritten_link_by_link(mirror: tuple, tmp_path: Path, how: 
         mismatches += [(name, want, got) for want, got in pairs if want != got]
         seen[at] = pairs
     assert sorted(seen) == sorted([*PAGES, *STYLESHEETS])  # every page and style sheet was compared
-    assert sum(map(len, seen.values())) == 28  # every link of the site
+    assert sum(map(len, seen.values())) == 30  # every link of the site
     assert not mismatches, "\n".join(f"{name}: {got} should be {want}" for name, want, got in mismatches)
 
 
@@ -301,6 +306,6 @@ def test_wget_mirror_rewritten_in_chromium(browser: Any, mirror: tuple, tmp_path
         mismatches += wrong
         documents.append(at)
     assert sorted(documents) == sorted([*PAGES, *STYLESHEETS])
-    assert compared == 28, compared  # every link of the site
+    assert compared == 30, compared  # every link of the site
     print(f"compared {compared} URLs in {len(documents)} documents")
     assert not mismatches, "\n".join(map(str, mismatches))

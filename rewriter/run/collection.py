@@ -116,14 +116,15 @@ SCRIPT_EXTENSIONS = frozenset(
     }
 )
 
-# The path percent-encode set of a URL segment (as collection.path_url writes a path): "/" is
-# escaped too, since a segment that holds one came from "%2F".
-_SEGMENT_SAFE = "!$&'()*+,-.:;=@[]_|~"
-# What a query keeps: the characters a query holds as they are; every other byte escaped.
-_QUERY_SAFE = _SEGMENT_SAFE + "/?"
-# Bytes wget escapes in a query that a URL's query holds as they are ("/", "?", ":", "*"): an
-# escape of another byte in a query was in the URL already (wget re-escapes a URL's unsafe bytes
-# before it names a file), and stays one.
+# What a URL segment keeps as it is (as path_url writes a path): "/" is escaped too, since a
+# segment that holds one came from "%2F".
+_SEGMENT_SAFE = _PATH_SAFE.replace("/", "")
+# What a query keeps: the characters a query holds as they are, and "%" before two hex digits
+# (an escape); every other byte escaped (a space, "#", a "%" alone, a byte above 127).
+_QUERY_SAFE = _PATH_SAFE + "?%"
+_LONE_PERCENT = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+# Bytes wget escapes in a query that a URL's query holds as they are ("/", "?", ":", "*"): its
+# escape of another byte (a control character, '"', "<", ">") stays one in the URL.
 _QUERY_RAW = frozenset(b"/?:*")
 _ESCAPE = re.compile(rb"%([0-9A-F]{2})")  # wget writes upper-case hex (XNUM_TO_DIGIT)
 
@@ -152,7 +153,8 @@ class Layout:
        (``append_uri_pathel``); a folder named ``..`` is written ``%2E%2E``;
     2. the file: the last segment unescaped (an empty one, a URL ending in ``/``, is the
        ``--default-page``, ``index.html``), then, when the URL has a query, the query separator
-       and the query *as the URL spells it* (its escapes kept), the whole escaped as in 1;
+       and the query, unescaped too by wget 1.21 (``a%26b`` is ``a&b``, ``%20`` a space; a wget of
+       the source above keeps its escapes), the whole escaped as in 1;
     3. the query separator is ``?``; ``@`` under ``--restrict-file-names=windows`` (``FN_QUERY_SEP``),
        and a host's port follows ``+`` instead of ``:`` there (``FN_PORT_SEP``);
     4. what is escaped (``filechr_table``): ``/`` (and NUL) under ``unix``, wget's default on a POSIX
@@ -170,6 +172,10 @@ class Layout:
     - a ``%XX`` of the set the mode escapes (upper-case hex) is the byte it stands for; any other
       ``%`` is a literal one (wget never escapes ``%``). A name holding ``%2F`` may also be the URL
       ``%252F`` unescaped: the escape is the reading chosen;
+    - in the query, which wget 1.21 unescaped, what a URL's query cannot hold as it is (a space,
+      ``#``, ``"``, a ``%`` alone, a byte above 127) is escaped again; a ``%`` before two hex digits
+      is kept as the escape it was (older wget kept the query's escapes), and what a query holds
+      either way stays as it is: ``a&b`` cannot tell ``a%26b`` apart, it is read as ``a&b``;
     - the first query separator that does not start the name splits file and query (a name never
       starts with its query: the default page comes first). Under ``windows`` a URL whose path holds
       ``@`` (``/@user``) is read as a query after the ``@``; under ``unix``, a path holding ``%3F``;
@@ -287,7 +293,8 @@ class Layout:
             path.append(quote(decode(file), safe=_SEGMENT_SAFE))
         written = "/".join(path)
         if query is not None:
-            written += "?" + quote(_decoder(self._escaped() & _QUERY_RAW)(query), safe=_QUERY_SAFE + "%")
+            query = _LONE_PERCENT.sub(b"%25", _decoder(self._escaped() & _QUERY_RAW)(query))
+            written += "?" + quote(query, safe=_QUERY_SAFE)
         return written
 
     def _without_extension(self, name: str) -> str:
