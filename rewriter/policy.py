@@ -21,8 +21,9 @@ __all__ = ["DEFAULT_POLICY", "LAZY_ATTRIBUTES", "Kept", "Policy", "attribute_nam
 
 # A relative reference kept as written on purpose: its status and why. "local": it names a
 # file the document was saved or mirrored with; "part": it names a part of its own message
-# (RFC 2557 §8, a part's relative Content-Location).
-Kept = tuple[Literal["local", "part"], str]
+# (RFC 2557 §8, a part's relative Content-Location). Or ("rewritten", URL): it names a local
+# copy that stands for URL (a mirror tool's name for it, --layout wget), which is written.
+Kept = tuple[Literal["local", "part", "rewritten"], str]
 
 # Attributes lazy-loading scripts copy into src/srcset; they hold URLs (or srcsets).
 LAZY_ATTRIBUTES: frozenset[str] = frozenset(
@@ -64,7 +65,8 @@ class Policy:
       ``data:`` URL), or None to treat the link as usual. ``#fragment`` is passed with it.
     - ``keep``: given a relative reference (as written, surrounding whitespace left out) and
       what it resolves to (None with no base, or when it cannot be resolved), return
-      (status, reason) to keep it as written, or None to treat it as usual. Asked before
+      (status, reason) to keep it as written, ``("rewritten", URL)`` to write URL instead
+      (the URL a local copy stands for), or None to treat it as usual. Asked before
       ``relink``. The command line keeps a saved page's local copies with it (``local``);
       the MIME engine, references to parts of the message (``part``).
     """

@@ -138,15 +138,18 @@ def rewrite_ok(*arguments: str | Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
-@pytest.mark.parametrize("how", ["url", "auto on the mirror", "auto on the host folder"])
+@pytest.mark.parametrize("how", ["url", "url, --layout wget", "auto on the mirror", "auto on the host folder"])
 def test_mirror_rewritten_with_url_root(browser: Any, mirror: Mirror, tmp_path: Path, how: str) -> None:
-    """``--url-root http://127.0.0.1:PORT/`` on the host folder, ``--url-root auto`` on the folder
-    wget wrote into (its host folders inside) or on the host folder itself: every link of every
-    page, loaded from the output at another URL, points where the page served at its own URL pointed.
+    """``--url-root http://127.0.0.1:PORT/`` on the host folder (with ``--layout wget`` too: a link to
+    a folder's ``index.html`` is the folder's URL), ``--url-root auto`` on the folder wget wrote into
+    (its host folders inside) or on the host folder itself: every link of every page, loaded from the
+    output at another URL, points where the page served at its own URL pointed. (The mirrors of a
+    site with queries, with -E and --restrict-file-names=windows: tests/test_wget_mirrors.py.)
     """
     output = tmp_path / "out"
-    if how == "url":
-        rewrite_ok(mirror.host, "-o", f"{output}/", "--url-root", mirror.root)
+    if how.startswith("url"):
+        layout = ["--layout", "wget"] if "layout" in how else []
+        rewrite_ok(mirror.host, "-o", f"{output}/", "--url-root", mirror.root, *layout)
         served = output
     elif how == "auto on the mirror":
         rewrite_ok(mirror.top, "-o", f"{output}/", "--url-root", "auto")

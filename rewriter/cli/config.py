@@ -62,6 +62,7 @@ KEYS: Mapping[str, Key] = {
     # How the inputs are read: their retrieval URL, charset, format (strings, no file is opened)
     "url": _SHAPES,
     "url_root": _SHAPES,
+    "layout": _SHAPES,
     "charset": _SHAPES,
     "format": _SHAPES,
     # Which files of a folder given on the command line are taken, and how a run is cut up

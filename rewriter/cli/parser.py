@@ -185,6 +185,14 @@ COLLECTION = (
         "a path under its input folder; asked before --url-root and --url",
         metavar="FILE",
     ),
+    Opt(
+        ("--layout",),
+        "how the collection's files were named: plain (the path is the URL's path; the default) or wget "
+        "(wget's names read back to their URLs: the query after '?', -E's .html or .css, index.html for a "
+        "folder, escapes; wget:windows,nocontrol,ascii for its --restrict-file-names modes); with "
+        "--url-root or --url-map",
+        metavar="LAYOUT",
+    ),
     switch(
         "--absolutize-local",
         "make absolute even a relative link to a file of the input folder (a saved page's NAME_files/ copy), "

@@ -215,6 +215,16 @@ def _collection_problem(args: argparse.Namespace, url: str | None) -> str | None
         problem = check_root(root)
         if problem is not None:
             return problem
+    layout = getattr(args, "layout", None)
+    if layout is not None:
+        from rewriter.run.collection import Layout, LayoutError
+
+        try:
+            Layout.read(layout)
+        except LayoutError as error:
+            return str(error)
+        if root is None and mapping is None:
+            return "--layout says how a collection's files were named: give it with --url-root or --url-map"
     if (root is not None or mapping is not None) and all(name == "-" for name in args.files):
         return f"--url-{'root' if root is not None else 'map'} names files by their path; standard input has none"
     return None
@@ -242,7 +252,7 @@ def _locations(args: argparse.Namespace, err: TextIO | Escaping | None) -> str |
     root, mapping = getattr(args, "url_root", None), getattr(args, "url_map", None)
     if root is None and mapping is None:
         return None
-    from rewriter.run.collection import CollectionError, Locations, load_url_map, read_url_map
+    from rewriter.run.collection import PLAIN_LAYOUT, CollectionError, Layout, Locations, load_url_map, read_url_map
 
     mapped: dict[str, str] = {}
     if mapping is not None:
@@ -263,7 +273,8 @@ def _locations(args: argparse.Namespace, err: TextIO | Escaping | None) -> str |
                 f"rewriter {args.verb}: --url-map {mapping}: {count} entr{'y names' if count == 1 else 'ies name'} "
                 f"no file of the input (the first: line {line}, {name!r})\n",
             )
-    args.locations = Locations(root=root, mapped=mapped)
+    layout = getattr(args, "layout", None)
+    args.locations = Locations(root=root, mapped=mapped, layout=PLAIN_LAYOUT if layout is None else Layout.read(layout))
     return None
 
 
@@ -285,6 +296,7 @@ JOURNAL_OPTIONS = (
     "url",
     "url_root",
     "url_map",
+    "layout",
     "absolutize_local",
     "charset",
     "format",

@@ -260,7 +260,10 @@ class Context:
         if keep is not None and found[0] in ("rewritten", "no-base", "unresolvable"):
             kept = keep(reference, found[1] if found[0] == "rewritten" else None)
             if kept is not None:
-                return kept[0], None, kept[1]
+                if kept[0] == "rewritten":  # the URL a local copy stands for
+                    found = ("rewritten", kept[1], None)
+                else:
+                    return kept[0], None, kept[1]
         relink = self.policy.relink
         if relink is not None and found[0] != "unresolvable":
             resolved = found[1]

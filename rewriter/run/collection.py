@@ -9,9 +9,13 @@ module holds what the command line knows about such a collection:
   ``<base>``, MIME heading or saved-from mark), from ``--url-root`` (the folder stands for a
   URL, and each file for that URL joined with its path under the folder) and ``--url-map``
   (a list of path and URL pairs);
+- :class:`Layout`: how the files were named (``--layout``): ``plain``, each path its URL's
+  path; ``wget``, the names GNU Wget gives a query, ``-E``'s extension, a folder's page and
+  the characters it escapes, read back to their URLs;
 - :class:`LocalCopies`: a :attr:`Policy.keep <rewriter.policy.Policy.keep>` that keeps as
   written a relative reference naming a file of the collection on disk, unless that file's
-  own URL is where the reference resolves (then the absolute URL is the right one).
+  own URL is where the reference resolves (then the absolute URL is the right one); under a
+  wget layout, a reference naming a file (``wget -k``'s) is written as that file's URL.
 
 >>> root = Locations(root="http://example.org/site/")
 >>> root.url_of("mirror/docs/guide/index.html", "mirror")
@@ -28,9 +32,10 @@ import json
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
 from rewriter.disk.files import kind_of
@@ -40,7 +45,12 @@ from rewriter.url.resolve import scheme_of
 
 __all__ = [
     "AUTO_ROOTS",
+    "LAYOUTS",
+    "PLAIN_LAYOUT",
+    "SCRIPT_EXTENSIONS",
     "CollectionError",
+    "Layout",
+    "LayoutError",
     "LocalCopies",
     "Locations",
     "is_host_folder",
@@ -65,6 +75,266 @@ _HOST_FOLDER = re.compile(
     r"|(?:\d{1,3}\.){3}\d{1,3}|localhost)(?::\d{1,5})?",
     re.IGNORECASE,
 )
+
+
+# --------------------------------------------------------------------------
+# --layout: how a mirror tool named its files, read back to their URLs
+# --------------------------------------------------------------------------
+# The --layout values: a plain copy (the path is the URL's), or wget's names with its
+# --restrict-file-names modes after a colon (wget:windows,nocontrol).
+LAYOUTS = ("plain", "wget")
+_SYSTEMS = ("unix", "windows")
+_MODIFIERS = ("nocontrol", "ascii", "lowercase", "uppercase")
+
+# Extensions of pages a server makes (PHP, ASP, JSP, CGI, ColdFusion, server-side includes...):
+# a name ending in one of these and then ".html" is taken for wget's -E on such a page.
+SCRIPT_EXTENSIONS = frozenset(
+    {
+        "php",
+        "php3",
+        "php4",
+        "php5",
+        "phtml",
+        "asp",
+        "aspx",
+        "ashx",
+        "jsp",
+        "jspx",
+        "do",
+        "action",
+        "cgi",
+        "pl",
+        "py",
+        "cfm",
+        "shtml",
+        "shtm",
+        "stm",
+        "xhtml",
+        "nsf",
+        "dll",
+        "exe",
+    }
+)
+
+# What a URL segment keeps as it is (as path_url writes a path): "/" is escaped too, since a
+# segment that holds one came from "%2F".
+_SEGMENT_SAFE = _PATH_SAFE.replace("/", "")
+# What a query keeps: the characters a query holds as they are, and "%" before two hex digits
+# (an escape); every other byte escaped (a space, "#", a "%" alone, a byte above 127).
+_QUERY_SAFE = _PATH_SAFE + "?%"
+_LONE_PERCENT = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+# Bytes wget escapes in a query that a URL's query holds as they are ("/", "?", ":", "*"): its
+# escape of another byte (a control character, '"', "<", ">") stays one in the URL.
+_QUERY_RAW = frozenset(b"/?:*")
+_ESCAPE = re.compile(rb"%([0-9A-F]{2})")  # wget writes upper-case hex (XNUM_TO_DIGIT)
+
+
+class LayoutError(ValueError):
+    """A --layout value that names no layout; the message says which are."""
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How the files of a collection are named (``--layout``): ``plain`` (each path is its URL's
+    path) or ``wget`` with its ``--restrict-file-names`` modes (*system*, *control*, *ascii*,
+    *case*), read back to the URLs they were fetched from.
+
+    ``--url-root`` joins a file's path under the input folder to a URL, as it is: right for a copy
+    laid out by the URL's path, wrong for the names GNU Wget gives what is not a plain path. A
+    :class:`Layout` reads a path as wget wrote it and gives back the URL path (percent-encoded)
+    that wget was fetching. What wget writes, from its manual (GNU Wget 1.21, §2.3 Download Options,
+    ``--restrict-file-names``; §2.6 HTTP Options, ``--adjust-extension`` and ``--default-page``) and
+    its source (``src/url.c``: ``url_file_name``, ``append_dir_structure``, ``append_uri_pathel``,
+    ``filechr_table`` and ``FILE_CHAR_TEST``, ``FN_QUERY_SEP``, ``FN_PORT_SEP``; ``src/http.c``:
+    ``ensure_extension``):
+
+    1. each folder of the URL's path is unescaped (``%20`` is a space) and written with the
+       characters the file system cannot hold escaped as ``%XX``, two upper-case hex digits
+       (``append_uri_pathel``); a folder named ``..`` is written ``%2E%2E``;
+    2. the file: the last segment unescaped (an empty one, a URL ending in ``/``, is the
+       ``--default-page``, ``index.html``), then, when the URL has a query, the query separator
+       and the query, unescaped too by wget 1.21 (``a%26b`` is ``a&b``, ``%20`` a space; a wget of
+       the source above keeps its escapes), the whole escaped as in 1;
+    3. the query separator is ``?``; ``@`` under ``--restrict-file-names=windows`` (``FN_QUERY_SEP``),
+       and a host's port follows ``+`` instead of ``:`` there (``FN_PORT_SEP``);
+    4. what is escaped (``filechr_table``): ``/`` (and NUL) under ``unix``, wget's default on a POSIX
+       system; ``\\ | / : ? " * < >`` under ``windows``; the control characters (0-31, 127) too unless
+       ``nocontrol`` is given; every byte above 127 under ``ascii``; ``lowercase`` and ``uppercase``
+       change the case of every letter written (which no reading can undo);
+    5. ``-E`` (``--adjust-extension``): a page served as text/html (or XHTML) whose name, query
+       included, does not end in ``.html`` or ``.htm`` (any case) gets ``.html`` appended; a style
+       sheet served as text/css whose name does not end in ``.css`` gets ``.css``
+       (``ensure_extension``; the ``.N.html`` form it uses when it may not overwrite a file is never
+       written by ``-m``/``-r``, which may).
+
+    The reading, step by step backwards, and where a name alone is ambiguous:
+
+    - a ``%XX`` of the set the mode escapes (upper-case hex) is the byte it stands for; any other
+      ``%`` is a literal one (wget never escapes ``%``). A name holding ``%2F`` may also be the URL
+      ``%252F`` unescaped: the escape is the reading chosen;
+    - in the query, which wget 1.21 unescaped, what a URL's query cannot hold as it is (a space,
+      ``#``, ``"``, a ``%`` alone, a byte above 127) is escaped again; a ``%`` before two hex digits
+      is kept as the escape it was (older wget kept the query's escapes), and what a query holds
+      either way stays as it is: ``a&b`` cannot tell ``a%26b`` apart, it is read as ``a&b``;
+    - the first query separator that does not start the name splits file and query (a name never
+      starts with its query: the default page comes first). Under ``windows`` a URL whose path holds
+      ``@`` (``/@user``) is read as a query after the ``@``; under ``unix``, a path holding ``%3F``;
+    - the appended extension is taken off only where the name shows it was appended: it has a
+      query (``casts.html?from=query.html``), or the name before it ends in an extension that names a
+      server-side page (``view.php.html``, :data:`SCRIPT_EXTENSIONS`), and no file of that shorter
+      name lies beside it. A name such as ``about.html`` may be wget's for the URL ``about`` served
+      as HTML, or the URL ``about.html``: it is read as ``about.html`` (give ``--url-map`` for such a
+      site). ``show?page=a.html`` (a query ending in ``.html`` that wget left alone) is read as
+      ``show?page=a``: the rare case the rule gets wrong;
+    - ``index.html`` (the file of a folder URL) is read as the folder's URL, its query kept: the
+      link ``docs/`` that ``wget -k`` wrote as ``docs/index.html`` is ``docs/`` again (a site's own link
+      to ``docs/index.html`` becomes ``docs/``, which a server answers with the same page);
+    - the case a ``lowercase`` or ``uppercase`` mode changed is not restored.
+
+    >>> wget = Layout.read("wget")
+    >>> wget.url_path("casts.html?from=query.html"), wget.url_path("docs/index.html")
+    ('casts.html?from=query', 'docs/')
+    >>> Layout.read("wget:windows").url_path("caf\\u00e9 menu/view.php@id=2&x=a%3Ab.html")
+    'caf%C3%A9%20menu/view.php?id=2&x=a:b'
+    """
+
+    tool: Literal["plain", "wget"] = "plain"
+    system: Literal["unix", "windows"] = "unix"
+    control: bool = True  # control characters escaped (wget's default; "nocontrol" turns it off)
+    ascii: bool = False  # bytes above 127 escaped ("ascii")
+    case: Literal["", "lowercase", "uppercase"] = ""
+    default_page: str = "index.html"
+
+    @classmethod
+    def read(cls, value: str) -> Layout:
+        """The layout *value* names: ``plain``, ``wget`` or ``wget:MODES``, MODES as wget's
+        ``--restrict-file-names`` takes them (``unix`` or ``windows``, ``nocontrol``, ``ascii``,
+        ``lowercase`` or ``uppercase``, comma-separated). :class:`LayoutError` otherwise.
+
+        >>> Layout.read("wget:windows,nocontrol")
+        Layout(tool='wget', system='windows', control=False, ascii=False, case='', default_page='index.html')
+        """
+        tool, colon, modes = value.partition(":")
+        if tool not in LAYOUTS or (colon and tool != "wget"):
+            raise LayoutError(f"--layout {value!r}: choose plain, wget or wget:MODES (wget:windows,nocontrol)")
+        system: Literal["unix", "windows"] = "unix"
+        case: Literal["", "lowercase", "uppercase"] = ""
+        control, ascii = True, False
+        for mode in modes.split(",") if colon else ():
+            if mode == "unix":
+                system = "unix"
+            elif mode == "windows":
+                system = "windows"
+            elif mode == "nocontrol":
+                control = False
+            elif mode == "ascii":
+                ascii = True
+            elif mode == "lowercase":
+                case = "lowercase"
+            elif mode == "uppercase":
+                case = "uppercase"
+            else:
+                raise LayoutError(
+                    f"--layout {value!r}: {mode!r} is none of wget's --restrict-file-names modes read here "
+                    f"({', '.join((*_SYSTEMS, *_MODIFIERS))})"
+                )
+        return cls("wget" if tool == "wget" else "plain", system, control, ascii, case)
+
+    @property
+    def reads_names(self) -> bool:
+        """Whether names are read back as a tool wrote them (every file a copy of its URL)."""
+        return self.tool != "plain"
+
+    @property
+    def query_separator(self) -> bytes:
+        return b"@" if self.system == "windows" else b"?"
+
+    def _escaped(self) -> frozenset[int]:
+        """The bytes wget writes as %XX under this layout's modes (filechr_table, FILE_CHAR_TEST)."""
+        escaped = {0, ord("/")}
+        if self.system == "windows":
+            escaped.update(b'\\|/:?"*<>')
+        if self.control:
+            escaped.update(range(0x20))
+            escaped.add(0x7F)
+        if self.ascii:
+            escaped.update(range(0x80, 0x100))
+        return frozenset(escaped)
+
+    def host(self, folder: str) -> str:
+        """The URL authority a host folder stands for (``host+8080`` under ``windows``)."""
+        if self.system == "windows":
+            return re.sub(r"\+(\d{1,5})$", r":\1", folder)
+        return folder
+
+    def url_path(self, relative: str, exists: Callable[[str], bool] | None = None) -> str:
+        """The URL path, percent-encoded and without its leading ``/``, of the file *relative*
+        (``/``-separated, under the folder that stands for the root) as this layout named it.
+        *exists*: whether a file of a relative path is in the collection (the name without an
+        appended extension is asked for); None: none is.
+
+        >>> Layout.read("wget").url_path("a/%2E%2E/view.php.html")
+        'a/%2E%2E/view.php'
+        """
+        if not relative:
+            return ""
+        *folders, name = relative.split("/")
+        decode = _decoder(self._escaped())
+        path = [_segment(folder, decode) for folder in folders]
+        stem = self._without_extension(name)
+        if stem != name and exists is not None and exists("/".join((*folders, stem))):
+            stem = name  # the shorter name is a file of its own: nothing was appended
+        raw = os.fsencode(stem)
+        cut = raw.find(self.query_separator, 1)
+        file, query = (raw, None) if cut < 0 else (raw[:cut], raw[cut + 1 :])
+        if file == os.fsencode(self.default_page):
+            path.append("")
+        else:
+            path.append(quote(decode(file), safe=_SEGMENT_SAFE))
+        written = "/".join(path)
+        if query is not None:
+            query = _LONE_PERCENT.sub(b"%25", _decoder(self._escaped() & _QUERY_RAW)(query))
+            written += "?" + quote(query, safe=_QUERY_SAFE)
+        return written
+
+    def _without_extension(self, name: str) -> str:
+        """*name* without the extension -E appended, where the name shows it was appended."""
+        for appended, own in ((".html", (".html", ".htm")), (".css", (".css",))):
+            if not name.endswith(appended) or len(name) == len(appended):
+                continue
+            stem = name[: -len(appended)]
+            last = stem.rfind(".")
+            if last >= 0 and stem[last:].lower() in own:
+                return name  # wget appends only to a name not ending so: this one is the URL's
+            separator = os.fsdecode(self.query_separator)
+            if stem.find(separator, 1) > 0:
+                return stem  # a query: wget's own name
+            if last > 0 and stem[last + 1 :].lower() in SCRIPT_EXTENSIONS:
+                return stem
+        return name
+
+
+def _decoder(escaped: frozenset[int]) -> Callable[[bytes], bytes]:
+    """The bytes of a name with wget's escapes of the bytes *escaped* undone."""
+
+    def byte(match: re.Match[bytes]) -> bytes:
+        value = int(match.group(1), 16)
+        return bytes((value,)) if value in escaped else match.group(0)
+
+    def decode(name: bytes) -> bytes:
+        return _ESCAPE.sub(byte, name) if b"%" in name else name
+
+    return decode
+
+
+def _segment(folder: str, decode: Callable[[bytes], bytes]) -> str:
+    """One folder of the path, percent-encoded (wget's ``%2E%2E`` for ``..`` kept as it is)."""
+    if folder == "%2E%2E":
+        return folder
+    return quote(decode(os.fsencode(folder)), safe=_SEGMENT_SAFE)
+
+
+PLAIN_LAYOUT = Layout()
 
 
 class CollectionError(ValueError):
@@ -109,11 +379,18 @@ class Locations:
     *root*: the URL the input folder stands for (a folder URL, ending in ``/``), or one of
     :data:`AUTO_ROOTS`: the host is the name of the input folder or of its first folder,
     as wget and HTTrack write them. *mapped*: absolute file path to URL (``--url-map``),
-    asked first.
+    asked first. *layout* (``--layout``): how a path under the root is read back to its URL
+    (:class:`Layout`: ``plain``, the path as it is; ``wget``, the names wget gives a
+    query, ``-E``'s extension, a folder's page and the characters it escapes).
+
+    >>> wget = Locations(root="http://h/", layout=Layout.read("wget"))
+    >>> wget.url_of("m/view.php?id=2.html", "m"), wget.url_of("m/docs/index.html", "m")
+    ('http://h/view.php?id=2', 'http://h/docs/')
     """
 
     root: str | None = None
     mapped: Mapping[str, str] = field(default_factory=dict)
+    layout: Layout = PLAIN_LAYOUT
 
     def __post_init__(self) -> None:
         if self.root is not None and self.root not in AUTO_ROOTS and not self.root.endswith("/"):
@@ -136,13 +413,15 @@ class Locations:
             relative = ""
         scheme = AUTO_ROOTS.get(self.root)
         if scheme is None:
-            return path_url(self.root, relative)
+            return self._joined(self.root, top, relative)
         real = os.path.realpath(top)
-        if is_host_folder(os.path.basename(real)):  # the input is the host's folder itself
-            return path_url(f"{scheme}://{os.path.basename(real).lower()}/", relative)
-        host, _, rest = relative.partition("/")
-        if rest and is_host_folder(host):  # the input holds one folder per host
-            return path_url(f"{scheme}://{host.lower()}/", rest)
+        host = self._host(os.path.basename(real))
+        if host is not None:  # the input is the host's folder itself
+            return self._joined(f"{scheme}://{host}/", top, relative)
+        first, _, rest = relative.partition("/")
+        host = self._host(first)
+        if rest and host is not None:  # the input holds one folder per host
+            return self._joined(f"{scheme}://{host}/", os.path.join(top, first), rest)
         # The input lies inside a host's folder (a file named alone deep in a mirror): the nearest
         # folder above it named as a host. A file beside the host folders is in none.
         below: list[str] = []
@@ -150,10 +429,23 @@ class Locations:
         while (parent := os.path.dirname(here)) != here:
             below.append(os.path.basename(here))
             here = parent
-            if is_host_folder(os.path.basename(here)):
+            host = self._host(os.path.basename(here))
+            if host is not None:
                 inner = "/".join(reversed(below))
-                return path_url(f"{scheme}://{os.path.basename(here).lower()}/", f"{inner}/{relative}".rstrip("/"))
+                return self._joined(f"{scheme}://{host}/", here, f"{inner}/{relative}".rstrip("/"))
         return None
+
+    def _host(self, folder: str) -> str | None:
+        """The host (and port) a folder's name stands for, as the layout writes it, or None."""
+        host = self.layout.host(folder)
+        return host.lower() if is_host_folder(host) else None
+
+    def _joined(self, root: str, folder: str, relative: str) -> str:
+        """*root* joined with the path *relative* of a file under *folder* (the folder *root*
+        stands for), read as the layout named it."""
+        if not self.layout.reads_names:
+            return path_url(root, relative)
+        return root + self.layout.url_path(relative, lambda other: os.path.isfile(os.path.join(folder, other)))
 
 
 def check_root(value: str) -> str | None:
@@ -428,7 +720,9 @@ class LocalCopies:
     copy: kept as written, status ``local``. Unless *locations* gives that file a URL and the
     reference resolves to it: the file is the copy of that very URL (a mirror), and the
     absolute URL is right. A file in a ``NAME_files/`` folder beside a page ``NAME.html`` is a
-    browser's renamed copy whatever the URLs say.
+    browser's renamed copy whatever the URLs say. Under a layout that reads names (``--layout
+    wget``) no file is a renamed copy: a reference naming one stands for the file's URL, which
+    is written (status ``rewritten``) where the reference does not resolve to it already.
 
     >>> import tempfile; folder = Path(tempfile.mkdtemp())
     >>> (folder / "page_files").mkdir(); _ = (folder / "page_files" / "x.png").write_bytes(b"png")
@@ -474,8 +768,11 @@ class LocalCopies:
         if not _within(os.path.realpath(candidate), os.path.realpath(self.top)):
             return None  # a link out of the collection
         relative = Path(os.path.relpath(candidate, self.top)).as_posix()
-        if not _saved_copy(candidate, self.top, self.document) and self.locations is not None and resolved is not None:
-            own = self.locations.url_of(candidate, self.tree)
+        locations = self.locations
+        if locations is not None and locations.layout.reads_names:
+            return self._named(candidate, reference, resolved, locations)
+        if not _saved_copy(candidate, self.top, self.document) and locations is not None and resolved is not None:
+            own = locations.url_of(candidate, self.tree)
             if own is not None and _same_resource(own, resolved):
                 return None
         return (
@@ -483,3 +780,13 @@ class LocalCopies:
             f"names the local file {relative} of the input folder: kept as written "
             "(--absolutize-local makes it absolute)",
         )
+
+    def _named(self, candidate: str, reference: str, resolved: str | None, locations: Locations) -> Kept | None:
+        """A mirror tool's layout (``--layout wget``): every file is the copy of the URL its name
+        gives, and a reference naming one (as ``wget -k`` writes it) stands for that URL, its
+        fragment kept; a reference that resolves to that URL already is made absolute as usual."""
+        own = locations.url_of(candidate, self.tree)
+        if own is None or (resolved is not None and _same_resource(own, resolved)):
+            return None
+        fragment = reference.find("#")
+        return "rewritten", own + (reference[fragment:] if fragment >= 0 else "")

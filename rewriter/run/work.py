@@ -164,7 +164,10 @@ def job_settings(job: Job, settings: Settings) -> Settings:
     url, own = settings.url, None
     if settings.locations is not None:
         own = settings.locations.url_of(job.source, job.tree)
-    local = LocalCopies(job.source, job.tree, settings.locations) if settings.local_copies else None
+    # A mirror tool's layout (--layout wget): its names are read back to their URLs, with
+    # --absolutize-local or without (no file of it is a copy kept as written).
+    named = settings.locations is not None and settings.locations.layout.reads_names
+    local = LocalCopies(job.source, job.tree, settings.locations) if settings.local_copies or named else None
     return replace(settings, url=own or url, local=local, url_from_collection=own is not None)
 
 
