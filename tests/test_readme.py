@@ -16,6 +16,7 @@ import argparse
 import email
 import email.policy
 import gzip
+import hashlib
 import json
 import re
 import runpy
@@ -23,6 +24,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -254,6 +256,26 @@ def _warc_unpack(root: Path, out: str) -> None:
     _same(root / "fixtures/mirror/example.org/img/logo.png", host / "img/logo.png")
 
 
+def _wacz_rewrite(root: Path, out: str) -> None:
+    with zipfile.ZipFile(root / "out/crawl.wacz") as wacz, zipfile.ZipFile(root / "fixtures/wacz/crawl.wacz") as given:
+        assert wacz.read("pages/pages.jsonl") == given.read("pages/pages.jsonl")
+        resources = {item["path"]: item for item in json.loads(wacz.read("datapackage.json"))["resources"]}
+        warc = wacz.read("archive/crawl.warc.gz")
+        assert resources["archive/crawl.warc.gz"]["hash"] == "sha256:" + hashlib.sha256(warc).hexdigest()
+        (root / "out/crawl-from-wacz.warc.gz").write_bytes(warc)
+    before = _warc_records(root / "fixtures/warc/crawl.warc.gz")
+    after = _warc_records(root / "out/crawl-from-wacz.warc.gz")
+    assert [record for record in after if record[0] != "conversion"] == before  # every record kept
+    conversions = {uri: content for kind, uri, content in after if kind == "conversion"}
+    assert b'href="https://example.org/about/"' in conversions["https://example.org/"]
+
+
+def _wacz_unpack(root: Path, out: str) -> None:
+    host = root / "out/crawl-wacz/example.org"
+    assert 'href="https://example.org/about/"' in (host / "index.html").read_text(encoding="utf-8")
+    _same(root / "fixtures/mirror/example.org/img/logo.png", host / "img/logo.png")
+
+
 # What each command of the README's jobs writes: the README says it in words, these checks in bytes.
 WRITES = {
     "rewriter rewrite fixtures/saved/ -o out/saved/": _saved_page,
@@ -268,13 +290,15 @@ WRITES = {
     "rewriter rewrite fixtures/warc/crawl.warc.gz -o out/crawl.warc.gz": _warc_rewrite,
     "rewriter links fixtures/warc/crawl.warc.gz": _warc_links,
     "rewriter unpack fixtures/warc/crawl.warc.gz -o out/crawl/": _warc_unpack,
+    "rewriter rewrite fixtures/wacz/crawl.wacz -o out/crawl.wacz": _wacz_rewrite,
+    "rewriter unpack fixtures/wacz/crawl.wacz -o out/crawl-wacz/": _wacz_unpack,
 }
 
 
 def test_the_readme_has_a_job_for_each_kind_of_input_and_each_is_checked() -> None:
     commands = _job_commands()
     assert commands == list(WRITES), "a command in the README's jobs with no check here, or one the README dropped"
-    for kind in ("saved/", "mirror/", ".mbox", "Maildir", ".mhtml", ".warc.gz"):
+    for kind in ("saved/", "mirror/", ".mbox", "Maildir", ".mhtml", ".warc.gz", ".wacz"):
         assert any(kind in command for command in commands), kind
 
 
