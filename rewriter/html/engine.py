@@ -99,6 +99,10 @@ __all__ = [
 HTMLResult = DocumentResult
 
 _SAVED_FROM = re.compile(r"<!--\s*saved from url=\((\d{4})\)")
+# HTTrack's mark, written after <html> in each page it mirrors: "<!-- Mirrored from HOST/PATH by HTTrack
+# Website Copier/3.x [XR&CO'2014], DATE -->". It drops "http://" and keeps any other scheme.
+_OPAQUE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?![0-9])")
+_MIRRORED_FROM = re.compile(r"<!--\s*Mirrored from ([^\s<>]+) by HTTrack Website Copier/")
 
 
 def rewrite_text(
@@ -286,11 +290,24 @@ def saved_from_mark(document: bytes | str) -> str | None:
 
 
 def saved_from(text: str) -> str | None:
-    """The retrieval URL in a browser's ``<!-- saved from url=(NNNN)URL -->`` mark."""
+    """The retrieval URL in a browser's ``<!-- saved from url=(NNNN)URL -->`` mark, or else in
+    HTTrack's ``<!-- Mirrored from HOST/PATH by HTTrack Website Copier/... -->`` (over http
+    when it names no scheme, as HTTrack writes an http URL): where that very page came from.
+
+    >>> saved_from("<html><!-- Mirrored from o.test/a/b.html by HTTrack Website Copier/3.x [XR&CO'2014] -->")
+    'http://o.test/a/b.html'
+    """
     match = _SAVED_FROM.search(text, 0, 4096)
-    if match is None:
+    if match is not None:
+        url = text[match.end() : match.end() + int(match.group(1))].strip()
+    elif (match := _MIRRORED_FROM.search(text, 0, 4096)) is not None:
+        url = match.group(1)
+        if "://" not in url:
+            if _OPAQUE.match(url):  # about:blank and the like: no page's URL
+                return None
+            url = "http://" + url  # a host, or a host and its port
+    else:
         return None
-    url = text[match.end() : match.end() + int(match.group(1))].strip()
     # Hierarchical only: Internet Explorer and Edge write "about:internet" (the Mark of the
     # Web) there, which no relative link can be resolved against.
     return url if usable_as_base(url) else None

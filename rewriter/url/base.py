@@ -12,7 +12,8 @@ the order :data:`PRECEDENCE` declares, innermost first:
    (``referrer``), the headings of the enclosing MIME entities, or a base a caller hands
    down (``enclosing``);
 3. the URL the document was retrieved from (§3.3): ``retrieval-url``; Chrome's
-   ``Snapshot-Content-Location``; a browser's ``<!-- saved from url= -->`` mark; a URL
+   ``Snapshot-Content-Location``; a browser's ``<!-- saved from url= -->`` mark (or
+   HTTrack's ``<!-- Mirrored from ... -->``); a URL
    guessed from the file's place in a collection (``--url-root``, ``--url-map``); with
    ``Policy.canonical_base``, the page's canonical URL;
 4. none (§3.4): relative references stay as they are and are reported.
@@ -65,7 +66,7 @@ Layer = Literal[
     "enclosing",  # §3.2: handed down by the caller (base=), e.g. a MIME part's
     "retrieval-url",  # §3.3 (url=)
     "Snapshot-Content-Location",  # Chrome's MHTML: the page's own URL
-    "saved-from-mark",  # <!-- saved from url=(NNNN)... -->: where a saved page came from
+    "saved-from-mark",  # <!-- saved from url=(NNNN)... --> (or HTTrack's "Mirrored from"): where a saved page came from
     "canonical",  # <link rel=canonical>, <meta property=og:url> (Policy.canonical_base)
     "codebase",  # HTML 4.01 §13.3: an <object>'s or <applet>'s codebase
 ]
