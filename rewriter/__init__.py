@@ -22,7 +22,7 @@ and the command line. The subpackages are the layers: ``url``, ``document``, ``h
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rewriter import _moved
 from rewriter.document.model import DocumentResult, Link, MessageResult, NoBaseError, Part, Status
@@ -75,8 +75,8 @@ __all__ = [
 Source = bytes | str | os.PathLike[str]
 
 
-def _engine(source: Source, format: str | None) -> tuple[bytes | str, Any]:
-    """The document of *source* and the engine that reads it (:mod:`rewriter.document.engines`)."""
+def _engine(source: Source, format: str | None) -> tuple[bytes | str, str, Any]:
+    """The document of *source*, its format and the engine that reads it (:mod:`rewriter.document.engines`)."""
     from rewriter.containers.formats import SNIFF_SIZE, what_file_is
     from rewriter.document.engines import engine
 
@@ -95,21 +95,22 @@ def _engine(source: Source, format: str | None) -> tuple[bytes | str, Any]:
                 f"{name or 'the document'}: {kind.reason}: no engine reads it (give format= to read it all the same)"
             )
         format = kind.format
-    if format not in ("html", "css", "message"):
+    if format not in ("html", "css", "message", "emlx"):
         raise ValueError(
             f"{format!r}: one document or message is read here; an mbox, a Maildir or a WARC holds "
             "many (rewriter.run.batch, rewriter.containers.mailbox, rewriter.containers.warc)"
         )
-    if format == "message" and isinstance(document, str):
+    if format in ("message", "emlx") and isinstance(document, str):
         document = document.encode("utf-8", "surrogateescape")  # a message is bytes
-    return document, engine(format)
+    return document, format, engine("message" if format == "emlx" else format)
 
 
 class Options(DocumentOptions, total=False):
     """The keyword arguments of :func:`rewrite` and :func:`find_links`: the engines' own
     (:class:`~rewriter.document.process.DocumentOptions`: *url*, *base* and *charset*, the
     last two not for a message, whose headings give its parts theirs; *policy*), and *format*,
-    ``html``, ``css`` or ``message`` (told from the content when not given)."""
+    ``html``, ``css``, ``message`` or ``emlx`` (Apple Mail's message file: its byte count
+    written anew, its property list kept), told from the content when not given."""
 
     format: str | None
 
@@ -133,13 +134,17 @@ def find_links(source: Source, **options: Unpack[Options]) -> tuple[Link, ...]:
 
 def _run(source: Source, options: Options, *, rewrite: bool) -> Any:
     """The engine of *source*'s format run on it: rewriting, or only finding its links."""
-    document, engine = _engine(source, options.get("format"))
+    document, format, engine = _engine(source, options.get("format"))
     arguments: dict[str, Any] = {"url": options.get("url"), "policy": options.get("policy", DEFAULT_POLICY)}
     if engine.format == "message":
         if options.get("base") is not None or options.get("charset") is not None:
             raise ValueError("a message's parts take their base and charset from its headings: give url= only")
     else:
         arguments.update(base=options.get("base"), charset=options.get("charset"))
+    if format == "emlx":  # Apple Mail's: a byte count, the message, a property list
+        from rewriter.containers.emlx import run_emlx
+
+        return run_emlx(cast(bytes, document), engine.run(rewrite=rewrite), **arguments)
     return engine.run(rewrite=rewrite)(document, **arguments)
 
 

@@ -167,3 +167,28 @@ def test_format_emlx_reads_standard_input(tmp_path: Path, monkeypatch: pytest.Mo
     target = tmp_path / "out.emlx"
     assert main(["rewrite", "--format", "emlx", "-", "-o", str(target)]) == 0
     assert target.read_bytes() == b"%d\n" % len(REWRITTEN) + REWRITTEN + PLIST
+
+
+def test_the_library_reads_an_emlx(tmp_path: Path) -> None:
+    """rewriter.rewrite() takes an .emlx by its path or its bytes, and gives the whole file back."""
+    import rewriter
+
+    path = tmp_path / "1.emlx"
+    path.write_bytes(emlx())
+    result = rewriter.rewrite(path)
+    assert result.output == emlx(REWRITTEN)
+    assert rewriter.rewrite(emlx(), format="emlx").output == emlx(REWRITTEN)
+    assert [link.original for link in rewriter.find_links(path)] == ["next.html", "i.png", "http://elsewhere.example/"]
+    with pytest.raises(EmlxError):
+        rewriter.rewrite(emlx(count=b"9999\n"), format="emlx")
+
+
+def test_unpack_reads_an_emlx(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "1.emlx"
+    path.write_bytes(emlx())
+    code, err = run(capsys, "unpack", str(path), "-o", str(tmp_path / "out"))
+    assert code == 0, err
+    assert b"http://example.org/docs/next.html" in (tmp_path / "out" / "index.html").read_bytes()
+    path.write_bytes(emlx(count=b"9999\n"))
+    code, err = run(capsys, "unpack", str(path), "-o", str(tmp_path / "out2"))
+    assert code == 1 and "1.emlx" in err and "Traceback" not in err

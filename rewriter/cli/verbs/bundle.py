@@ -83,6 +83,14 @@ def _unpack_message(request: RunRequest, kind: Kind | None, err: TextIO) -> int:
     if kind is None:
         kind = what_file_is(data[:SNIFF_SIZE], None if path == "-" else path)
     fmt = args.format if args.format != "auto" else kind.format
+    if fmt == "emlx":  # Apple Mail's: the message between its byte count and its property list
+        from rewriter.containers.emlx import EmlxError, split_emlx
+
+        try:
+            data, fmt = split_emlx(data).message, "message"
+        except EmlxError as error:
+            err.write(f"rewriter unpack: {name}: {error}\n")
+            return EXIT_SOME_FAILED
     if fmt != "message":
         what = {"mbox": "an mbox (unpack one message of it)", "html": "an HTML page (bundle it with rewriter pack)"}
         what |= dict.fromkeys(("warc", "arc"), f"no web archive (--format {fmt}): {kind.reason}")
