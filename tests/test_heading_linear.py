@@ -20,13 +20,13 @@ from email.message import Message
 from email.policy import compat32
 
 import pytest
+from conftest import SHARED, shared_path
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rewriter.containers.mailbox import iter_mbox
 from rewriter.mime import heading
 from rewriter.mime.message import find_message_links, header_url, heading_end, read_heading, rewrite_message
-from tests.conftest import SHARED, shared_path
 
 CORPUS = SHARED / "corpus" / "mail"
 FILES = sorted(path.name for path in CORPUS.iterdir() if path.suffix != ".md") if CORPUS.is_dir() else ["absent"]

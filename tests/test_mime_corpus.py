@@ -13,11 +13,11 @@ import io
 import typing
 
 import pytest
+from conftest import SHARED, shared_path
 
 from rewriter.containers.mailbox import iter_mbox
 from rewriter.html.engine import Status
 from rewriter.mime.message import MessageResult, Part, rewrite_message
-from tests.conftest import SHARED, shared_path
 
 CORPUS = SHARED / "corpus" / "mail"
 STATUSES = typing.get_args(Status)

@@ -15,12 +15,12 @@ from email.message import Message
 from email.policy import compat32
 
 import pytest
+from conftest import SHARED, shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewriter.containers.mailbox import iter_mbox
 from rewriter.mime.message import find_message_links, heading_end, read_heading
-from tests.conftest import SHARED, shared_path
 
 CORPUS = SHARED / "corpus" / "mail"
 FILES = sorted(path.name for path in CORPUS.iterdir() if path.suffix != ".md") if CORPUS.is_dir() else ["absent"]
