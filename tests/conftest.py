@@ -417,3 +417,42 @@ def fsync_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(os, "fsync", fsync)
     return calls
+
+
+def on_a_terminal(arguments: list[str], cwd: Path, columns: int | None = None) -> tuple[int, bytes]:
+    """``python -m rewriter ARGUMENTS`` in *cwd* with standard error on a pseudo-terminal (POSIX
+    only; *columns* wide when given): its exit status and all it drew there."""
+    import pty
+
+    leader, follower = pty.openpty()
+    if columns is not None:
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    try:
+        tool = subprocess.Popen(
+            [sys.executable, "-m", "rewriter", *arguments],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=follower,
+        )
+        os.close(follower)
+        follower = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the tool closed its end
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        code = tool.wait(timeout=60)
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    return code, b"".join(chunks)

@@ -10,22 +10,12 @@ import io
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import err_lines, run_cli
+from conftest import err_lines, on_a_terminal, run_cli
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
-
-if os.name == "posix":
-    import fcntl
-    import pty
-    import struct
-    import termios
-else:
-    pty = None
 
 PAGE = b'<a href="guide.html">guide</a>'
 
@@ -184,7 +174,9 @@ def test_one_message_and_one_page_print_the_summary_line(tmp_path: Path) -> None
         assert [line for line in err_lines(done) if SUMMARY.match(line)], (argv, done.stderr)
 
 
-@pytest.mark.skipif(pty is None, reason="the progress bar is drawn on a terminal: needs a pseudo-terminal (POSIX)")
+@pytest.mark.skipif(
+    os.name != "posix", reason="the progress bar is drawn on a terminal: needs a pseudo-terminal (POSIX)"
+)
 def test_the_progress_bar_counts_the_inputs_the_summary_counts(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
@@ -192,33 +184,9 @@ def test_the_progress_bar_counts_the_inputs_the_summary_counts(tmp_path: Path) -
         (folder / f"p{index}.html").write_bytes(PAGE)
     for index in range(4):  # copied beside the outputs: said apart, in the summary and out of the bar
         (folder / f"i{index}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a terminal the bar fits in
-    try:
-        tool = subprocess.Popen(
-            [sys.executable, "-m", "rewriter", "rewrite", "in", "-o", "out", "-j", "1", "--url-root", "http://h/"],
-            cwd=tmp_path,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=follower,
-        )
-        os.close(follower)
-        follower = -1
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the tool closed its end
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        assert tool.wait(timeout=60) == 0
-    finally:
-        os.close(leader)
-        if follower >= 0:
-            os.close(follower)
-    screen = b"".join(chunks).decode("utf-8", "replace")
+    code, drawn = on_a_terminal(["rewrite", "in", "-o", "out", "-j", "1", "--url-root", "http://h/"], tmp_path, 120)
+    assert code == 0
+    screen = drawn.decode("utf-8", "replace")
     fractions = {(int(done), int(total)) for done, total in re.findall(r"(\d+)/(\d+) \[", screen)}
     assert fractions and {total for _, total in fractions} == {3}, screen
     assert "rewriter: 3 inputs: 3 rewritten, 0 unchanged, 0 failed; 4 other files copied;" in screen

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pty
 import stat
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import without_summary
+from conftest import on_a_terminal, without_summary
 
 import rewriter.run.batch as batch
 import rewriter.run.work as work
@@ -470,32 +469,8 @@ def test_messages_above_the_progress_bar_are_escaped(tmp_path: Path) -> None:
     _hostile_tree(tmp_path)
     for index in range(3):
         (tmp_path / "in" / f"p{index}.html").write_bytes(PAGE)
-    leader, follower = pty.openpty()
-    try:
-        tool = subprocess.Popen(
-            [sys.executable, "-m", "rewriter", "rewrite", "in", "-o", "out", "-j", "1"],
-            cwd=tmp_path,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=follower,
-        )
-        os.close(follower)
-        follower = -1
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the tool closed its end
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        assert tool.wait(timeout=60) == 1
-    finally:
-        os.close(leader)
-        if follower >= 0:
-            os.close(follower)
-    screen = b"".join(chunks)
+    code, screen = on_a_terminal(["rewrite", "in", "-o", "out", "-j", "1"], tmp_path)
+    assert code == 1
     assert b"Traceback" not in screen
     assert b"a\\x1b[2Jb\\x07c\\x0dd\\x7f\\u202eexe.html" in screen
     assert b"\x1b[2J" not in screen and b"\x07" not in screen and b"\x1b]0;" not in screen
