@@ -73,7 +73,7 @@ def test_rewrite_help_names_web_archives_and_format_takes_warc_and_arc(tmp_path:
     said = run_cli(tmp_path, "rewrite", "--help").stdout.decode()
     flat = " ".join(said.split())
     assert "web archive (WARC or ARC" in flat and "conversion record" in flat and ".warc.gz" in flat
-    assert "{auto,html,css,message,mbox,warc,arc}" in flat
+    assert "{auto,html,css,message,mbox,emlx,warc,arc}" in flat
     top = " ".join(run_cli(tmp_path, "--help").stdout.decode().split())
     assert "web archives (WARC, ARC)" in top and "style sheets, mail and web archives absolute" in top
 
