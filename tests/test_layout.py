@@ -89,7 +89,7 @@ def test_an_extension_is_kept_when_the_shorter_name_is_a_file() -> None:
     assert WGET.url_path("d/view.php.html", exists=lambda path: False) == "d/view.php"
 
 
-@pytest.mark.parametrize("value", ["wget:vms", "wget:windows,fast", "httrack", "plain:windows", ""])
+@pytest.mark.parametrize("value", ["wget:vms", "wget:windows,fast", "httrack:windows", "plain:windows", ""])
 def test_a_layout_that_is_none_is_refused(value: str) -> None:
     with pytest.raises(LayoutError):
         Layout.read(value)
@@ -206,7 +206,10 @@ def test_without_layout_the_names_are_paths(tmp_path: Path) -> None:
     [
         (["--layout", "wget"], "give it with --url-root or --url-map"),
         (["--layout", "wget:vms", "--url-root", "http://h/"], "'vms' is none of wget's --restrict-file-names modes"),
-        (["--layout", "httrack", "--url-root", "http://h/"], "choose plain, wget or wget:MODES"),
+        (
+            ["--layout", "mirror", "--url-root", "http://h/"],
+            "choose plain, wget, wget:MODES (wget:windows,nocontrol) or httrack",
+        ),
     ],
 )
 def test_a_layout_that_cannot_be_used_is_a_usage_error(tmp_path: Path, argv: list[str], says: str) -> None:
@@ -215,3 +218,20 @@ def test_a_layout_that_cannot_be_used_is_a_usage_error(tmp_path: Path, argv: lis
     assert done.returncode == 2, done.stderr
     assert says in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_httrack_layout_reads_host_port_folders_and_hashed_query_names(tmp_path: Path) -> None:
+    """HTTrack writes host_port folders and NAME + the first four hex digits of the query's MD5 +
+    .EXT, its links keeping the query: read back to the URL the reference stood for."""
+    from rewriter.run.collection import LocalCopies, Locations
+
+    host = tmp_path / "o.test_8080"
+    host.mkdir()
+    (host / "style30f4.css").write_text("p{}")  # md5("v=3") begins 30f4
+    (host / "index.html").write_text("<!-- Mirrored from o.test:8080/ by HTTrack Website Copier/3.x -->")
+    locations = Locations(root="auto", layout=Layout.read("httrack"))
+    assert locations.url_of(host / "style30f4.css", tmp_path) == "http://o.test:8080/style30f4.css"
+    keep = LocalCopies(str(host / "index.html"), str(tmp_path), locations)
+    assert keep("style30f4.css?v=3", None) == ("rewritten", "http://o.test:8080/style.css?v=3")
+    assert keep("style30f4.css?v=4", None) == ("rewritten", "http://o.test:8080/style30f4.css")  # not its hash
+    assert keep("index.html#top", None) == ("rewritten", "http://o.test:8080/#top")  # the page's mark

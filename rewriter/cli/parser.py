@@ -189,8 +189,8 @@ COLLECTION = (
         ("--layout",),
         "how the collection's files were named: plain (the path is the URL's path; the default) or wget "
         "(wget's names read back to their URLs: the query after '?', -E's .html or .css, index.html for a "
-        "folder, escapes; wget:windows,nocontrol,ascii for its --restrict-file-names modes); with "
-        "--url-root or --url-map",
+        "folder, escapes; wget:windows,nocontrol,ascii for its --restrict-file-names modes) or httrack (a "
+        "page's URL from its 'Mirrored from' mark, which a link to it then names); with --url-root or --url-map",
         metavar="LAYOUT",
     ),
     switch(

@@ -11,7 +11,8 @@ module holds what the command line knows about such a collection:
   (a list of path and URL pairs);
 - :class:`Layout`: how the files were named (``--layout``): ``plain``, each path its URL's
   path; ``wget``, the names GNU Wget gives a query, ``-E``'s extension, a folder's page and
-  the characters it escapes, read back to their URLs;
+  the characters it escapes, read back to their URLs; ``httrack``, a page's URL from the
+  ``<!-- Mirrored from ... -->`` mark HTTrack writes into it (its name may be a hash of a query);
 - :class:`LocalCopies`: a :attr:`Policy.keep <rewriter.policy.Policy.keep>` that keeps as
   written a relative reference naming a file of the collection on disk, unless that file's
   own URL is where the reference resolves (then the absolute URL is the right one); under a
@@ -28,6 +29,7 @@ module holds what the command line knows about such a collection:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -35,7 +37,7 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
 from rewriter.disk.files import kind_of
@@ -80,9 +82,10 @@ _HOST_FOLDER = re.compile(
 # --------------------------------------------------------------------------
 # --layout: how a mirror tool named its files, read back to their URLs
 # --------------------------------------------------------------------------
-# The --layout values: a plain copy (the path is the URL's), or wget's names with its
-# --restrict-file-names modes after a colon (wget:windows,nocontrol).
-LAYOUTS = ("plain", "wget")
+# The --layout values: a plain copy (the path is the URL's), wget's names with its
+# --restrict-file-names modes after a colon (wget:windows,nocontrol), or HTTrack's pages, each
+# naming its own URL in its "Mirrored from" mark.
+LAYOUTS = ("plain", "wget", "httrack")
 _SYSTEMS = ("unix", "windows")
 _MODIFIERS = ("nocontrol", "ascii", "lowercase", "uppercase")
 
@@ -136,8 +139,9 @@ class LayoutError(ValueError):
 @dataclass(frozen=True, slots=True)
 class Layout:
     """How the files of a collection are named (``--layout``): ``plain`` (each path is its URL's
-    path) or ``wget`` with its ``--restrict-file-names`` modes (*system*, *control*, *ascii*,
-    *case*), read back to the URLs they were fetched from.
+    path), ``wget`` with its ``--restrict-file-names`` modes (*system*, *control*, *ascii*,
+    *case*), read back to the URLs they were fetched from, or ``httrack`` (each page names its
+    URL in HTTrack's mark; any other file keeps its URL's path).
 
     ``--url-root`` joins a file's path under the input folder to a URL, as it is: right for a copy
     laid out by the URL's path, wrong for the names GNU Wget gives what is not a plain path. A
@@ -198,7 +202,7 @@ class Layout:
     'caf%C3%A9%20menu/view.php?id=2&x=a:b'
     """
 
-    tool: Literal["plain", "wget"] = "plain"
+    tool: Literal["plain", "wget", "httrack"] = "plain"
     system: Literal["unix", "windows"] = "unix"
     control: bool = True  # control characters escaped (wget's default; "nocontrol" turns it off)
     ascii: bool = False  # bytes above 127 escaped ("ascii")
@@ -216,7 +220,7 @@ class Layout:
         """
         tool, colon, modes = value.partition(":")
         if tool not in LAYOUTS or (colon and tool != "wget"):
-            raise LayoutError(f"--layout {value!r}: choose plain, wget or wget:MODES (wget:windows,nocontrol)")
+            raise LayoutError(f"--layout {value!r}: choose plain, wget, wget:MODES (wget:windows,nocontrol) or httrack")
         system: Literal["unix", "windows"] = "unix"
         case: Literal["", "lowercase", "uppercase"] = ""
         control, ascii = True, False
@@ -238,7 +242,7 @@ class Layout:
                     f"--layout {value!r}: {mode!r} is none of wget's --restrict-file-names modes read here "
                     f"({', '.join((*_SYSTEMS, *_MODIFIERS))})"
                 )
-        return cls("wget" if tool == "wget" else "plain", system, control, ascii, case)
+        return cls(cast(Literal["plain", "wget", "httrack"], tool), system, control, ascii, case)
 
     @property
     def reads_names(self) -> bool:
@@ -265,6 +269,8 @@ class Layout:
         """The URL authority a host folder stands for (``host+8080`` under ``windows``)."""
         if self.system == "windows":
             return re.sub(r"\+(\d{1,5})$", r":\1", folder)
+        if self.tool == "httrack":  # HTTrack writes host_port
+            return re.sub(r"_(\d{1,5})$", r":\1", folder)
         return folder
 
     def url_path(self, relative: str, exists: Callable[[str], bool] | None = None) -> str:
@@ -443,9 +449,47 @@ class Locations:
     def _joined(self, root: str, folder: str, relative: str) -> str:
         """*root* joined with the path *relative* of a file under *folder* (the folder *root*
         stands for), read as the layout named it."""
+        if self.layout.tool == "httrack":
+            # HTTrack writes each page's own URL into it ("Mirrored from"): a page it named after a
+            # query (a hash in the name) is found by that; any other file keeps its URL's path.
+            marked = _mirrored_from(os.path.join(folder, relative))
+            return marked if marked is not None else path_url(root, relative)
         if not self.layout.reads_names:
             return path_url(root, relative)
         return root + self.layout.url_path(relative, lambda other: os.path.isfile(os.path.join(folder, other)))
+
+
+# HTTrack names the copy of NAME.EXT?QUERY as NAME + the first four hex digits of QUERY's MD5 +
+# .EXT, and its links keep the query: style30f4.css?v=3 is the copy of style.css?v=3.
+_HASHED = re.compile(r"([0-9a-f]{4})(\.[^./?#]*)?$")
+
+
+def _httrack_query(own: str, reference: str) -> str:
+    """The URL a reference written by HTTrack (``NAMExxxx.EXT?QUERY``) stands for, where *own*
+    is the URL of the file it names: *own* itself when it came from a page's mark (which holds
+    the query) or when the name's four hex digits are not its query's hash."""
+    if "?" in own or "?" not in reference:
+        return own
+    query = reference.split("#", 1)[0].split("?", 1)[1]
+    path = own.split("#", 1)[0]
+    match = _HASHED.search(path)
+    if match is None or match.group(1) != hashlib.md5(query.encode("utf-8", "surrogateescape")).hexdigest()[:4]:
+        return own
+    return path[: match.start()] + (match.group(2) or "") + "?" + query
+
+
+def _mirrored_from(path: str) -> str | None:
+    """The URL in the HTTrack (or browser) mark at the start of the page *path*, or None (no
+    page, no mark, or a file that cannot be read)."""
+    if not path.lower().endswith((".html", ".htm", ".shtml", ".xhtml", ".php", ".asp", ".aspx", ".jsp")):
+        return None
+    from rewriter.html.engine import saved_from_mark  # the one reader of the marks
+
+    try:
+        with open(path, "rb") as file:
+            return saved_from_mark(file.read(4096))
+    except OSError:
+        return None
 
 
 def check_root(value: str) -> str | None:
@@ -786,6 +830,8 @@ class LocalCopies:
         gives, and a reference naming one (as ``wget -k`` writes it) stands for that URL, its
         fragment kept; a reference that resolves to that URL already is made absolute as usual."""
         own = locations.url_of(candidate, self.tree)
+        if own is not None and locations.layout.tool == "httrack":
+            own = _httrack_query(own, reference)
         if own is None or (resolved is not None and _same_resource(own, resolved)):
             return None
         fragment = reference.find("#")
