@@ -12,15 +12,13 @@ installs it).
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urljoin
 
 import pytest
-from test_wget_mirrors import PAGES, SITE, STYLESHEETS, _served_as, css_links, html_links, normal, rewrite, server
+from test_wget_mirrors import compare_link_by_link, rewrite, server
 
 HTTRACK = Path("/usr/bin/httrack")
 __all__ = ["server"]  # the fixture: the site on 127.0.0.1
@@ -52,33 +50,8 @@ def test_httrack_mirror_rewritten_link_by_link(mirror: tuple[Path, Path, str], t
     top, host, root = mirror
     output, report = tmp_path / "out", tmp_path / "links.jsonl"
     rewrite(top, "-o", f"{output}/", "--url-root", "auto", "--layout", "httrack", "--report", report)
-    served = output / host.name
-    bases = {}
-    for line in report.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        if "file" in record and "base" in record:
-            bases[Path(record["file"]).resolve().relative_to(host.resolve()).as_posix()] = record["base"]
-    seen: dict[str, list[tuple[str, str]]] = {}
-    mismatches = []
-    for path in sorted(served.rglob("*")):
-        found = _served_as(path) if path.is_file() else None
-        if found is None or found[1] not in SITE:  # HTTrack keeps the 404 page too
-            continue
-        kind, at = found
-        url = urljoin(root, at.lstrip("/"))
-        name = path.relative_to(served).as_posix()
-        if kind == "html":  # a page's URL from its mark (a style sheet's from its name: its folder is right)
-            assert bases.get(name) == url, (name, bases.get(name), url)
-        parse = html_links if kind == "html" else css_links
-        original = parse(SITE[at][1].decode())
-        written = parse(path.read_text(encoding="utf-8"))
-        assert len(written) == len(original), (name, written, original)
-        pairs = [(normal(urljoin(url, link)), normal(new)) for link, new in zip(original, written, strict=True)]
-        mismatches += [(name, want, got) for want, got in pairs if want != got]
-        seen[at] = pairs
-    assert sorted(seen) == sorted([*PAGES, *STYLESHEETS])  # every page and style sheet was compared
-    assert sum(map(len, seen.values())) == 30  # every link of the site
-    assert not mismatches, "\n".join(f"{name}: {got} should be {want}" for name, want, got in mismatches)
+    # A page's URL comes from its mark; a style sheet's from its name, whose folder is the right one.
+    compare_link_by_link(output / host.name, host, root, report, bases_of="html")
 
 
 def test_without_the_layout_httracks_names_are_wrong(mirror: tuple[Path, Path, str], tmp_path: Path) -> None:
