@@ -480,16 +480,17 @@ def _httrack_query(own: str, reference: str) -> str:
 
 def _mirrored_from(path: str) -> str | None:
     """The URL in the HTTrack (or browser) mark at the start of the page *path*, or None (no
-    page, no mark, or a file that cannot be read)."""
-    if not path.lower().endswith((".html", ".htm", ".shtml", ".xhtml", ".php", ".asp", ".aspx", ".jsp")):
-        return None
+    page, as :func:`~rewriter.containers.formats.what_file_is` tells it; no mark; or a file that
+    cannot be read)."""
+    from rewriter.containers.formats import SNIFF_SIZE, what_file_is
     from rewriter.html.engine import saved_from_mark  # the one reader of the marks
 
     try:
         with open(path, "rb") as file:
-            return saved_from_mark(file.read(4096))
+            head = file.read(SNIFF_SIZE)
     except OSError:
         return None
+    return saved_from_mark(head) if what_file_is(head, path).format == "html" else None
 
 
 def check_root(value: str) -> str | None:
