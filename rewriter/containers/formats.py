@@ -27,6 +27,7 @@ from typing import BinaryIO, Literal
 __all__ = [
     "ARC_LINE",
     "CODECS",
+    "COMPRESSED_MBOXES",
     "SNIFF_SIZE",
     "Codec",
     "Container",
@@ -514,6 +515,7 @@ def what_file_is(head: bytes, name: str | None = None, declared: str | None = No
 # The names of a compressed mbox: .mbox or .mbx, then the compression's own suffix.
 _COMPRESSED_MBOX: dict[str, KindOfFile] = {"gzip": "mbox.gz", "xz": "mbox.xz", "zstd": "mbox.zst"}
 _COMPRESSED_SUFFIXES = {".gz": "gzip", ".xz": "xz", ".zst": "zstd"}
+COMPRESSED_MBOXES = frozenset(_COMPRESSED_MBOX.values())  # the kinds of a compressed mbox
 _EMLX_COUNT = re.compile(rb"[ \t]*[0-9]{1,18}[ \t]*\r?\n")  # an .emlx file's first line: its message's byte count
 
 

@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from rewriter.containers.formats import SNIFF_SIZE, what_file_is
+from rewriter.containers.formats import COMPRESSED_MBOXES, SNIFF_SIZE, what_file_is
 from rewriter.disk.files import (
     O_CLOEXEC,
     O_NOFOLLOW,
@@ -278,12 +278,12 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             return outcome.fail(f"--format {settings.format}, but this is no web archive: {why}")
         if fmt == "wacz" and settings.format == "auto":  # its WARC files are read by the command line's verbs
             return outcome.fail(f"{why}: a WACZ is read from a file named on the command line, not from a pipe")
-        if settings.format != "auto" and not (settings.format == "mbox" and fmt in _COMPRESSED_MBOX):
+        if settings.format != "auto" and not (settings.format == "mbox" and fmt in COMPRESSED_MBOXES):
             fmt = settings.format  # --format: the engine the user names (mbox: a compressed one is one)
         if fmt == "mbox":  # streamed, message by message
             outcome.format = fmt
             return _mbox(job, _Replayed(head, stream), source, settings, outcome, read)  # type: ignore[arg-type]
-        if fmt in _COMPRESSED_MBOX:  # streamed through its decompressor, compressed back
+        if fmt in COMPRESSED_MBOXES:  # streamed through its decompressor, compressed back
             from rewriter.containers.compressed import decompressed
 
             outcome.format = fmt
@@ -298,9 +298,6 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     if fmt == "other":
         return _as_it_is(job, settings, outcome, data, why or "not a document", mode)
     return _document(job, settings, outcome, data, fmt, mode, read)
-
-
-_COMPRESSED_MBOX = ("mbox.gz", "mbox.xz", "mbox.zst")  # what_file_is's kinds of a compressed mbox
 
 
 def _status(outcome: Outcome, stream: BinaryIO, read: os.stat_result | None) -> tuple[int | None, int | None]:
@@ -330,12 +327,7 @@ def _document(
         if job.dry or job.in_place:
             return outcome.fail(f"{error}: left as it is")
         outcome.fail(f"{error}: copied as it is")
-        outcome.bytes_out = len(data)
-        if job.target is None:
-            outcome.output = data
-        else:
-            _write_out(job, data, mode, settings)
-        return outcome
+        return _unchanged(job, settings, outcome, data, mode)
     outcome.format = fmt
     output = result.output
     fold(outcome, [Unit({}, result, fmt, bytes_out=len(output), changed=output != data)], settings)
@@ -372,6 +364,13 @@ def _as_it_is(job: Job, settings: Settings, outcome: Outcome, data: bytes, why: 
         return outcome
     outcome.warnings.append(Problem("not-a-document", f"{why}: copied as it is", (job.shown,)))
     outcome.state = "copied"
+    return _unchanged(job, settings, outcome, data, mode)
+
+
+def _unchanged(job: Job, settings: Settings, outcome: Outcome, data: bytes, mode: int | None) -> Outcome:
+    """*outcome*, with the input *data* written out byte for byte (to standard output or the
+    job's target; never in place)."""
+    outcome.bytes_out = len(data)
     if job.target is None:
         outcome.output = data
     else:
