@@ -40,20 +40,13 @@ def run_verb(request: RunRequest, out: TextIO | ClosedOutput, err: TextIO | Esca
         run = run_pack if request.verb == "pack" else run_unpack
     else:
         from rewriter.cli.verbs.resolve import run_resolve as run
-    if request.verb in ("rewrite", "links", "explain", "unpack") and _names_a_wacz(request):
-        from rewriter.cli.verbs.wacz import run_wacz  # its WARC files taken out of it, the verb run on them
+    if request.verb in ("rewrite", "links", "explain", "unpack"):
+        from rewriter.cli.verbs.wacz import run_wacz, wacz_inputs
 
-        return run_wacz(request, run, out, err)  # type: ignore[arg-type]
+        waczs, kinds = wacz_inputs(request)
+        if waczs:  # its WARC files taken out of it, the verb run on them
+            return run_wacz(request, run, out, err, waczs, kinds)  # type: ignore[arg-type]
     return run(request, out, err)  # type: ignore[arg-type]
-
-
-def _names_a_wacz(request: RunRequest) -> bool:
-    """Whether an input named on the command line is a WACZ (what it is, told by its head)."""
-    if request.verb == "rewrite":  # told by the request already
-        return any(kind is not None and kind.format == "wacz" for kind in request.kinds.values())
-    from rewriter.run.batch import kinds_of
-
-    return any(kind is not None and kind.format == "wacz" for kind in kinds_of(request.files).values())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -61,11 +61,13 @@ class _Named:
         return getattr(self.stream, name)
 
 
-def run_wacz(request: RunRequest, verb: Verb, out: TextIO, err: TextIO) -> int:
-    """Run *verb* on *request*, whose inputs include a WACZ (see the module)."""
+def run_wacz(
+    request: RunRequest, verb: Verb, out: TextIO, err: TextIO, waczs: list[str], kinds: Mapping[str, Kind | None]
+) -> int:
+    """Run *verb* on *request*, whose inputs *waczs* are WACZ files (:func:`wacz_inputs`, with what
+    each input is: *kinds*; see the module)."""
     from rewriter.containers.wacz import WaczError, check_digests, extract_warcs, read_wacz
 
-    waczs, kinds = wacz_inputs(request)
     args = request.options
     name = f"rewriter {request.verb}"
     to_wacz = request.verb == "rewrite" and bool(args.output) and args.output.lower().endswith(".wacz")
