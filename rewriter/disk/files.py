@@ -617,6 +617,9 @@ class CommitGroup:
     def __init__(self, syncfs: Callable[[int], None]) -> None:
         self._syncfs = syncfs
         self._written: list[_Written] = []
+        # Each folder written in, opened once for the group (a batch's pages share a few
+        # folders: one open each, not a walk from the root a page), closed by the commit.
+        self._folders: dict[tuple[str, str | None], Folder] = {}
         self.key: object = None  # what the caller's next writes belong to (a job), by default
 
     @classmethod
@@ -626,42 +629,54 @@ class CommitGroup:
         return None if syncfs is None else cls(syncfs)
 
     def write(
-        self, path: Path, data: bytes, *, mode: int | None = None, root: Path | None = None, key: object = None
+        self,
+        path: str | os.PathLike[str],
+        data: bytes,
+        *,
+        mode: int | None = None,
+        root: str | os.PathLike[str] | None = None,
+        key: object = None,
     ) -> None:
         """Write *data* for *path* (see :func:`write_atomically` for *mode* and *root*) under its
         temporary name; *key* (by default the group's :attr:`key`, which the batch sets for each
         job) names it among the failures :meth:`commit` returns."""
         key = self.key if key is None else key
-        folder = Folder.open(path.parent, root, make=True)
+        parent, name = os.path.split(os.fspath(path))  # strings: a Path's parts cost more than the write
+        top = None if root is None else os.fspath(root)
+        folder = self._folders.get((parent, top))
+        if folder is None:
+            opened = Folder.open(Path(parent), None if top is None else Path(top), make=True)
+            folder = self._folders[parent, top] = opened
+        handle, temporary = folder.create(name)
         try:
-            handle, temporary = folder.create(path.name)
-        except BaseException:
-            folder.close()
-            raise
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(data)
-                stream.flush()
-                _settle(stream.fileno(), None, _mode_for(folder, path.name, mode), None)
+            try:  # through the descriptor: no buffered file object (its fstat, isatty and seek)
+                write_all(handle, data)
+                _settle(handle, None, _mode_for(folder, name, mode), None)
+            finally:
+                os.close(handle)
         except BaseException:
             folder.unlink(temporary)
-            folder.close()
             raise
-        self._written.append(_Written(folder, temporary, path.name, key))
+        self._written.append(_Written(folder, temporary, name, key))
 
     def commit(self) -> dict[object, str]:
         """Make the files written durable and put them in place: the failures, by key, each
         the reason its path was left as it was (the others are written)."""
         written, self._written = self._written, []
+        folders, self._folders = self._folders, {}
         failures: dict[object, str] = {}
         try:
             systems: dict[int, int] = {}  # a folder's descriptor on each file system whose syncfs serves
+            whole: dict[int, bool] = {}  # each folder's: whether its file system's syncfs serves
+            for folder in folders.values():
+                assert folder.fd is not None  # a group exists only where folders have descriptors
+                device = os.fstat(folder.fd).st_dev
+                whole[folder.fd] = _syncs_whole(device)
+                if whole[folder.fd]:
+                    systems.setdefault(device, folder.fd)
             for entry in written:
-                assert entry.folder.fd is not None  # a group exists only where folders have descriptors
-                device = os.fstat(entry.folder.fd).st_dev
-                entry.synced = _syncs_whole(device)
-                if entry.synced:
-                    systems.setdefault(device, entry.folder.fd)
+                assert entry.folder.fd is not None
+                entry.synced = whole[entry.folder.fd]
             unsynced = None  # why the syncfs failed: the contents may not be on disk
             try:
                 for fd in systems.values():
@@ -686,16 +701,27 @@ class CommitGroup:
             for folder in {entry.folder.path: entry.folder for entry in written if not entry.synced}.values():
                 folder.sync()  # once for each folder
         finally:
-            for entry in written:
-                entry.folder.close()
+            for folder in folders.values():
+                folder.close()
         return failures
 
     def discard(self) -> None:
         """Remove what was written and not committed; every path stays as it was."""
         written, self._written = self._written, []
-        for entry in written:
-            entry.folder.unlink(entry.temporary)
-            entry.folder.close()
+        folders, self._folders = self._folders, {}
+        try:
+            for entry in written:
+                entry.folder.unlink(entry.temporary)
+        finally:
+            for folder in folders.values():
+                folder.close()
+
+
+def write_all(handle: int, data: bytes) -> None:
+    """Write the whole of *data* to the descriptor *handle* (os.write may write a part)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(handle, view) :]
 
 
 def _fsync_named(folder: Folder, name: str) -> None:
