@@ -47,7 +47,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from rewriter.disk.files import Folder, Refused, kind_of
+from rewriter.disk.files import Folder, Refused, kind_of, write_all
 from rewriter.run.jobs import outcome_problem
 
 __all__ = [
@@ -97,6 +97,8 @@ class Journal:
         self.folder = folder
         self.stream = stream
         self.earlier = earlier  # key -> (identity, offset) of the jobs a killed run had done
+        stream.flush()
+        self._end = stream.tell()  # where the next line goes: kept here, not asked of the system a line
 
     @property
     def root(self) -> Path:
@@ -162,9 +164,10 @@ class Journal:
         """Add a finished job; its offset in the journal. Written through at once (a killed
         run loses at most the job it was recording), not synced: a line lost to a crash of
         the system only means that job is done again."""
-        offset = self.stream.tell()
-        self.stream.write(_line({"key": key, "identity": list(identity or (-1, -1)), "outcome": outcome}))
-        self.stream.flush()
+        offset = self._end
+        line = _line({"key": key, "identity": list(identity or (-1, -1)), "outcome": outcome})
+        write_all(self.stream.fileno(), line)  # one write(2), at the end (the stream's buffer is empty)
+        self._end += len(line)
         return offset
 
     def read(self, offset: int) -> dict[str, Any]:
