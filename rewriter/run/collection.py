@@ -41,6 +41,7 @@ from typing import Literal, cast
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
 from rewriter.disk.files import kind_of
+from rewriter.disk.listings import Listings
 from rewriter.policy import Kept
 from rewriter.url.base import usable_as_base
 from rewriter.url.resolve import scheme_of
@@ -373,6 +374,26 @@ def is_host_folder(name: str) -> bool:
     return _HOST_FOLDER.fullmatch(name) is not None
 
 
+def _below(absolute: str, top: str) -> str | None:
+    """The path of *absolute* below the folder *top* (both absolute and normal), "/" between
+    its names ("" for *top* itself), or None when it lies outside."""
+    if _CASELESS:  # names compared as the system compares them
+        try:
+            relative = Path(os.path.relpath(absolute, top)).as_posix()
+        except ValueError:  # another drive
+            return None
+        if relative == ".." or relative.startswith("../"):
+            return None
+        return "" if relative == "." else relative
+    if absolute == top:
+        return ""
+    below = top if top.endswith(os.sep) else top + os.sep
+    if not absolute.startswith(below):
+        return None
+    relative = absolute[len(below) :]
+    return relative if os.sep == "/" else relative.replace(os.sep, "/")
+
+
 def _absolute(path: str | os.PathLike[str]) -> str:
     """*path* absolute and normalised, links not followed: how a file is looked up."""
     return os.path.normpath(os.path.abspath(path))
@@ -409,14 +430,9 @@ class Locations:
         if mapped is not None or self.root is None or tree is None:
             return mapped
         top = _absolute(tree)
-        try:
-            relative = Path(os.path.relpath(absolute, top)).as_posix()
-        except ValueError:  # another drive
+        relative = _below(absolute, top)
+        if relative is None:
             return None
-        if relative == ".." or relative.startswith("../"):
-            return None
-        if relative == ".":
-            relative = ""
         scheme = AUTO_ROOTS.get(self.root)
         if scheme is None:
             return self._joined(self.root, top, relative)
@@ -779,6 +795,8 @@ class LocalCopies:
     document: str
     tree: str
     locations: Locations | None = None
+    # The run's listings of its folders (None: each reference is looked up on the file system).
+    listings: Listings | None = field(default=None, repr=False, compare=False)
     # Worked out once for the document, not for each of its references (a page asks about
     # dozens): the folder references are read against, the tree's absolute path and that path
     # with the separator that starts a path below it.
@@ -798,21 +816,18 @@ class LocalCopies:
         path = reference.split("#", 1)[0].split("?", 1)[0]
         if not path or path.endswith("/"):
             return None
-        name = os.fsdecode(unquote_to_bytes(path))
-        if "\x00" in name:
+        listings = self.listings
+        if listings is None:
+            candidate = self._file_named(path)
+        else:  # asked once for the run: the pages of a folder share their references
+            key = (self.top, self.folder, path)
+            candidate = listings.answers.get(key, False)  # type: ignore[assignment]
+            if candidate is False:
+                candidate = self._file_named(path)
+                listings.remember(key, candidate)
+        if candidate is None:
             return None
-        candidate = os.path.normpath(os.path.join(self.folder, name))
-        # Inside the tree, lexically: what _within tells, without its normalisations on each call
-        # (both paths are absolute and normal already); where case is ignored, _within itself.
-        if _CASELESS:
-            inside = _within(candidate, self.top)
-        else:
-            inside = candidate == self.top or candidate.startswith(self.below)
-        if not inside or not os.path.isfile(candidate):
-            return None
-        if not _within(os.path.realpath(candidate), os.path.realpath(self.top)):
-            return None  # a link out of the collection
-        relative = Path(os.path.relpath(candidate, self.top)).as_posix()
+        relative = candidate[len(self.below) :].replace(os.sep, "/")
         locations = self.locations
         if locations is not None and locations.layout.reads_names:
             return self._named(candidate, reference, resolved, locations)
@@ -825,6 +840,32 @@ class LocalCopies:
             f"names the local file {relative} of the input folder: kept as written "
             "(--absolutize-local makes it absolute)",
         )
+
+    def _file_named(self, path: str) -> str | None:
+        """The regular file of the tree the path of a reference names (absolute and normal),
+        or None: outside the tree, missing, not a regular file, or reached through a link
+        out of the tree."""
+        name = os.fsdecode(unquote_to_bytes(path))
+        if "\x00" in name:
+            return None
+        candidate = os.path.normpath(os.path.join(self.folder, name))
+        # Inside the tree, lexically: what _within tells, without its normalisations on each call
+        # (both paths are absolute and normal already); where case is ignored, _within itself.
+        if _CASELESS:
+            inside = _within(candidate, self.top)
+        else:
+            inside = candidate == self.top or candidate.startswith(self.below)
+        if not inside or candidate == self.top:
+            return None
+        listed = None if self.listings is None else self.listings.is_file(self.top, candidate[len(self.below) :])
+        if listed is None:  # the file system asked: a link on the way may lead out of the tree
+            if not os.path.isfile(candidate):
+                return None
+            if not _within(os.path.realpath(candidate), os.path.realpath(self.top)):
+                return None  # a link out of the collection
+        elif not listed:
+            return None
+        return candidate
 
     def _named(self, candidate: str, reference: str, resolved: str | None, locations: Locations) -> Kept | None:
         """A mirror tool's layout (``--layout wget``): every file is the copy of the URL its name
