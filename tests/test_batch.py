@@ -13,6 +13,7 @@ import pytest
 from rewriter.cli.config import ConfigError, load
 from rewriter.problems import said, said_all
 from rewriter.run.batch import Job, Settings, plan, run, run_job, totals, write_atomically
+from rewriter.run.plan import WHOLE_FILE
 
 PAGE = b"<a href=x.html>x</a>"
 SETTINGS = Settings(url="http://h/d/")
@@ -89,6 +90,9 @@ def test_outcomes_come_in_plan_order_whatever_the_workers(tmp_path: Path) -> Non
     for index in range(12):
         (tmp_path / f"{index:02}.html").write_bytes(PAGE * (1 + 40 * (index % 4)))
     (tmp_path / "07.html").write_bytes(b"\x89PNG\r\n\x1a\n\x00")  # binary: copied, whatever its name
+    # Over WHOLE_FILE: the planner reads its head only, and its job opens it (a small page's
+    # job has its bytes from the planner, and a page gone since is rewritten as planned).
+    (tmp_path / "09.html").write_bytes(PAGE * (WHOLE_FILE // len(PAGE) + 1))
     outputs = {}
     for workers in (1, 2):
         jobs, _ = plan([str(tmp_path)], str(tmp_path.parent / f"out{workers}"), include=["*.html"], copy_others=True)

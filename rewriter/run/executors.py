@@ -98,6 +98,10 @@ class Serial:
 
     workers = 1
     batch = 32
+    # Jobs run in this process: the bytes the planner read of a small file (Job.data) go with
+    # them. Any other executor's jobs go without (rewriter.run.pipeline.execute): a worker reads
+    # its files itself, rather than have a pipe or a scheduler carry them.
+    in_process = True
 
     def map(
         self, function: Callable[..., Result], items: Iterable[Any], *shared: Any

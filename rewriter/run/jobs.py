@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from rewriter.containers.pieces import MAX_DOCUMENT, Piece
+from rewriter.disk.listings import Listings
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.problems import as_problem, said_from_json, said_json
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from rewriter.run.collection import LocalCopies, Locations
 
 __all__ = [
+    "WHOLE_FORMATS",
     "Job",
     "Outcome",
     "Settings",
@@ -40,6 +42,10 @@ __all__ = [
 
 
 State = Literal["rewritten", "unchanged", "failed", "copied"]
+
+# The formats whose engine takes a document's bytes at once (an mbox and a web archive are
+# streamed): a small file of one of them is read whole by the planner (Job.data).
+WHOLE_FORMATS = frozenset({"html", "css", "message", "emlx"})
 
 
 class Unrecognised(ValueError):
@@ -66,6 +72,8 @@ class Settings:
     local_copies: bool = True
     # One document's local copies (set per job by job_settings, for HTML and CSS).
     local: LocalCopies | None = None
+    # What the input folders hold, each read once for the run (local copies are told from it).
+    listings: Listings | None = field(default_factory=Listings, compare=False, repr=False)
     # *url* is a collection's (--url-root, --url-map): a page's saved-from mark wins over it, as
     # its <base> does (the mark says where this very page came from; the layout only suggests it).
     url_from_collection: bool = False
@@ -115,9 +123,12 @@ class Job:
     why: str | None = None
     # A piece of a large container (its bytes [start, end)), done as a job of its own.
     piece: Piece | None = None
-    # In place, for a container done in pieces: the input's status when it was planned; a
-    # file changed since is left as it is.
+    # The input's status when it was planned: in place, for a container done in pieces, a file
+    # changed since is left as it is; with *data*, the status of the descriptor it was read from.
     status: os.stat_result | None = None
+    # A small file's bytes, read whole by the planner when it told what the file is (its job
+    # reads them from here, not from the file again; in place, *status* is the descriptor's).
+    data: bytes | None = field(default=None, repr=False, compare=False)
     # A WARC (or ARC) whose records go to files in the folder *target* (a mirror, its pages
     # rewritten), not into a WARC: each piece writes its records by the plan of the whole file,
     # kept in the work folder (:func:`mirror_plan_path`; rewriter.run.pipeline.MirrorFolder).

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rewriter.policy import copied
 from rewriter.problems import Problem, said_from_json
 from rewriter.run.jobs import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json
 from rewriter.run.work import load_mirror_plan, mirror_plan_path, pieces_path, replacing_target, run_batch
@@ -88,6 +89,8 @@ class _State:
 def _size(job: Job) -> int:
     if job.piece is not None:
         return job.piece.size
+    if job.status is not None:  # the planner's
+        return job.status.st_size
     with contextlib.suppress(OSError):
         return 0 if job.source == "-" else os.stat(job.source).st_size
     return 0
@@ -151,23 +154,22 @@ class Leftovers:
     def __init__(self, backup: str | None = None) -> None:
         self.removed = 0
         self.backup = backup
-        self.folders: dict[Path, dict[str, list[str]]] = {}  # each folder read once
+        self.folders: dict[str, dict[str, list[str]]] = {}  # each folder read once
 
     def remove(self, job: Job, journal: Journal | None) -> None:
         from rewriter.disk.files import Folder
 
         if job.dry or job.target is None:
             return
-        root = None if job.root is None else Path(job.root)
-        target = Path(job.target)
         if job.maildir:  # its messages' temporaries, in its tmp/: the one job writing there
-            with contextlib.suppress(OSError), Folder.open(target / "tmp", root, make=False) as scratch:
+            root = None if job.root is None else Path(job.root)
+            with contextlib.suppress(OSError), Folder.open(Path(job.target) / "tmp", root, make=False) as scratch:
                 self.removed += scratch.remove_temporaries()
             return
         if (job.piece is None or job.piece.number == 0) and not job.mirror:  # a mirror's: MirrorFolder.jobs
-            self.remove_of(target, root)
+            self._remove_named(job.target, job.root)
             if job.in_place and self.backup:
-                self.remove_of(target.with_name(target.name + self.backup), root)
+                self._remove_named(job.target + self.backup, job.root)
         if journal is not None:
             key = job_key(job, whole=job.piece is not None)
             if job.piece is not None:
@@ -179,16 +181,22 @@ class Leftovers:
 
     def remove_of(self, path: Path, root: Path | None) -> None:
         """Remove the temporaries a killed run left of the file *path* (under *root*)."""
+        self._remove_named(os.fspath(path), None if root is None else os.fspath(root))
+
+    def _remove_named(self, path: str, root: str | None) -> None:
         from rewriter.disk.files import Folder, temporaries_in
 
-        if path.parent not in self.folders:
+        folder, name = os.path.split(path)
+        found = self.folders.get(folder)
+        if found is None:  # each folder listed once (paths as strings: a Path a job costs more than the listing)
             if len(self.folders) > 256:
                 self.folders.clear()  # a long run over many folders: memory stays bounded
-            self.folders[path.parent] = temporaries_in(path.parent, root)
-        names = self.folders[path.parent].pop(path.name, ())
+            found = self.folders[folder] = temporaries_in(Path(folder), None if root is None else Path(root))
+        names = found.pop(name, ())
         if names:
-            with contextlib.suppress(OSError), Folder.open(path.parent, root, make=False) as folder:
-                self.removed += sum(folder.unlink_regular(name) for name in names)
+            top = None if root is None else Path(root)
+            with contextlib.suppress(OSError), Folder.open(Path(folder), top, make=False) as opened:
+                self.removed += sum(opened.unlink_regular(name) for name in names)
 
 
 def _resumed(job: Job, journal: Journal) -> int | None:
@@ -264,6 +272,8 @@ def execute(
             _done(state.slots[place], outcome, state, journal)
 
     leftovers = Leftovers(settings.backup) if leftovers is None else leftovers
+    if not getattr(executor, "in_process", False):
+        plan = _without_data(plan)
     jobs = _batches(plan, state, journal, getattr(executor, "batch", BATCH_JOBS), leftovers)
     for index, result in executor.map(run_batch, jobs, _with_work(settings, work)):
         finish(state.batches.pop(index), result, again=False)
@@ -276,6 +286,13 @@ def execute(
             yield from release()
     yield from release()
     assembly.close()
+
+
+def _without_data(plan: Iterable[Job | str]) -> Iterator[Job | str]:
+    """*plan*'s jobs without the bytes the planner read (Job.data), for an executor whose jobs
+    run in other processes."""
+    for item in plan:
+        yield copied(item, data=None) if isinstance(item, Job) and item.data is not None else item
 
 
 def _forget_temporaries(job: Job, work: str | None) -> None:

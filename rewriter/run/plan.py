@@ -27,10 +27,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from rewriter.containers.formats import Kind, kind_of_path
-from rewriter.disk.files import is_temporary, kind_of, same_file
+from rewriter.containers.formats import SNIFF_SIZE, Kind, kind_of_path, what_file_is
+from rewriter.disk.files import O_CLOEXEC, O_NOFOLLOW, is_temporary, kind_of, same_file
 from rewriter.problems import Problem
-from rewriter.run.jobs import Job
+from rewriter.run.jobs import WHOLE_FORMATS, Job
 from rewriter.run.journal import is_work_folder
 
 __all__ = ["Found", "iter_plan", "kinds_of", "matches", "plan"]
@@ -71,10 +71,34 @@ def _is_maildir(path: Path) -> bool:
 
 Found = Literal["input", "maildir", "other"]
 
+# A document of a walk this small is read whole when it is told what it is, and its bytes go to
+# its job (Job.data): one open a page, where the job would open and read it again. A batch holds
+# 8 MiB of input at most (pipeline.BATCH_BYTES), so a few batches in flight hold little.
+WHOLE_FILE = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What the planner read of a file: what it is, and its bytes when it read it whole (with
+    the status of the descriptor it read them from)."""
+
+    kind: Kind
+    data: bytes | None = None
+    status: os.stat_result | None = None
+
+
+Walked = tuple[str, str, Found, "_Read | None"]
+
 
 def _walk(
-    root: Path, include: Sequence[str], exclude: Sequence[str], skip: Path | None, *, others: bool = False
-) -> Iterator[tuple[str, str, Found, Kind | None]]:
+    root: Path,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    skip: Path | None,
+    *,
+    others: bool = False,
+    follow: bool = True,
+) -> Iterator[Walked]:
     """(path, its path under *root* with "/" between names, what it is, what its content is)
     for each input under *root*, sorted, symbolic links not followed.
 
@@ -85,7 +109,8 @@ def _walk(
     folder, when it lies inside *root*. With *others*, the regular files that are no document,
     or that --include does not take, come too (to be copied); what --exclude names never.
     Read with os.scandir, whose entries say what each is: a regular file costs no stat call.
-    A folder that cannot be read is passed over, as os.walk does.
+    A folder that cannot be read is passed over, as os.walk does. A small file is read whole
+    (:data:`WHOLE_FILE`), through no symbolic link unless *follow*.
     """
     pending = [(os.fspath(root), "")]
     while pending:
@@ -111,15 +136,15 @@ def _walk(
                 continue
             kept.append((entry.path, relative + "/"))
         for entry in files:
-            found = _walked_file(entry, prefix, root, include, exclude)
+            found = _walked_file(entry, prefix, root, include, exclude, follow)
             if found is not None and (found[2] == "input" or others):
                 yield found
         pending.extend(reversed(kept))  # depth first, in order, as os.walk goes
 
 
 def _walked_file(
-    entry: os.DirEntry[str], prefix: str, root: Path, include: Sequence[str], exclude: Sequence[str]
-) -> tuple[str, str, Found, Kind | None] | None:
+    entry: os.DirEntry[str], prefix: str, root: Path, include: Sequence[str], exclude: Sequence[str], follow: bool
+) -> Walked | None:
     """What :func:`_walk` yields for one file of a folder; None for one it passes over."""
     name, relative = entry.name, prefix + entry.name
     if is_temporary(name):
@@ -135,10 +160,38 @@ def _walked_file(
         return None
     if include and not matches(relative, include):
         return entry.path, relative, "other", None
-    kind = _kind(entry.path)
-    if kind is None or kind.document:  # unreadable: its job says why
-        return entry.path, relative, "input", kind
-    return entry.path, relative, "other", kind
+    read = _read(entry.path, follow)
+    if read is None or read.kind.document:  # unreadable: its job says why
+        return entry.path, relative, "input", read
+    return entry.path, relative, "other", read
+
+
+def _read(path: str, follow: bool) -> _Read | None:
+    """What the regular file *path* is, from its head, and its bytes when it is small (read
+    once, here, through one descriptor: no buffered file object's own system calls); None
+    when it cannot be read, or is no longer a regular file (the job that reads it says why)."""
+    flags = os.O_RDONLY | O_CLOEXEC | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        handle = os.open(path, flags if follow else flags | O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode):  # swapped since the walk saw it: a pipe is not read
+            return None
+        size = status.st_size
+        # One byte more than the file holds, up to the head: a file grown since is not taken whole.
+        data = os.read(handle, min(size + 1, SNIFF_SIZE))
+        kind = what_file_is(data[:SNIFF_SIZE], path)
+        if kind.format not in WHOLE_FORMATS or size > WHOLE_FILE:
+            return _Read(kind)
+        if len(data) == SNIFF_SIZE:
+            data += os.read(handle, size + 1 - len(data))
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+    return _Read(kind, data, status) if len(data) == size else _Read(kind)
 
 
 def kinds_of(names: Iterable[str]) -> dict[str, Kind | None]:
@@ -328,7 +381,7 @@ def _folder_jobs(given: str, path: Path, request: _Request) -> Iterator[Job | st
         yield Job(given, target, given, maildir=True, in_place=in_place, root=request.root, tree=given, dry=dry)
         return
     others = request.copy_others and not in_place and not dry
-    walked = _walk(path, request.include, request.exclude, request.skip, others=others)
+    walked = _walk(path, request.include, request.exclude, request.skip, others=others, follow=not in_place)
     for job in _walked_jobs(walked, given, base, in_place=in_place, root=request.root, dry=dry):
         yield from _checked(job, request)
 
@@ -372,7 +425,7 @@ def _checked(job: Job, request: _Request) -> Iterator[Job | str]:
 
 
 def _walked_jobs(
-    walked: Iterable[tuple[str, str, Found, Kind | None]],
+    walked: Iterable[Walked],
     given: str,
     base: Path,
     *,
@@ -383,7 +436,8 @@ def _walked_jobs(
     """The jobs of a folder *given*'s walk: each document (or Maildir) and, to be copied, each
     other file; in place, no link (its target, when in the tree, is rewritten as itself) and
     no web archive (it records what was fetched)."""
-    for found, relative, what, kind in walked:
+    for found, relative, what, read in walked:
+        kind = None if read is None else read.kind
         if in_place and (os.path.islink(found) or (kind is not None and kind.format in ("warc", "arc"))):
             continue
         target = found if in_place else (None if dry else str(base / _archive_name(relative)))
@@ -399,6 +453,8 @@ def _walked_jobs(
             dry=dry,
             format=None if kind is None else kind.format,
             why=None if kind is None else kind.reason,
+            data=None if read is None else read.data,
+            status=None if read is None else read.status,
         )
 
 
@@ -446,6 +502,6 @@ def _split(job: Job, piece_size: int, max_message: int | None) -> Iterator[Job |
     try:
         with open(job.source, "rb") as stream:
             for piece in plan_mbox(stream, piece_size=piece_size, max_message=limit):
-                yield replace(job, piece=piece, status=status if job.in_place else None)
+                yield replace(job, piece=piece, status=status if job.in_place else None, data=None)
     except OSError as error:
         yield Problem("input", f"{error.strerror or error}", (job.shown,))

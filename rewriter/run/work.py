@@ -26,7 +26,6 @@ import shutil
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -47,8 +46,9 @@ from rewriter.disk.files import (
     write_atomically,
 )
 from rewriter.document.model import DocumentResult, Unit
+from rewriter.policy import copied
 from rewriter.problems import Problem, as_problem, report_record
-from rewriter.run.jobs import Job, Outcome, Settings, Unrecognised, job_key
+from rewriter.run.jobs import WHOLE_FORMATS, Job, Outcome, Settings, Unrecognised, job_key
 from rewriter.run.journal import piece_path
 from rewriter.run.tally import fold
 
@@ -86,7 +86,7 @@ def process(
     policy = settings.policy
     found = engine("message" if fmt == "emlx" else fmt).run(rewrite=rewrite)  # an .emlx holds a message
     if settings.url_from_collection:  # --url-root/--url-map: a saved-from mark knows better (url.base.PRECEDENCE)
-        policy = policy.clone(url_guessed=True)
+        policy = copied(policy, url_guessed=True)
     if fmt == "emlx":  # Apple Mail's: the message between its byte count and its property list
         from rewriter.containers.emlx import run_emlx
 
@@ -167,8 +167,12 @@ def job_settings(job: Job, settings: Settings) -> Settings:
     # A mirror tool's layout (--layout wget): its names are read back to their URLs, with
     # --absolutize-local or without (no file of it is a copy kept as written).
     named = settings.locations is not None and settings.locations.layout.reads_names
-    local = LocalCopies(job.source, job.tree, settings.locations) if settings.local_copies or named else None
-    return replace(settings, url=own or url, local=local, url_from_collection=own is not None)
+    local = (
+        LocalCopies(job.source, job.tree, settings.locations, settings.listings)
+        if settings.local_copies or named
+        else None
+    )
+    return copied(settings, url=own or url, local=local, url_from_collection=own is not None)
 
 
 def _standard_output() -> BinaryIO:
@@ -262,6 +266,9 @@ def _opened(job: Job) -> Iterator[tuple[BinaryIO, os.stat_result | None]]:
 def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     """A file (or standard input, or a pipe): a document read whole and rewritten, an mbox
     streamed, a web archive handed on, anything else copied as it is."""
+    told = job.format if settings.format == "auto" else settings.format
+    if job.data is not None and job.status is not None and told in WHOLE_FORMATS and len(job.data) <= settings.max_size:
+        return _planned(job, settings, outcome, told)
     source = None if job.source == "-" else Path(job.source)
     with _opened(job) as (stream, read):
         size, mode = _status(outcome, stream, read) if source is not None else (None, None)
@@ -298,6 +305,16 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
     if fmt == "other":
         return _as_it_is(job, settings, outcome, data, why or "not a document", mode)
     return _document(job, settings, outcome, data, fmt, mode, read)
+
+
+def _planned(job: Job, settings: Settings, outcome: Outcome, fmt: str) -> Outcome:
+    """A small document the planner read whole (Job.data): the job does not open it again. In
+    place, its status is the one the planner's descriptor gave, which the rename checks."""
+    data, read = job.data, job.status
+    assert data is not None and read is not None
+    outcome.identity = (read.st_size, read.st_mtime_ns)  # what a resumed run compares
+    outcome.bytes_in = len(data)
+    return _document(job, settings, outcome, data, fmt, stat.S_IMODE(read.st_mode), read)
 
 
 def _status(outcome: Outcome, stream: BinaryIO, read: os.stat_result | None) -> tuple[int | None, int | None]:
@@ -350,7 +367,7 @@ def _write_out(job: Job, output: bytes, mode: int | None, settings: Settings) ->
     """*output* written to the job's target (not in place): with its batch (run_batch), or alone."""
     assert job.target is not None
     if (group := commit_group()) is not None:  # put in place with its batch (run_batch)
-        group.write(Path(job.target), output, mode=mode, root=_root(job))
+        group.write(job.target, output, mode=mode, root=job.root)
     else:
         write_atomically(Path(job.target), output, mode=mode, root=_root(job), sync=settings.sync)
 
