@@ -1,0 +1,129 @@
+"""What a file costs a run besides its links (issue 33): a small page is opened and read once,
+by the planner, and its job takes its bytes; whether a reference names a local copy is
+answered from one listing of each folder; what a page changed since its plan is in place."""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+import rewriter
+from rewriter.disk import listings as listings_module
+from rewriter.run.batch import Settings, plan, run
+from rewriter.run.plan import WHOLE_FILE
+
+URL = "http://example.org/site/"
+PAGE = (
+    b'<!doctype html><link rel=stylesheet href="style.css"><a href="b.html#x">b</a><img src="img/i.png">'
+    b'<a href="gone/missing.html">not kept</a>'
+)
+
+
+def _site(root: Path) -> None:
+    (root / "img").mkdir(parents=True)
+    (root / "a.html").write_bytes(PAGE)
+    (root / "b.html").write_bytes(PAGE.replace(b"b.html", b"a.html"))
+    (root / "style.css").write_bytes(b"p{background:url(img/i.png)}")
+    (root / "img" / "i.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+
+
+def test_a_small_page_is_opened_once_by_the_planner_and_its_job_takes_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _site(tmp_path / "site")
+    page = str(tmp_path / "site" / "a.html")
+    opened: list[str] = []
+    real_os_open, real_open, real_io_open = os.open, builtins.open, io.open
+
+    def counted(opener):  # every way a file is opened, by its path
+        def open_counted(file, *args, **kwargs):
+            if isinstance(file, (str, os.PathLike)):
+                opened.append(os.fspath(file))
+            return opener(file, *args, **kwargs)
+
+        return open_counted
+
+    monkeypatch.setattr(os, "open", counted(real_os_open))
+    monkeypatch.setattr(builtins, "open", counted(real_open))
+    monkeypatch.setattr(io, "open", counted(real_io_open))
+    jobs, problems = plan([str(tmp_path / "site")], str(tmp_path / "out"), include=["*.html"])
+    outcomes = list(run(jobs, Settings(url=URL)))
+    monkeypatch.undo()
+    assert not problems and [outcome.state for outcome in outcomes] == ["rewritten", "rewritten"]
+    assert opened.count(page) == 1
+    assert b'href="http://example.org/site/gone/missing.html"' in (tmp_path / "out" / "a.html").read_bytes()
+    job = next(job for job in jobs if job.source == page)
+    assert job.data == PAGE and job.status is not None and job.status.st_size == len(PAGE)
+
+
+def test_the_bytes_stay_with_the_plan_in_this_process_and_workers_read_their_files(tmp_path: Path) -> None:
+    _site(tmp_path / "site")
+    jobs, _ = plan([str(tmp_path / "site")], str(tmp_path / "out"), include=["*.html"])
+    (tmp_path / "site" / "a.html").unlink()  # gone after its plan: a job that opens it fails
+    serial = {Path(outcome.shown).name: outcome for outcome in run(jobs, Settings(url=URL))}
+    assert serial["a.html"].state == "rewritten"  # its bytes came with the plan
+    workers = {Path(outcome.shown).name: outcome for outcome in run(jobs, Settings(url=URL), 2)}
+    assert workers["a.html"].state == "failed"  # not carried to another process: it read its file
+    assert workers["b.html"].state == "rewritten"
+
+
+def test_a_page_over_the_whole_file_size_is_read_by_its_job(tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    large = PAGE + b"<p>" + b"x" * WHOLE_FILE
+    (tmp_path / "site" / "large.html").write_bytes(large)
+    (tmp_path / "site" / "small.html").write_bytes(PAGE)
+    jobs, _ = plan([str(tmp_path / "site")], str(tmp_path / "out"))
+    data = {Path(job.source).name: job.data for job in jobs}
+    assert data == {"large.html": None, "small.html": PAGE}
+    assert [outcome.state for outcome in run(jobs, Settings(url=URL))] == ["rewritten", "rewritten"]
+    assert (tmp_path / "out" / "large.html").read_bytes() == rewriter.rewrite(large, url=URL + "large.html").output
+
+
+def test_in_place_a_page_changed_since_its_plan_is_left_as_it_is(tmp_path: Path) -> None:
+    _site(tmp_path / "site")
+    jobs, _ = plan([str(tmp_path / "site")], in_place=True, include=["*.html"])
+    changed = b"<a href=changed.html>written by another program</a>"
+    (tmp_path / "site" / "a.html").write_bytes(changed)
+    outcomes = {Path(outcome.shown).name: outcome for outcome in run(jobs, Settings(url=URL))}
+    assert outcomes["a.html"].state == "failed"
+    assert "changed by another process" in outcomes["a.html"].messages[0]
+    assert (tmp_path / "site" / "a.html").read_bytes() == changed
+    assert outcomes["b.html"].state == "rewritten"
+
+
+def test_each_folder_is_listed_once_for_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _site(tmp_path / "site")
+    for number in range(5):
+        (tmp_path / "site" / f"p{number}.html").write_bytes(PAGE)
+    listed: list[str] = []
+    real = os.scandir
+
+    def scandir(path):
+        listed.append(os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(listings_module.os, "scandir", scandir)
+    jobs, _ = plan([str(tmp_path / "site")], str(tmp_path / "out"), include=["*.html"])
+    monkeypatch.setattr(listings_module.os, "scandir", scandir)  # the planner's walk is not counted
+    listed.clear()
+    outcomes = list(run(jobs, Settings(url=URL)))
+    assert all(outcome.local == 3 for outcome in outcomes)  # style.css, b.html, img/i.png: the site's own
+    assert sorted(Path(path).name for path in listed) == ["img", "site"]
+
+
+def test_a_link_inside_the_tree_is_followed_and_one_out_of_it_is_not(tmp_path: Path) -> None:
+    _site(tmp_path / "site")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (tmp_path / "site" / "pictures").symlink_to(tmp_path / "site" / "img")  # inside the tree
+    (tmp_path / "site" / "outside").symlink_to(tmp_path / "elsewhere")  # out of it
+    page = b'<img src="pictures/i.png"><img src="outside/secret.png"><img src="img/i.png">'
+    (tmp_path / "site" / "c.html").write_bytes(page)
+    jobs, _ = plan([str(tmp_path / "site" / "c.html")], str(tmp_path / "out" / "c.html"))
+    [outcome] = run(jobs, Settings(url=URL, records=True))
+    statuses = {record["original"]: record["status"] for record in outcome.records}
+    assert statuses == {"pictures/i.png": "local", "outside/secret.png": "rewritten", "img/i.png": "local"}
