@@ -143,7 +143,8 @@ def rewrite_text(
         base_element, frozen, usable_base = _first_base_element(document, fallback_context, result)
     chosen = chain(candidates.offering(base_element=frozen)) if frozen is not None else below
     base, layer = (chosen.url, chosen.layer) if chosen is not None else (None, None)
-    context = Context(base, layer, policy, codec, in_noscript)
+    # No <base> chose another: the fallback's context is this one (its base parsed once a page).
+    context = fallback_context if chosen is below else Context(base, layer, policy, codec, in_noscript)
     result.base, result.layer = base, layer
 
     _document_links(document, base_element, context, result)
