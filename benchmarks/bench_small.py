@@ -27,7 +27,11 @@ the floor script, in the same round: (run - start-up) / files is what a file cos
 line, the kernel's writes included (the target is under 100 us); (run - floor) / files is what it
 costs beyond what the kernel must do for it (each one's start-up taken off).
 
+--baseline TREE (a source tree of rewriter, its C extension built in place) runs that tree's
+command line as a fourth side in the same rounds ("before"), and prints lxml / it beside.
+
     python benchmarks/bench_small.py [--rounds 3] [--only small,medium,corpus,empty] [--pure] [--quick]
+                                     [--baseline TREE]
 """
 
 from __future__ import annotations
@@ -80,7 +84,25 @@ for folder, folders, names in os.walk(source):
             commit()
 commit()
 """
-WORDS = "the quick brown fox jumps over a lazy dog while packets of data cross the wide network".split()
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "a",
+    "lazy",
+    "dog",
+    "while",
+    "packets",
+    "of",
+    "data",
+    "cross",
+    "the",
+    "wide",
+    "network",
+]
 
 
 def page(number: int, links: int, size: int) -> bytes:
@@ -123,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="small,medium,corpus,empty")
     parser.add_argument("--pure", action="store_true", help="rewriter without its C extension (REWRITER_PURE=1)")
     parser.add_argument("--quick", action="store_true", help="tiny mirrors, one round: checks that it runs")
+    parser.add_argument("--baseline", type=Path, default=None, metavar="TREE", help="also time TREE's rewriter")
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else args.rounds
     wanted = args.only.split(",")
@@ -154,6 +177,18 @@ def main(argv: list[str] | None = None) -> int:
         def floor(source: Path, out: Path) -> list[str]:
             return [sys.executable, str(floor_script), str(source), str(out)]
 
+        def before(source: Path, out: Path) -> list[str]:  # the baseline tree's, first on the path
+            assert args.baseline is not None
+            tree = str(args.baseline.resolve())
+            entry = (
+                f"import sys; sys.path.insert(0, {tree!r}); from rewriter.cli.entry import entry_point; entry_point()"
+            )
+            return [sys.executable, "-c", entry, *rewrite(source, out)[3:]]
+
+        sides = {"rewriter": rewrite, "lxml": lxml, "floor": floor}
+        if args.baseline is not None:
+            sides["before"] = before
+
         collections: list[tuple[str, Path]] = []
         for name in ("small", "medium"):
             if name in wanted:
@@ -165,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"corpus: skipped ({'--quick' if args.quick else f'no corpus at {args.corpus}'})")
         for name, source in collections:
-            compare(name, source, {"rewriter": rewrite, "lxml": lxml, "floor": floor}, rounds, env, work, scratch)
+            compare(name, source, sides, rounds, env, work, scratch)
         if "empty" in wanted:
             count, folders = (40, 4) if args.quick else (5000, 50)
             make_mirror(scratch / "empty", count, folders, 0, 0)
@@ -209,6 +244,9 @@ def compare(name: str, source: Path, commands: dict, rounds: int, env: dict, wor
         f"  lxml script CPU / rewriter CPU: {statistics.median(ratios):.2f}x "
         f"(rounds: {', '.join(f'{ratio:.2f}' for ratio in ratios)}; target >= 3x)"
     )
+    if "before" in cpu:
+        befores = [theirs / max(ours, 1e-9) for theirs, ours in zip(cpu["lxml"], cpu["before"], strict=True)]
+        print(f"  lxml script CPU / baseline tree's CPU: {statistics.median(befores):.2f}x (before)")
     if "floor" in cpu:
         floors = [theirs / max(ours, 1e-9) for theirs, ours in zip(cpu["lxml"], cpu["floor"], strict=True)]
         print(
@@ -227,19 +265,19 @@ def own_cost(source: Path, count: int, rewrite, floor, rounds: int, env: dict, w
     for number in range(rounds):
         out, copied = scratch / f"out-empty-{number}", scratch / f"floor-empty-{number}"
         runs = {
-            "whole": lambda: run(rewrite(source, out), env, work)[0],
-            "alone": lambda: run(start_up, env, work)[0],
-            "floor": lambda: run(floor(source, copied), env, work)[0],
-            "bare": lambda: run([sys.executable, "-c", "pass"], env, work)[0],
+            "whole": rewrite(source, out),
+            "alone": start_up,
+            "floor": floor(source, copied),
+            "bare": [sys.executable, "-c", "pass"],
         }
         order = list(runs) if number % 2 == 0 else list(runs)[::-1]
-        seconds = {name: runs[name]() for name in order}
+        seconds = {name: run(runs[name], env, work)[0] for name in order}
         costs.append((seconds["whole"] - seconds["alone"]) / count)
         beyond.append((seconds["whole"] - seconds["alone"] - seconds["floor"] + seconds["bare"]) / count)
         shutil.rmtree(out)
         shutil.rmtree(copied)
     print(
-        f"empty: {count} empty pages: the command line's own cost a file {statistics.median(costs) * 1e6:.0f} us of CPU "
+        f"empty: {count} empty pages: the command line's own cost a file {statistics.median(costs) * 1e6:.0f} us CPU "
         f"(rounds: {', '.join(f'{cost * 1e6:.0f}' for cost in costs)}; start-up taken off; target < 100 us); "
         f"beyond the floor's: {statistics.median(beyond) * 1e6:.0f} us"
     )

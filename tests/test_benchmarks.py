@@ -179,6 +179,14 @@ def test_cli_benchmark_runs_in_quick_mode() -> None:
     assert "of which user CPU: rewriter" in out
 
 
+def test_small_pages_benchmark_runs_in_quick_mode() -> None:
+    out = _quick("bench_small.py", "--quick")
+    for name in ("small", "medium"):
+        assert f"{name}: " in out
+    assert out.count("lxml script CPU / rewriter CPU: ") == 2 and out.count("lxml script CPU / floor CPU: ") == 2
+    assert "empty: 40 empty pages: the command line's own cost a file" in out and "beyond the floor's" in out
+
+
 def test_html_benchmark_runs_in_quick_mode() -> None:
     out = _quick("bench_html.py", "--quick")
     assert out.startswith("3 pages")
