@@ -46,7 +46,7 @@ from rewriter.disk.files import (
     write_atomically,
 )
 from rewriter.document.model import DocumentResult, Unit
-from rewriter.policy import copied
+from rewriter.policy import Policy, copied
 from rewriter.problems import Problem, as_problem, report_record
 from rewriter.run.jobs import WHOLE_FORMATS, Job, Outcome, Settings, Unrecognised, job_key
 from rewriter.run.journal import piece_path
@@ -86,7 +86,7 @@ def process(
     policy = settings.policy
     found = engine("message" if fmt == "emlx" else fmt).run(rewrite=rewrite)  # an .emlx holds a message
     if settings.url_from_collection:  # --url-root/--url-map: a saved-from mark knows better (url.base.PRECEDENCE)
-        policy = copied(policy, url_guessed=True)
+        policy = _url_guessed(policy)
     if fmt == "emlx":  # Apple Mail's: the message between its byte count and its property list
         from rewriter.containers.emlx import run_emlx
 
@@ -96,6 +96,22 @@ def process(
     if settings.local is not None:  # a page's copies on disk; never a message's
         policy = policy.with_keep(settings.local)
     return fmt, found(data, url=settings.url, charset=settings.charset, policy=policy)
+
+
+# The copy of a run's policy with url_guessed, made once for the run, not once a file: by the
+# policy's identity (the original kept beside it, so that its id is never another's).
+_GUESSED: dict[int, tuple[Policy, Policy]] = {}
+
+
+def _url_guessed(policy: Policy) -> Policy:
+    if policy.url_guessed:
+        return policy
+    found = _GUESSED.get(id(policy))
+    if found is None or found[0] is not policy:
+        if len(_GUESSED) >= 16:
+            _GUESSED.clear()
+        found = _GUESSED[id(policy)] = (policy, copied(policy, url_guessed=True))
+    return found[1]
 
 
 REPORT_INLINE = 256 << 10  # a job's report lines above this go to the work folder, not through the pipes
