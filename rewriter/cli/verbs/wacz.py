@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from rewriter.containers.wacz import Wacz
 
 Verb = Callable[[RunRequest, Any, Any], int]
+_MANIFEST_MAX = 256 << 20  # bytes of an unpacked mirror's manifest.json read back, at most
 
 
 def wacz_inputs(request: RunRequest) -> tuple[list[str], Mapping[str, Kind | None]]:
@@ -126,14 +127,18 @@ def _pages_unpacked(wacz: Wacz, folder: Path) -> list[str]:
     which file each URL became): the lines that say it, the first page first."""
     import json
 
+    from rewriter.disk.files import open_regular
     from rewriter.url.resolve import url_key
 
     urls = wacz.page_urls
     if not urls:
         return []
-    try:
-        manifest = json.loads((folder / "manifest.json").read_bytes())
-    except (OSError, ValueError):
+    try:  # the output folder's own file: no link followed, no pipe or device, at most _MANIFEST_MAX bytes
+        with open_regular(folder / "manifest.json", folder) as stream:
+            manifest = json.loads(stream.read(_MANIFEST_MAX + 1))
+    except (OSError, ValueError, RecursionError):
+        return []
+    if not isinstance(manifest, list):
         return []
     files = {
         url_key(entry["url"]): entry["file"]

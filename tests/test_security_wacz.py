@@ -1,0 +1,183 @@
+"""Issue 30, second round: a hostile WACZ (issue 32's newer container) against every verb that reads one.
+
+Each case is an attack: a ZIP whose JSON is nested too deeply to read, an encrypted member, a name given
+twice, logs that inflate far beyond the WACZ (or a log named ``..``), many members each within the
+per-member ratio, and a ``manifest.json`` planted in the output folder as a link to ``/dev/zero``. Every
+one must be read or refused with a message naming the file (and the member), never a traceback, and in
+flat memory. Every WACZ is made here with zipfile (no py-wacz needed).
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from rewriter.containers.wacz import WaczError, extract_logs, extract_warcs, read_wacz
+
+ROOT = Path(__file__).resolve().parent.parent
+CRAWL = (ROOT / "fixtures" / "warc" / "crawl.warc.gz").read_bytes()
+PAGES = b'{"format": "json-pages-1.0", "id": "pages"}\n{"id": "p", "url": "https://example.org/", "ts": "2024"}\n'
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def wacz(path: Path, members: list[tuple[str, bytes]], compression: int = zipfile.ZIP_STORED) -> Path:
+    with zipfile.ZipFile(path, "w", compression=compression) as archive:
+        for name, data in members:
+            archive.writestr(name, data)
+    return path
+
+
+VERBS = {
+    "links": [],
+    "explain": [],
+    "rewrite-wacz": ["-o", "out.wacz"],
+    "rewrite-dir": ["-o", "site/"],
+    "unpack": ["-o", "mirror"],
+}
+
+
+def run(tmp_path: Path, verb: str, path: Path) -> tuple[int, str]:
+    done = run_cli(tmp_path, verb.split("-")[0], str(path), *VERBS[verb])  # never a traceback
+    return done.returncode, done.stderr.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("verb", sorted(VERBS))
+@pytest.mark.parametrize("member", ["datapackage.json", "pages/pages.jsonl", "pages/extraPages.jsonl"])
+def test_json_nested_too_deeply_in_a_wacz_is_passed_over_never_a_traceback(
+    tmp_path: Path, member: str, verb: str
+) -> None:
+    """Before: a RecursionError traceback (datapackage.json: every verb; pages.jsonl: unpack), and
+    ``rewrite -o y.wacz`` refused the whole WACZ with the recursion message."""
+    data = PAGES + DEEP + b"\n" if member.startswith("pages/") else DEEP
+    path = wacz(tmp_path / "deep.wacz", [("archive/data.warc.gz", CRAWL), (member, data)])
+    status, said = run(tmp_path, verb, path)
+    assert status in (0, 1) and "recursion" not in said, said
+    if verb == "rewrite-wacz":
+        pytest.importorskip("wacz.main")
+        assert status == 0 and (tmp_path / "out.wacz").is_file(), said
+    found = read_wacz(path)
+    assert found.warcs == ("archive/data.warc.gz",)
+    assert found.page_urls == (("https://example.org/",) if member == "pages/pages.jsonl" else ())
+
+
+@pytest.mark.parametrize("verb", sorted(VERBS))
+@pytest.mark.parametrize("member", ["archive/data.warc.gz", "datapackage.json"])
+def test_an_encrypted_member_is_refused_by_name(tmp_path: Path, member: str, verb: str) -> None:
+    """Before: zipfile's RuntimeError ('password required for extraction') as a traceback."""
+    path = wacz(tmp_path / "locked.wacz", [("archive/data.warc.gz", CRAWL), ("datapackage.json", b"{}")])
+    data = bytearray(path.read_bytes())
+    for signature, flags_at, name_at in ((b"PK\x03\x04", 6, 30), (b"PK\x01\x02", 8, 46)):  # local, central
+        at = data.find(signature)
+        while at >= 0:
+            if data[at + name_at : at + name_at + len(member)] == member.encode():
+                data[at + flags_at] |= 0x01  # general purpose bit 0: encrypted
+            at = data.find(signature, at + 4)
+    path.write_bytes(bytes(data))
+    status, said = run(tmp_path, verb, path)
+    assert status == 1 and "encrypted" in said and member in said and str(path.name) in said, said
+    assert not (tmp_path / "out.wacz").exists() and not (tmp_path / "mirror").exists()
+
+
+@pytest.mark.parametrize("verb", sorted(VERBS))
+def test_a_member_named_twice_is_refused(tmp_path: Path, verb: str) -> None:
+    """Before: both were taken out to the same file (zipfile reads the last of the name twice), so a
+    validator reading the first and this run reading the last saw different WARC files."""
+    other = (ROOT / "fixtures" / "warc" / "crawl.warc.gz").read_bytes()
+    with pytest.warns(UserWarning, match="Duplicate name"):
+        path = wacz(tmp_path / "twice.wacz", [("archive/data.warc.gz", CRAWL), ("archive/data.warc.gz", other)])
+    status, said = run(tmp_path, verb, path)
+    assert status == 1 and "archive/data.warc.gz: two members of this name" in said, said
+    with pytest.raises(WaczError, match="two members"):
+        read_wacz(path)
+
+
+def test_logs_that_inflate_far_beyond_the_wacz_are_refused(tmp_path: Path) -> None:
+    """Before: ``rewrite x.wacz -o y.wacz`` inflated a 300 KB log to 300 MiB in the scratch folder (no
+    ratio was checked for logs/) and py-wacz copied it into y.wacz."""
+    path = wacz(
+        tmp_path / "logs.wacz",
+        [("archive/data.warc.gz", CRAWL), ("logs/crawl.log", bytes(300 << 20))],
+        compression=zipfile.ZIP_DEFLATED,
+    )
+    assert path.stat().st_size < 1 << 20
+    status, said = run(tmp_path, "rewrite-wacz", path)
+    assert status == 1 and "ZIP bomb" in said and not (tmp_path / "out.wacz").exists(), said
+
+
+def test_a_log_alone_over_the_ratio_is_refused_when_taken_out(tmp_path: Path) -> None:
+    """A log within the WACZ's total but over the per-member ratio is refused by name, not written."""
+    log = bytes(3 << 20)
+    path = wacz(
+        tmp_path / "log.wacz",
+        [("archive/data.warc", os.urandom(1 << 20)), ("logs/crawl.log", log)],
+        compression=zipfile.ZIP_DEFLATED,
+    )
+    with zipfile.ZipFile(path) as archive:  # the WACZ large enough for the total, the log over the ratio
+        assert archive.getinfo("logs/crawl.log").compress_size * 200 < len(log)
+    found = read_wacz(path)
+    with pytest.raises(WaczError, match=r"logs/crawl.log: .* compressed bytes said to hold"):
+        extract_logs(found, tmp_path / "logs")
+
+
+def test_many_members_each_within_the_ratio_are_refused_together(tmp_path: Path) -> None:
+    """Before: each member was checked alone (1 MiB or 200 times its compressed size), so 300 members
+    of 1 MiB that each deflate to 1 KB (a WARC record first, then zeros) filled 300 MiB of disk from a
+    300 KB file."""
+    member = CRAWL + bytes((1 << 20) - 4096 - len(CRAWL))  # a WARC record first: it passes the check of one
+    path = wacz(
+        tmp_path / "many.wacz",
+        [(f"archive/part-{number:04d}.warc.gz", member) for number in range(300)],
+        compression=zipfile.ZIP_DEFLATED,
+    )
+    assert path.stat().st_size < 2 << 20
+    with pytest.raises(WaczError, match="ZIP bomb"):
+        read_wacz(path)
+    status, said = run(tmp_path, "unpack", path)
+    assert status == 1 and "ZIP bomb" in said and not (tmp_path / "mirror").exists(), said
+
+
+def test_a_log_named_dot_dot_is_not_taken_out(tmp_path: Path) -> None:
+    """Before: ``logs/..`` matched the logs pattern and was opened as the scratch folder's parent
+    ('Is a directory'), and the WACZ was refused with a message about the output."""
+    pytest.importorskip("wacz.main")
+    path = wacz(tmp_path / "dots.wacz", [("archive/data.warc.gz", CRAWL), ("logs/..", b"x"), ("logs/ok.log", b"y")])
+    assert read_wacz(path).logs == ("logs/ok.log",)
+    status, said = run(tmp_path, "rewrite-wacz", path)
+    assert status == 0 and (tmp_path / "out.wacz").is_file(), said
+    with zipfile.ZipFile(tmp_path / "out.wacz") as archive:
+        assert "logs/ok.log" in archive.namelist()
+
+
+@pytest.mark.parametrize("planted", ["link to /dev/zero", "named pipe"])
+def test_a_manifest_planted_in_the_output_folder_is_not_read(tmp_path: Path, planted: str) -> None:
+    """Before: ``unpack x.wacz -o DIR`` read DIR/manifest.json back through a link to /dev/zero (a
+    MemoryError traceback, after filling the memory), or blocked on a named pipe."""
+    path = wacz(tmp_path / "crawl.wacz", [("archive/data.warc.gz", CRAWL), ("pages/pages.jsonl", PAGES)])
+    (tmp_path / "mirror").mkdir()
+    manifest = tmp_path / "mirror" / "manifest.json"
+    if planted == "named pipe":
+        os.mkfifo(manifest)
+    else:
+        manifest.symlink_to("/dev/zero")
+    done = run_cli(tmp_path, "unpack", str(path), "-o", "mirror", timeout=60)
+    said = done.stderr.decode()
+    assert "already holds manifest.json: the manifest is manifest-2.json" in said, said
+    assert (tmp_path / "mirror" / "manifest-2.json").is_file()
+
+
+def test_taking_out_a_wacz_needs_no_more_than_its_members(tmp_path: Path) -> None:
+    """The checks pass a WACZ as py-wacz and ArchiveWeb.page write one: deflated members within the ratio."""
+    path = wacz(
+        tmp_path / "fine.wacz",
+        [("archive/data.warc.gz", CRAWL), ("pages/pages.jsonl", PAGES), ("logs/a.log", b"line\n" * 1000)],
+        compression=zipfile.ZIP_DEFLATED,
+    )
+    found = read_wacz(path)
+    (out,) = extract_warcs(found, tmp_path / "x")
+    assert out.read_bytes() == CRAWL
+    logs = extract_logs(found, tmp_path / "logs")
+    assert logs is not None and (logs / "a.log").read_bytes() == b"line\n" * 1000
