@@ -181,3 +181,26 @@ def test_taking_out_a_wacz_needs_no_more_than_its_members(tmp_path: Path) -> Non
     assert out.read_bytes() == CRAWL
     logs = extract_logs(found, tmp_path / "logs")
     assert logs is not None and (logs / "a.log").read_bytes() == b"line\n" * 1000
+
+
+def _damaged(tmp_path: Path, how: str) -> Path:
+    path = wacz(tmp_path / "damaged.wacz", [("archive/data.warc", b"WARC/1.1\r\n" + bytes(4000))], zipfile.ZIP_DEFLATED)
+    data = bytearray(path.read_bytes())
+    if how == "version":  # the central heading's "version needed to extract": 25.5
+        data[data.index(b"PK\x01\x02") + 6] = 255
+    else:  # the deflate stream itself: a reserved block type
+        data[30 + len("archive/data.warc")] = 0x07
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("how", ["version", "deflate"])
+@pytest.mark.parametrize("verb", ["links", "unpack"])
+def test_a_zip_damaged_where_zipfile_raises_other_errors_is_named(tmp_path: Path, how: str, verb: str) -> None:
+    """Before: zipfile's NotImplementedError ('zip file version 25.5') and zlib.error ('invalid block
+    type') came out as tracebacks; found by flipping bytes of a WACZ py-wacz made."""
+    path = _damaged(tmp_path, how)
+    status, said = run(tmp_path, verb, path)
+    assert status == 1 and path.name in said, said
+    with pytest.raises(WaczError):
+        extract_warcs(read_wacz(path), tmp_path / "x")

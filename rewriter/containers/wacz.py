@@ -33,6 +33,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,19 @@ _BOMB_FLOOR = 2**20
 # compressed bytes overlap, which zipfile before Python 3.11.8 does not notice) fill the disk.
 _MAX_TOTAL_RATIO = _MAX_RATIO
 _SPEC = "WACZ 1.1.1, 'Directory Layout'"
+# What zipfile raises on a damaged ZIP or member, besides BadZipFile: a version or a method it
+# does not know (NotImplementedError), a cut member (EOFError), a deflate stream that is no
+# deflate stream (zlib.error), an LZMA or bzip2 one (lzma.LZMAError, OSError), a heading whose
+# numbers make no sense (ValueError, OverflowError).
+_DAMAGED = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    NotImplementedError,
+    EOFError,
+    zlib.error,
+    ValueError,
+    OverflowError,
+)
 
 
 class WaczError(ValueError):
@@ -143,7 +157,9 @@ def read_wacz(path: str | os.PathLike[str]) -> Wacz:
             pages = _small(archive, path, PAGES)
             extra = _small(archive, path, EXTRA_PAGES)
             package = _small(archive, path, _DATAPACKAGE)
-    except zipfile.BadZipFile as error:
+    except WaczError:
+        raise
+    except (*_DAMAGED, _lzma_error()) as error:
         raise WaczError(path, f"not a ZIP file ({error}): a WACZ is one ({_SPEC})") from error
     title = description = None
     digests: dict[str, str] = {}
@@ -160,6 +176,12 @@ def read_wacz(path: str | os.PathLike[str]) -> Wacz:
     made = {*warcs, *logs, PAGES, EXTRA_PAGES, _DATAPACKAGE, _DATAPACKAGE_DIGEST}
     others = tuple(name for name in files if name not in made and not name.startswith("indexes/"))
     return Wacz(os.fspath(path), warcs, pages, extra, title, description, digests, logs, others)
+
+
+def _lzma_error() -> type[Exception]:
+    import lzma  # zipfile imports it for an LZMA member anyway
+
+    return lzma.LZMAError
 
 
 def _check_names(path: str | os.PathLike[str], names: list[str]) -> None:
@@ -248,7 +270,9 @@ def extract_logs(wacz: Wacz, folder: Path) -> Path | None:
                 _check_member(wacz.path, info)
                 with archive.open(info) as source, open(folder / name.split("/", 1)[1], "wb") as sink:
                     shutil.copyfileobj(source, sink, 1 << 20)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, KeyError) as error:
+    except WaczError:
+        raise
+    except (*_DAMAGED, _lzma_error(), KeyError) as error:
         raise WaczError(wacz.path, f"a log cannot be read: {error}") from error
     return folder
 
@@ -264,7 +288,7 @@ def _small(archive: zipfile.ZipFile, path: str | os.PathLike[str], name: str) ->
     _check_member(path, info)
     try:
         return archive.read(info)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError) as error:
+    except (*_DAMAGED, _lzma_error(), OSError) as error:
         raise WaczError(path, f"cannot be read: {error}", name) from error
 
 
@@ -279,7 +303,9 @@ def extract_warcs(wacz: Wacz, folder: Path) -> list[Path]:
         with zipfile.ZipFile(wacz.path) as archive:
             for name in wacz.warcs:
                 paths.append(_extract(archive, wacz.path, name, target))
-    except zipfile.BadZipFile as error:
+    except WaczError:
+        raise
+    except (*_DAMAGED, _lzma_error()) as error:
         raise WaczError(wacz.path, f"not a ZIP file ({error})") from error
     return paths
 
@@ -293,7 +319,7 @@ def _extract(archive: zipfile.ZipFile, path: str, name: str, target: Path) -> Pa
     try:
         with archive.open(info) as source, open(out, "wb") as sink:
             shutil.copyfileobj(source, sink, 1 << 20)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as error:
+    except (*_DAMAGED, _lzma_error()) as error:
         raise WaczError(path, f"damaged in the ZIP: {error}", name) from error
     with open(out, "rb") as stream:
         if sniff_container(stream) is None:
