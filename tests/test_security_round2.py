@@ -1,0 +1,121 @@
+"""Issue 30, second round: attacks on the run's own files that the first round's tests did not make.
+
+- A symbolic link (or a second name, a pipe, a folder) planted as one file of the work folder's
+  ``pieces/`` or ``reports/``: before, a run passed over it in silence (a fresh run removed it, a
+  resumed one did the piece again); now it is named and refused, exit 2, as a link at the folder is.
+- A journal line far longer than any run writes: before, read whole into memory (``readline()``
+  without a bound), however large; now refused unread past 64 MiB, with its line number.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from test_security_run import URL, contents, resume, rewriter, stopped_run
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX symbolic links, pipes, hard links")
+
+
+def mbox(messages: int = 30) -> bytes:
+    return b"".join(
+        b"From a@b Mon Jan  1 00:00:00 2024\nContent-Type: text/html\nContent-Location: http://h/%d/\n\n"
+        b"<a href=x%d>x</a>\n%s\n\n" % (number, number, b"pad" * 3000)
+        for number in range(messages)
+    )
+
+
+def stopped_mbox(tmp_path: Path, jobs: str) -> tuple[list[str], Path]:
+    """An mbox rewritten in pieces by a run stopped after its last job: the command, and its
+    ``pieces/`` (several piece files waiting to be joined)."""
+    (tmp_path / "in.mbox").write_bytes(mbox())
+    command = ["rewrite", "in.mbox", "-o", "out.mbox", "--piece-size", "64K", "-j", jobs]
+    done = rewriter(tmp_path, *command, stopped=True)
+    assert done.returncode == 0, done.stderr
+    pieces = tmp_path / ".out.mbox.rewriter-run" / "pieces"
+    assert len(list(pieces.iterdir())) > 2
+    return command, pieces
+
+
+@posix_only
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("resumed", [False, True])
+@pytest.mark.parametrize("planted", ["link to a secret", "hard link", "named pipe", "folder"])
+def test_a_piece_file_planted_in_the_work_folder_is_named_and_refused(
+    tmp_path: Path, planted: str, resumed: bool, jobs: str
+) -> None:
+    command, pieces = stopped_mbox(tmp_path, jobs)
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"From x\n\nSECRET of another user\n")
+    piece = sorted(pieces.iterdir())[1]
+    piece.unlink()
+    if planted == "link to a secret":
+        piece.symlink_to(secret)
+    elif planted == "hard link":
+        os.link(secret, piece)
+    elif planted == "named pipe":
+        os.mkfifo(piece)
+    else:
+        piece.mkdir()
+        (piece / "inside").write_bytes(b"x")
+    before = (tmp_path / "out.mbox").read_bytes() if (tmp_path / "out.mbox").exists() else None
+    done = rewriter(tmp_path, *command, *["--resume"] * resumed, timeout=60)
+    said = done.stderr.decode()
+    assert done.returncode == 2, said
+    assert f"pieces/{piece.name} " in said and "cannot keep the journal" in said, said
+    assert secret.read_bytes() == b"From x\n\nSECRET of another user\n"
+    after = (tmp_path / "out.mbox").read_bytes() if (tmp_path / "out.mbox").exists() else None
+    assert after == before and (after is None or b"SECRET" not in after)
+
+
+@posix_only
+def test_a_report_file_planted_as_a_link_is_named_and_refused(tmp_path: Path) -> None:
+    journal, _ = stopped_run(tmp_path, "--report", "first.jsonl")
+    reports = journal.parent / "reports"
+    reports.mkdir(exist_ok=True)
+    (tmp_path / "secret").write_bytes(b'{"secret": 1}\n')
+    (reports / ("0" * 32 + ".jsonl")).symlink_to(tmp_path / "secret")
+    before = contents(tmp_path / "out")
+    done = resume(tmp_path, "--report", "first.jsonl")
+    assert done.returncode == 2, done.stderr
+    assert "reports/" + "0" * 32 + ".jsonl is a symbolic link" in done.stderr.decode()
+    assert contents(tmp_path / "out") == before
+
+
+@pytest.mark.parametrize("where", ["header", "entry", "last line"])
+def test_a_journal_line_longer_than_any_run_writes_is_refused_unread(tmp_path: Path, where: str) -> None:
+    journal, _ = stopped_run(tmp_path)
+    header, *lines = journal.read_bytes().splitlines(keepends=True)
+    long = b'{"key": "' + b"a" * (65 << 20) + b'"}'
+    if where == "header":
+        data = long + b"\n" + b"".join(lines)
+    elif where == "entry":
+        data = header + long + b"\n" + b"".join(lines)
+    else:  # no line break after it: not a line a killed run left unfinished either
+        data = header + b"".join(lines) + long
+    journal.write_bytes(data)
+    done = resume(tmp_path)
+    said = done.stderr.decode()
+    assert done.returncode == 2, said
+    assert "cannot resume" in said and "longer than 67,108,864 bytes" in said, said
+    if where != "header":
+        assert f"line {2 if where == 'entry' else 6}: " in said, said
+
+
+@pytest.mark.parametrize("planted", ["folder", "named pipe"])
+def test_a_journal_that_is_no_regular_file_is_refused(tmp_path: Path, planted: str) -> None:
+    site_of_tmp = tmp_path / "site"
+    site_of_tmp.mkdir()
+    (site_of_tmp / "a.html").write_bytes(b'<a href="b.html">b</a>')
+    work = tmp_path / "out" / ".rewriter-run"
+    work.mkdir(parents=True)
+    if planted == "folder":
+        (work / "journal.jsonl").mkdir()
+    else:
+        os.mkfifo(work / "journal.jsonl")
+    for extra in ([], ["--resume"]):
+        done = rewriter(tmp_path, "rewrite", "site", "-o", "out", "--url", URL, *extra, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert "journal.jsonl is a" in done.stderr.decode()
