@@ -119,3 +119,68 @@ def test_a_journal_that_is_no_regular_file_is_refused(tmp_path: Path, planted: s
         done = rewriter(tmp_path, "rewrite", "site", "-o", "out", "--url", URL, *extra, timeout=60)
         assert done.returncode == 2, done.stderr
         assert "journal.jsonl is a" in done.stderr.decode()
+
+
+# --------------------------------------------------------------------------
+# A configuration file met on the walk up
+# --------------------------------------------------------------------------
+
+
+def _configured(tmp_path: Path, text: str, name: str = "rewriter.toml") -> Path:
+    """A page in a folder below a configuration file *text*: the run is made in the folder."""
+    (tmp_path / name).write_text(text)
+    folder = tmp_path / "deep" / "er"
+    folder.mkdir(parents=True)
+    (folder / "a.html").write_bytes(b'<a href="b.html">b</a>')
+    return folder
+
+
+DEEP_TOML = [
+    ("an array nested 100,000 deep", "rules = " + "[" * 100_000 + "]" * 100_000 + "\n"),
+    ("inline tables nested 3,000 deep", "rules = " + "{a = " * 3_000 + "1" + "}" * 3_000 + "\n"),
+]
+
+
+@pytest.mark.parametrize("name", ["rewriter.toml", "pyproject.toml"])
+@pytest.mark.parametrize(("what", "text"), DEEP_TOML, ids=[what for what, _ in DEEP_TOML])
+@pytest.mark.parametrize("verb", [["rewrite", "a.html", "-o", "out.html"], ["links", "a.html"], ["pack", "a.html"]])
+def test_a_configuration_nested_too_deeply_is_named_never_a_traceback(
+    tmp_path: Path, name: str, what: str, text: str, verb: list[str]
+) -> None:
+    """Before: tomllib's RecursionError as a traceback, from any folder below the file."""
+    if name == "pyproject.toml":
+        text = "[tool.rewriter]\n" + text
+    folder = _configured(tmp_path, text, name)
+    done = rewriter(folder, *verb, "--url", URL)
+    assert done.returncode == 2, done.stderr
+    assert f"{tmp_path / name}: its values are nested too deeply to read" in done.stderr.decode()
+
+
+def test_a_configuration_file_too_large_to_be_one_is_refused_unread(tmp_path: Path) -> None:
+    """Before: read whole, however large (a sparse file of 4 GiB planted above the tree)."""
+    folder = _configured(tmp_path, "")
+    os.truncate(tmp_path / "rewriter.toml", 4 << 30)
+    done = rewriter(folder, "links", "a.html", "--url", URL)
+    assert done.returncode == 2, done.stderr
+    assert "rewriter.toml: cannot be read: larger than 4,194,304 bytes" in done.stderr.decode()
+
+
+@pytest.mark.parametrize(("key", "value"), [("jobs", "100000"), ("jobs", "-3"), ("max-size", '"100G"')])
+def test_a_configuration_file_cannot_lift_the_bounds_of_a_run(tmp_path: Path, key: str, value: str) -> None:
+    """Before: ``jobs = 100000`` in a file above the tree started that many worker processes (one
+    fork each, until the system refused), and ``max-size = "100G"`` let one WARC body inflate to
+    100 GiB in memory. From a file, jobs are at most four per core and --max-size at most its
+    default; the command line may still ask for more."""
+    folder = _configured(tmp_path, f"{key} = {value}\n")
+    done = rewriter(folder, "rewrite", "a.html", "-o", "out.html", "--url", URL)
+    assert done.returncode == 2, done.stderr
+    said = done.stderr.decode()
+    assert f"rewriter.toml: '{key}' " in said and "command line" in said, said
+    assert not (folder / "out.html").exists()
+    allowed = {"jobs": "2", "max-size": '"10M"'}[key]
+    (tmp_path / "rewriter.toml").write_text(f"{key} = {allowed}\n")
+    assert rewriter(folder, "rewrite", "a.html", "-o", "out.html", "--url", URL).returncode == 0
+    given = {"jobs": ["-j", "40"], "max-size": ["--max-size", "2G"]}[key]
+    (folder / "out.html").unlink()
+    done = rewriter(folder, "rewrite", "a.html", "-o", "out.html", "--url", URL, *given)
+    assert done.returncode == 0, done.stderr
