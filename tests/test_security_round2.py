@@ -184,3 +184,43 @@ def test_a_configuration_file_cannot_lift_the_bounds_of_a_run(tmp_path: Path, ke
     (folder / "out.html").unlink()
     done = rewriter(folder, "rewrite", "a.html", "-o", "out.html", "--url", URL, *given)
     assert done.returncode == 0, done.stderr
+
+
+# --------------------------------------------------------------------------
+# --url-map: a line that contradicts another is named, never one taken at random
+# --------------------------------------------------------------------------
+
+AMBIGUOUS_MAPS = [
+    ("a path given two URLs", "map.csv", "a.html,http://h/one.html\na.html,http://h/two.html\n", "line 2: 'a.html'"),
+    ("the same file by two spellings", "map.csv", "a.html,http://h/one.html\n./a.html,http://h/two.html\n", "line 2"),
+    ("JSON path twice", "map.jsonl", '{"path": "a.html", "url": "http://h/a.html", "path": "b.html"}\n', "line 1"),
+    ("JSON url twice", "map.jsonl", '{"url": "http://h/x", "path": "a.html", "url": "http://h/y"}\n', "line 1"),
+]
+
+
+@pytest.mark.parametrize(("what", "name", "text", "where"), AMBIGUOUS_MAPS, ids=[row[0] for row in AMBIGUOUS_MAPS])
+def test_an_ambiguous_url_map_is_named_and_refused(tmp_path: Path, what: str, name: str, text: str, where: str) -> None:
+    """Before: one of the two URLs was taken (the last), in silence: a map made from two tools'
+    outputs could rewrite a page against the wrong site with no word said."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.html").write_bytes(b'<a href="b.html">b</a>')
+    (site / "b.html").write_bytes(b"b")
+    (tmp_path / name).write_text(text)
+    done = rewriter(tmp_path, "rewrite", "site", "-o", "out", "--url-map", name)
+    said = done.stderr.decode()
+    assert done.returncode == 2, said
+    assert f"--url-map {name}, {where}" in said and "the map is not used, and nothing was done" in said, said
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_same_url_given_twice_and_duplicates_of_other_tools_fields_are_fine(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.html").write_bytes(b'<a href="b.html">b</a>')
+    (tmp_path / "map.csv").write_text("a.html,http://h/d/a.html\n./a.html,http://h/d/a.html\n")
+    (tmp_path / "map.jsonl").write_text('{"path": "a.html", "url": "http://h/d/a.html", "x": {"path": 1, "path": 2}}\n')
+    for name in ("map.csv", "map.jsonl"):
+        done = rewriter(tmp_path, "rewrite", "site", "-o", f"out-{name}", "--url-map", name)
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / f"out-{name}" / "a.html").read_bytes() == b'<a href="http://h/d/b.html">b</a>'
