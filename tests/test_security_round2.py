@@ -280,3 +280,41 @@ def test_the_twins_read_a_str_subclass_by_its_characters_as_the_c_does(name: str
     plain = getattr(compiled, name)(*call(str))  # type: ignore[operator]
     for function in (getattr(compiled, name), reference[name]):
         assert function(*call(_LyingText)) == plain, function  # type: ignore[operator]
+
+
+# --------------------------------------------------------------------------
+# The temporaries a killed run left beside a WACZ or an MHTML it writes
+# --------------------------------------------------------------------------
+
+
+@posix_only
+@pytest.mark.parametrize("verb", ["rewrite x.wacz -o y.wacz", "pack -o page.mhtml"])
+def test_the_temporaries_a_killed_run_left_beside_a_wacz_or_a_pack_are_removed_and_counted(
+    tmp_path: Path, verb: str
+) -> None:
+    """Before: ``rewrite x.wacz -o y.wacz`` and ``pack`` never looked for them, so each killed run
+    left one more ``.NAME.rewriter-....tmp`` beside the output for good. Only regular files of the
+    project's pattern for that name are removed; a link of that pattern is left alone."""
+    if verb.startswith("rewrite"):
+        pytest.importorskip("wacz.main")
+        import zipfile
+
+        with zipfile.ZipFile(tmp_path / "x.wacz", "w") as archive:
+            archive.write(Path(__file__).resolve().parent.parent / "fixtures/warc/crawl.warc.gz", "archive/a.warc.gz")
+        target, command = "y.wacz", ["rewrite", "x.wacz", "-o", "y.wacz"]
+    else:
+        (tmp_path / "page.html").write_bytes(b'<a href="b.html">b</a>')
+        target, command = "page.mhtml", ["pack", "page.html", "-o", "page.mhtml", "--url", URL]
+    left = [tmp_path / f".{target}.rewriter-{number:016x}.tmp" for number in range(2)]
+    for path in left:
+        path.write_bytes(b"half a file")
+    link = tmp_path / f".{target}.rewriter-{'a' * 16}.tmp"
+    link.symlink_to(tmp_path / "precious")
+    (tmp_path / "precious").write_bytes(b"keep")
+    other = tmp_path / f".other.html.rewriter-{'b' * 16}.tmp"
+    other.write_bytes(b"another file's")
+    done = rewriter(tmp_path, *command)
+    assert done.returncode == 0, done.stderr
+    assert "removed 2 temporary files a killed run left" in done.stderr.decode()
+    assert not any(path.exists() for path in left)
+    assert link.is_symlink() and (tmp_path / "precious").read_bytes() == b"keep" and other.exists()

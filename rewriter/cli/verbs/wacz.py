@@ -213,6 +213,11 @@ def _rewrite_to_wacz(
     if status != EXIT_OK or not all(output.is_file() for output in outputs):
         err.write(f"rewriter rewrite: {target} not written: a WARC of {wacz.path} could not be rewritten whole\n")
         return EXIT_SOME_FAILED
+    from rewriter.disk.files import remove_temporaries_of
+
+    removed = remove_temporaries_of(target)  # what a killed run left beside it: regular files of our pattern
+    if removed and not request.options.quiet:
+        err.write(f"rewriter: removed {removed:,} temporary file{'s' if removed > 1 else ''} a killed run left\n")
     try:
         notes = write_wacz(
             target,
