@@ -75,6 +75,10 @@ _BOMB_FLOOR = 2**20
 # size (and a floor). Without it, many members each within the ratio (or members whose
 # compressed bytes overlap, which zipfile before Python 3.11.8 does not notice) fill the disk.
 _MAX_TOTAL_RATIO = _MAX_RATIO
+# Members a WACZ may list: zipfile holds about 600 bytes for each one it lists, read before any
+# is opened; a WACZ holds its WARC files, an index, its pages and logs, never this many.
+_MAX_MEMBERS = 100_000
+_MAX_DIRECTORY = 16 << 20
 _SPEC = "WACZ 1.1.1, 'Directory Layout'"
 # What zipfile raises on a damaged ZIP or member, besides BadZipFile: a version or a method it
 # does not know (NotImplementedError), a cut member (EOFError), a deflate stream that is no
@@ -144,6 +148,7 @@ def read_wacz(path: str | os.PathLike[str]) -> Wacz:
     for a file that is no ZIP, or a ZIP with no WARC under ``archive/``, and OSError when it
     cannot be read."""
     try:
+        _check_count(path)
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
             _check_names(path, names)
@@ -182,6 +187,24 @@ def _lzma_error() -> type[Exception]:
     import lzma  # zipfile imports it for an LZMA member anyway
 
     return lzma.LZMAError
+
+
+def _check_count(path: str | os.PathLike[str]) -> None:
+    """Refuse a ZIP whose end record lists more than :data:`_MAX_MEMBERS` members, or a
+    central directory larger than :data:`_MAX_DIRECTORY` bytes (what zipfile reads, whatever
+    the count says), before zipfile reads it into memory. The end record is read by zipfile's
+    own reader, which follows a ZIP64 one; a file it cannot read is left to zipfile to name."""
+    with open(path, "rb") as stream:
+        end = zipfile._EndRecData(stream)  # type: ignore[attr-defined]
+    if not end:
+        return
+    count, size = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]  # type: ignore[attr-defined]
+    if count > _MAX_MEMBERS or size > _MAX_DIRECTORY:
+        raise WaczError(
+            path,
+            f"a ZIP of {count:,} members in a directory of {size:,} bytes, more than a WACZ holds "
+            f"(at most {_MAX_MEMBERS:,} members, {_MAX_DIRECTORY:,} bytes): refused unread",
+        )
 
 
 def _check_names(path: str | os.PathLike[str], names: list[str]) -> None:
