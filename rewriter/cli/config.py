@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["KEYS", "REFUSED", "ConfigError", "Key", "load"]
+__all__ = ["KEYS", "REFUSED", "ConfigError", "Key", "load", "read_bounded"]
 
 
 class Key(NamedTuple):
@@ -133,7 +133,7 @@ def _read(path: Path) -> dict[str, Any]:
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
     try:
-        data = _bounded(path)
+        data = read_bounded(path)
         return tomllib.loads(data.decode("utf-8"))
     except OSError as error:
         raise ConfigError(f"{path}: cannot be read: {error.strerror or error}") from None
@@ -148,7 +148,7 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
 
 
-def _bounded(path: Path) -> bytes:
+def read_bounded(path: Path) -> bytes:
     """The bytes of the configuration file *path*: a regular file (a pipe swapped in after it
     was found is never waited on), at most :data:`_MAX_FILE` bytes."""
     import os
