@@ -230,3 +230,39 @@ def test_a_zip_of_very_many_members_is_refused_before_its_directory_is_read(tmp_
         read_wacz(path)
     status, said = run(tmp_path, "links", path)
     assert status == 1 and "refused unread" in said, said
+
+
+def _gzip_bomb_warc(size: int) -> bytes:
+    """A .warc.gz of one resource record whose body is *size* zero bytes (about a thousandth of that)."""
+    import zlib
+
+    head = (
+        b"WARC/1.1\r\nWARC-Type: resource\r\nWARC-Target-URI: http://h/zeros\r\nWARC-Date: 2024-01-01T00:00:00Z\r\n"
+        b"WARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\nContent-Type: text/plain\r\n"
+        b"Content-Length: %d\r\n\r\n" % size
+    )
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [packer.compress(head)]
+    block = bytes(1 << 20)
+    parts += [packer.compress(block) for _ in range(size >> 20)]
+    return b"".join([*parts, packer.compress(b"\r\n\r\n"), packer.flush()])
+
+
+@pytest.mark.parametrize("verb", ["unpack", "rewrite-dir", "explain"])
+def test_a_gzip_member_joined_to_plain_warc_files_is_not_inflated_without_bound(tmp_path: Path, verb: str) -> None:
+    """Before: a WACZ of a plain .warc and a .warc.gz had the .warc.gz inflated whole onto the
+    scratch disk to join them: a 1 MB member became 1 GiB there (300 KB, 300 MiB here) before any
+    record was read, whatever --max-size said."""
+    plain = __import__("gzip").decompress(CRAWL)
+    path = wacz(tmp_path / "mixed.wacz", [("archive/a.warc", plain), ("archive/b.warc.gz", _gzip_bomb_warc(300 << 20))])
+    assert path.stat().st_size < 1 << 20
+    status, said = run(tmp_path, verb, path)
+    assert status == 1 and "archive/b.warc.gz: inflates to more than 200 times its size" in said, said
+
+
+def test_plain_and_gzip_warc_files_are_still_joined(tmp_path: Path) -> None:
+    plain = __import__("gzip").decompress(CRAWL)
+    path = wacz(tmp_path / "mixed.wacz", [("archive/a.warc", plain), ("archive/b.warc.gz", CRAWL)])
+    status, said = run(tmp_path, "rewrite-dir", path)
+    assert status in (0, 1) and "inflates" not in said, said
+    assert (tmp_path / "site").is_dir()
