@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["KEYS", "REFUSED", "ConfigError", "Key", "load"]
+__all__ = ["KEYS", "REFUSED", "ConfigError", "Key", "load", "read_bounded"]
 
 
 class Key(NamedTuple):
@@ -97,6 +97,8 @@ KEYS: Mapping[str, Key] = {
     "references": _OPERAND,
 }
 
+_MAX_FILE = 4 << 20  # bytes of rewriter.toml or pyproject.toml read, at most
+
 # Never taken from a file.
 REFUSED = frozenset(name for name, key in KEYS.items() if not key.allowed)
 
@@ -131,10 +133,12 @@ def _read(path: Path) -> dict[str, Any]:
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
     try:
-        with path.open("rb") as stream:
-            return tomllib.load(stream)
+        data = read_bounded(path)
+        return tomllib.loads(data.decode("utf-8"))
     except OSError as error:
         raise ConfigError(f"{path}: cannot be read: {error.strerror or error}") from None
+    except RecursionError:  # tomllib reads nested arrays and inline tables by recursion
+        raise ConfigError(f"{path}: its values are nested too deeply to read") from None
     except UnicodeDecodeError as error:  # TOML is UTF-8 (TOML 1.0, "Spec")
         line = error.object[: error.start].count(b"\n") + 1
         raise ConfigError(
@@ -142,6 +146,22 @@ def _read(path: Path) -> dict[str, Any]:
         ) from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
+
+
+def read_bounded(path: Path) -> bytes:
+    """The bytes of the configuration file *path*: a regular file (a pipe swapped in after it
+    was found is never waited on), at most :data:`_MAX_FILE` bytes."""
+    import os
+    import stat
+
+    handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with os.fdopen(handle, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise OSError(0, "not a regular file")
+        data = stream.read(_MAX_FILE + 1)
+    if len(data) > _MAX_FILE:
+        raise OSError(0, f"larger than {_MAX_FILE:,} bytes, which no configuration file is")
+    return data
 
 
 def _normalised(path: Path, table: dict[str, Any]) -> dict[str, Any]:

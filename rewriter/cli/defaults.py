@@ -10,10 +10,18 @@ import argparse
 from pathlib import Path
 
 from rewriter.cli.parser import Parser, Recorded, size
+from rewriter.containers.pieces import MAX_DOCUMENT
 
 # List options (--include, --exclude) from a configuration file: replaced, not added
 # to, by the command line's.
 CONFIG_LIST = "config_list_"
+
+
+def _most_jobs() -> int:
+    """The most worker processes a configuration file may ask for: four per core."""
+    import os
+
+    return 4 * (os.cpu_count() or 1)
 
 
 def lists_from_config(args: argparse.Namespace) -> None:
@@ -68,12 +76,26 @@ def config_value(path: Path | None, option: Recorded, value: object) -> object:
         return values
     if option.type is size:
         try:
-            return size(str(value))
+            bytes_ = size(str(value))
         except argparse.ArgumentTypeError as error:
             raise ValueError(f"{path}: {shown!r}: {error}") from None
+        if option.dest == "max_size" and bytes_ > MAX_DOCUMENT:
+            # The limit bounds the memory a run takes for one document (a WARC body inflated):
+            # a file left in a folder may lower it, only the command line may raise it.
+            raise ValueError(
+                f"{path}: {shown!r} above {MAX_DOCUMENT:,} bytes (the default) can only be given on the command "
+                "line: it bounds the memory one document takes"
+            )
+        return bytes_
     if option.type is int:
         if not isinstance(value, int) or isinstance(value, bool):
             raise ValueError(f"{path}: {shown!r} must be an integer")
+        if option.dest == "jobs" and not 0 <= value <= _most_jobs():
+            # Each job is a process: a file left in a folder must not start thousands of them.
+            raise ValueError(
+                f"{path}: {shown!r} must be from 0 (the default: one per core) to {_most_jobs()} (four per core) "
+                "in a configuration file; more can only be given on the command line"
+            )
         return value
     if not isinstance(value, str):
         raise ValueError(f"{path}: {shown!r} must be a string")

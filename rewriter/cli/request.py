@@ -325,8 +325,10 @@ def _contents(args: argparse.Namespace) -> dict[str, object]:
         found["url_map_sha256"] = hashlib.sha256(content).hexdigest()
     configuration = getattr(args, "configuration", None)
     if configuration is not None:
+        from rewriter.cli.config import read_bounded  # a regular file, at most what a configuration is read to
+
         try:
-            digest = hashlib.sha256(Path(configuration).read_bytes()).hexdigest()
+            digest = hashlib.sha256(read_bounded(Path(configuration))).hexdigest()
         except OSError as error:
             digest = f"unreadable: {error.strerror or error}"
         found["configuration"] = [str(configuration), digest]

@@ -33,6 +33,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +63,7 @@ PAGES = "pages/pages.jsonl"
 EXTRA_PAGES = "pages/extraPages.jsonl"
 _DATAPACKAGE = "datapackage.json"
 _DATAPACKAGE_DIGEST = "datapackage-digest.json"
-_LOG = re.compile(r"logs/[^/\\]+\Z")
+_LOG = re.compile(r"logs/(?!\.\.?\Z)[^/\\]+\Z")  # a file of logs/, never "." or ".."
 # WACZ 1.1.1, "Directory Layout": archive/ holds the WARC files, one level deep.
 _ARCHIVE = re.compile(r"archive/([^/\\]+\.warc(?:\.gz)?)\Z", re.IGNORECASE)
 _MAX_LIST = 64 * 2**20  # bytes of pages.jsonl (or datapackage.json) read at most
@@ -70,7 +71,28 @@ _MAX_LIST = 64 * 2**20  # bytes of pages.jsonl (or datapackage.json) read at mos
 # its heading says, and zipfile stops there; a ratio beyond this is a bomb, not a WARC.
 _MAX_RATIO = 200
 _BOMB_FLOOR = 2**20
+# What all the members taken out of one WACZ may hold together: this many times the WACZ's own
+# size (and a floor). Without it, many members each within the ratio (or members whose
+# compressed bytes overlap, which zipfile before Python 3.11.8 does not notice) fill the disk.
+_MAX_TOTAL_RATIO = _MAX_RATIO
+# Members a WACZ may list: zipfile holds about 600 bytes for each one it lists, read before any
+# is opened; a WACZ holds its WARC files, an index, its pages and logs, never this many.
+_MAX_MEMBERS = 100_000
+_MAX_DIRECTORY = 16 << 20
 _SPEC = "WACZ 1.1.1, 'Directory Layout'"
+# What zipfile raises on a damaged ZIP or member, besides BadZipFile: a version or a method it
+# does not know (NotImplementedError), a cut member (EOFError), a deflate stream that is no
+# deflate stream (zlib.error), an LZMA or bzip2 one (lzma.LZMAError, OSError), a heading whose
+# numbers make no sense (ValueError, OverflowError).
+_DAMAGED = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    NotImplementedError,
+    EOFError,
+    zlib.error,
+    ValueError,
+    OverflowError,
+)
 
 
 class WaczError(ValueError):
@@ -115,7 +137,7 @@ def _pages(data: bytes | None) -> Iterable[dict[str, str]]:
     for line in (data or b"").splitlines():
         try:
             page = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested too deeply to read
             continue
         if isinstance(page, dict) and isinstance(page.get("url"), str):
             yield page
@@ -126,20 +148,28 @@ def read_wacz(path: str | os.PathLike[str]) -> Wacz:
     for a file that is no ZIP, or a ZIP with no WARC under ``archive/``, and OSError when it
     cannot be read."""
     try:
+        _check_count(path)
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
+            _check_names(path, names)
             warcs = tuple(name for name in names if _ARCHIVE.match(name))
             if not warcs:
                 raise WaczError(path, f"no WARC file under archive/: not a WACZ ({_SPEC})")
+            _check_total(
+                path,
+                [info for info in archive.infolist() if _ARCHIVE.match(info.filename) or _LOG.match(info.filename)],
+            )
             pages = _small(archive, path, PAGES)
             extra = _small(archive, path, EXTRA_PAGES)
             package = _small(archive, path, _DATAPACKAGE)
-    except zipfile.BadZipFile as error:
+    except WaczError:
+        raise
+    except (*_DAMAGED, _lzma_error()) as error:
         raise WaczError(path, f"not a ZIP file ({error}): a WACZ is one ({_SPEC})") from error
     title = description = None
     digests: dict[str, str] = {}
     if package is not None:
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, RecursionError):  # RecursionError: nested too deeply
             document = json.loads(package)
             if isinstance(document, dict):
                 title = document.get("title") if isinstance(document.get("title"), str) else None
@@ -151,6 +181,69 @@ def read_wacz(path: str | os.PathLike[str]) -> Wacz:
     made = {*warcs, *logs, PAGES, EXTRA_PAGES, _DATAPACKAGE, _DATAPACKAGE_DIGEST}
     others = tuple(name for name in files if name not in made and not name.startswith("indexes/"))
     return Wacz(os.fspath(path), warcs, pages, extra, title, description, digests, logs, others)
+
+
+def _lzma_error() -> type[Exception]:
+    import lzma  # zipfile imports it for an LZMA member anyway
+
+    return lzma.LZMAError
+
+
+def _check_count(path: str | os.PathLike[str]) -> None:
+    """Refuse a ZIP whose end record lists more than :data:`_MAX_MEMBERS` members, or a
+    central directory larger than :data:`_MAX_DIRECTORY` bytes (what zipfile reads, whatever
+    the count says), before zipfile reads it into memory. The end record is read by zipfile's
+    own reader, which follows a ZIP64 one; a file it cannot read is left to zipfile to name."""
+    with open(path, "rb") as stream:
+        end = zipfile._EndRecData(stream)  # type: ignore[attr-defined]
+    if not end:
+        return
+    count, size = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]  # type: ignore[attr-defined]
+    if count > _MAX_MEMBERS or size > _MAX_DIRECTORY:
+        raise WaczError(
+            path,
+            f"a ZIP of {count:,} members in a directory of {size:,} bytes, more than a WACZ holds "
+            f"(at most {_MAX_MEMBERS:,} members, {_MAX_DIRECTORY:,} bytes): refused unread",
+        )
+
+
+def _check_names(path: str | os.PathLike[str], names: list[str]) -> None:
+    """A ZIP that names one member twice is refused: which of the two a reader takes is the
+    reader's choice (zipfile takes the last, others the first), so a WACZ could show one WARC to
+    a validator and another to this run."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise WaczError(path, "two members of this name: which one is meant cannot be told; refused", name)
+        seen.add(name)
+
+
+def _check_total(path: str | os.PathLike[str], infos: list[zipfile.ZipInfo]) -> None:
+    """The members taken out (WARC files, logs) together may hold at most :data:`_MAX_TOTAL_RATIO` times the WACZ's own
+    size (their declared sizes, which zipfile reads no further than)."""
+    total = sum(info.file_size for info in infos)
+    limit = _BOMB_FLOOR + _MAX_TOTAL_RATIO * os.stat(path).st_size
+    if total > limit:
+        raise WaczError(
+            path,
+            f"its {len(infos)} WARC and log members are said to hold {total:,} bytes, "
+            f"more than {_MAX_TOTAL_RATIO} times the WACZ's own size: refused (a ZIP bomb)",
+        )
+
+
+def _check_member(path: str | os.PathLike[str], info: zipfile.ZipInfo) -> None:
+    """A member that cannot be read safely is refused before it is opened: an encrypted one
+    (a WACZ is never encrypted, and zipfile would ask for a password), or a compressed one
+    said to hold more than :data:`_MAX_RATIO` times its compressed bytes (a bomb, not a WARC or
+    a log)."""
+    if info.flag_bits & 0x1:
+        raise WaczError(path, "encrypted: a WACZ member never is (WACZ 1.1.1); refused", info.filename)
+    if info.compress_type != zipfile.ZIP_STORED and info.file_size > max(
+        _BOMB_FLOOR, _MAX_RATIO * max(info.compress_size, 1)
+    ):
+        raise WaczError(
+            path, f"{info.compress_size:,} compressed bytes said to hold {info.file_size:,}: refused", info.filename
+        )
 
 
 def _digests(resources: object) -> dict[str, str]:
@@ -196,9 +289,13 @@ def extract_logs(wacz: Wacz, folder: Path) -> Path | None:
     try:
         with zipfile.ZipFile(wacz.path) as archive:
             for name in wacz.logs:
-                with archive.open(name) as source, open(folder / name.split("/", 1)[1], "wb") as sink:
+                info = archive.getinfo(name)
+                _check_member(wacz.path, info)
+                with archive.open(info) as source, open(folder / name.split("/", 1)[1], "wb") as sink:
                     shutil.copyfileobj(source, sink, 1 << 20)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as error:
+    except WaczError:
+        raise
+    except (*_DAMAGED, _lzma_error(), KeyError) as error:
         raise WaczError(wacz.path, f"a log cannot be read: {error}") from error
     return folder
 
@@ -211,9 +308,10 @@ def _small(archive: zipfile.ZipFile, path: str | os.PathLike[str], name: str) ->
         return None
     if info.file_size > _MAX_LIST:
         raise WaczError(path, f"{info.file_size:,} bytes, more than the {_MAX_LIST:,} read of it", name)
+    _check_member(path, info)
     try:
         return archive.read(info)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError) as error:
+    except (*_DAMAGED, _lzma_error(), OSError) as error:
         raise WaczError(path, f"cannot be read: {error}", name) from error
 
 
@@ -228,24 +326,23 @@ def extract_warcs(wacz: Wacz, folder: Path) -> list[Path]:
         with zipfile.ZipFile(wacz.path) as archive:
             for name in wacz.warcs:
                 paths.append(_extract(archive, wacz.path, name, target))
-    except zipfile.BadZipFile as error:
+    except WaczError:
+        raise
+    except (*_DAMAGED, _lzma_error()) as error:
         raise WaczError(wacz.path, f"not a ZIP file ({error})") from error
     return paths
 
 
 def _extract(archive: zipfile.ZipFile, path: str, name: str, target: Path) -> Path:
     info = archive.getinfo(name)
-    if info.compress_type != zipfile.ZIP_STORED and info.file_size > max(
-        _BOMB_FLOOR, _MAX_RATIO * max(info.compress_size, 1)
-    ):
-        raise WaczError(path, f"{info.compress_size:,} compressed bytes said to hold {info.file_size:,}: refused", name)
+    _check_member(path, info)
     match = _ARCHIVE.match(name)
     assert match is not None  # only archive/ members are extracted
     out = target / match.group(1)
     try:
         with archive.open(info) as source, open(out, "wb") as sink:
             shutil.copyfileobj(source, sink, 1 << 20)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as error:
+    except (*_DAMAGED, _lzma_error()) as error:
         raise WaczError(path, f"damaged in the ZIP: {error}", name) from error
     with open(out, "rb") as stream:
         if sniff_container(stream) is None:
@@ -271,7 +368,7 @@ def _usable_pages(data: bytes) -> bool:
     lines = data.decode("utf-8", "replace").splitlines()
     try:
         documents = [json.loads(line) for line in lines]
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     if not documents or not all(isinstance(document, dict) for document in documents):
         return False

@@ -356,7 +356,7 @@ def utf8_splice(
     >>> utf8_splice("é<a href=x>", "é<a href=x>".encode(), [(9, 9, "http://h/")], False, str.encode)
     b'\\xc3\\xa9<a href=http://h/x>'
     """
-    str_argument(text)
+    text = str_argument(text)
     if not isinstance(body, bytes):
         raise TypeError(f"utf8_splice: body is bytes, not {type(body).__name__}")
     escaped = bool(escaped)

@@ -80,7 +80,11 @@ def twin(function: _F) -> _F:
 def str_argument(value: object) -> str:
     """*value*, a twin's text argument, which is to be a str: TypeError otherwise, as its
     compiled twin says (a twin whose Python reads bytes, a list or nothing at all alike
-    would otherwise answer where the C refuses)."""
+    would otherwise answer where the C refuses). A subclass of str is given back as the str it
+    holds: the C reads its characters, never its ``__len__`` or ``__getitem__``, and so does
+    the twin that reads what this gives back."""
+    if type(value) is str:
+        return value
     if not isinstance(value, str):
         raise TypeError(f"expected str, not {type(value).__name__}")
-    return value
+    return str.__str__(value)

@@ -258,9 +258,9 @@ def named_start_tags(text: str, elements: Iterable[Any], line_starts: Sequence[i
     >>> [element.source_col for element in named_start_tags(text, map(Element, [0, 3, 16, 26]), None, "base")]
     [3, 26]
     """
-    str_argument(text)
+    text, name = str_argument(text), str_argument(name)
     found = []
-    size = len(str_argument(name))
+    size = len(name)
     for element in elements:
         offset = _offset(element, line_starts, len(text))
         if offset is None:

@@ -106,7 +106,7 @@ def ascii_lower(name: str) -> str:
 def _name_end(text: str, offset: int) -> int:
     """Past the "<" and name of the tag at *offset*; ValueError when no "<" is there,
     TypeError when *text* is no str or *offset* no integer (an ``__index__`` will do)."""
-    str_argument(text)
+    text = str_argument(text)
     offset = operator.index(offset)
     match = TAG_NAME.match(text, offset) if 0 <= offset < len(text) else None
     if match is None:
@@ -124,6 +124,7 @@ def tag_attributes(text: str, offset: int) -> tuple[dict[str, Span], int]:
     (no value: the empty span just after the name). ValueError when *text* has no "<" at
     *offset*.
     """
+    text = str_argument(text)
     position = _name_end(text, offset)
     spans: dict[str, Span] = {}
     match_attribute = _match_attribute
@@ -149,6 +150,7 @@ def tag_attributes(text: str, offset: int) -> tuple[dict[str, Span], int]:
 def tag_end(text: str, offset: int) -> int:
     """The offset just past the tag at *offset* (its "<"): past its ">", or the end of the
     text. ValueError when *text* has no "<" at *offset*."""
+    text = str_argument(text)
     position = _name_end(text, offset)
     while (match := _match_attribute(text, position)).lastindex is not None:
         position = match.end()
@@ -161,8 +163,8 @@ def end_tag(text: str, name: str, start: int) -> int:
     """Where the raw text that starts at *start* ends: the first ``</`` + *name* (lowercase,
     compared as ``str.lower`` compares) followed by whitespace, "/" or ">" (HTML §13.2.5.12
     "appropriate end tag"), or ``len(text)``; *start* read as ``str.find`` reads it."""
-    str_argument(text)
-    length = len(str_argument(name)) + 2
+    text, name = str_argument(text), str_argument(name)
+    length = len(name) + 2
     position = text.find("</", start)
     while position >= 0:
         if text[position + 2 : position + length].lower() == name and text[

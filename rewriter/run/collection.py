@@ -576,6 +576,7 @@ def load_url_map(
             problems[:MAP_SHOWN],
         )
     mapped: dict[str, str] = {}
+    lines: dict[str, int] = {}
     unmatched: list[tuple[int, str]] = []
     for line, name, url in pairs:
         candidates = [os.path.join(tree, name) for tree in trees] + [name]
@@ -586,7 +587,22 @@ def load_url_map(
         if found is None:
             unmatched.append((line, name))
             continue
-        mapped[_absolute(found)] = url
+        key = _absolute(found)
+        if key in mapped and mapped[key] != url:  # which one is meant cannot be told: never one at random
+            problems.append(
+                f"--url-map {path}, line {line}: {_quoted(name)} is given another URL on line {lines[key]} "
+                f"({_quoted(mapped[key])}, here {_quoted(url)})"
+            )
+            continue
+        mapped[key], lines[key] = url, lines.get(key, line)
+    if problems:
+        count = len(problems)
+        raise CollectionError(
+            f"--url-map {path}: {count:,} line{'s' if count > 1 else ''} cannot be used"
+            + (f" ({count - MAP_SHOWN:,} not named)" if count > MAP_SHOWN else "")
+            + ": the map is not used, and nothing was done",
+            problems[:MAP_SHOWN],
+        )
     return mapped, unmatched
 
 
@@ -692,10 +708,19 @@ def _json_entry(text: str) -> tuple[str, str] | str:
     nesting = _json_nesting(text)
     if nesting > MAP_MAX_NESTING:
         return f"JSON nested more than {MAP_MAX_NESTING} deep"
+    twice: list[str] = []
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        names = [name for name, _ in items]  # the outermost object is the last one read: its own
+        twice[:] = [name for name in ("path", "url") if names.count(name) > 1]
+        return dict(items)
+
     try:
-        entry = json.loads(text)
+        entry = json.loads(text, object_pairs_hook=pairs)
     except ValueError as error:
         return f"not JSON: {error}"
+    if twice:  # readers differ on which one counts (the first, the last): never one at random
+        return f'"{twice[-1]}" given twice in one object: which one is meant cannot be told'
     if not isinstance(entry, dict):
         return f'needs one JSON object, {{"path": "...", "url": "..."}} (found {_json_type(entry)})'
     for key in ("path", "url"):

@@ -67,6 +67,10 @@ _JOURNAL = "journal.jsonl"
 _VERSION = 1
 _KEY_ROOM = 1 << 16  # characters of a key: two paths and a number (PATH_MAX is 4096 bytes)
 _INTEGER = 1 << 63  # counts, sizes and times are 64-bit integers
+# The longest journal line read: a job's report lines go to reports/ above 256 KiB, so only
+# its messages make a line long, and no run writes one this long (hundreds of thousands of
+# messages for one file). A longer line is refused unread, never held whole.
+_LINE_MAX = 64 << 20
 
 
 class JournalError(ValueError):
@@ -120,6 +124,8 @@ class Journal:
                 inner = work.status(name)
                 if inner is not None and not stat.S_ISDIR(inner.st_mode):
                     raise Refused(f"{folder / name} is {kind_of(inner.st_mode)}, not a folder; it is not followed")
+                if inner is not None:
+                    _check_own_files(folder / name, folder.parent)
             found = work.status(_JOURNAL)
             if found is not None and not stat.S_ISREG(found.st_mode):
                 raise Refused(f"{path} is {kind_of(found.st_mode)}; the journal is never read or written through one")
@@ -206,13 +212,34 @@ class Journal:
                 parent.remove_tree(self.folder.name)
 
 
+def _check_own_files(inner: Path, root: Path) -> None:
+    """Each entry of the work folder's *inner* folder (``pieces/``, ``reports/``) is a regular
+    file with one name, as a run writes them: a symbolic link, a folder, a pipe or a file with
+    a second name (a hard link, which could lie outside the tree) planted there is named and
+    refused (:class:`~rewriter.disk.files.Refused`), never read, appended to or silently
+    passed over."""
+    with Folder.open(inner, root, make=False) as folder:
+        with os.scandir(folder.fd if folder.fd is not None else folder.path) as scan:
+            names = [entry.name for entry in scan]
+        for name in names:
+            found = folder.status(name)
+            if found is None:
+                continue
+            if not stat.S_ISREG(found.st_mode):
+                raise Refused(f"{inner / name} is {kind_of(found.st_mode)}; a run's own files are never followed")
+            if found.st_nlink != 1:
+                raise Refused(f"{inner / name} has {found.st_nlink} names (hard links); a run's own files have one")
+
+
 def _read_earlier(
     stream: Any, path: Path, header: dict[str, object], folder: Path
 ) -> tuple[dict[str, tuple[tuple[int, int], int]], int]:
     """The jobs of the journal *stream* (key -> (identity, offset)), and where its last whole
     line ends. Raises :class:`JournalError` naming the line that fails its checks."""
     earlier: dict[str, tuple[tuple[int, int], int]] = {}
-    first = stream.readline()
+    first = stream.readline(_LINE_MAX + 1)
+    if len(first) > _LINE_MAX:
+        raise JournalError(f"{path}: not a journal of rewriter (its first line is longer than {_LINE_MAX:,} bytes)")
     try:
         found = json.loads(first)
     except (ValueError, RecursionError):
@@ -228,7 +255,12 @@ def _read_earlier(
     number, end = 1, len(first)
     while True:
         offset = stream.tell()
-        line = stream.readline()
+        line = stream.readline(_LINE_MAX + 1)
+        if len(line) > _LINE_MAX:
+            raise JournalError(
+                f"{path}, line {number + 1}: longer than {_LINE_MAX:,} bytes, which no run writes; "
+                "rerun without --resume to start over"
+            )
         if not line.endswith(b"\n"):
             return earlier, end  # the end, or a line the killed run did not finish
         number, end = number + 1, offset + len(line)

@@ -149,6 +149,11 @@ def run_pack(request: RunRequest, out: TextIO, err: TextIO) -> int:
         return EXIT_SOME_FAILED
     for problem in result.problems:
         err.write(f"{page}: {problem}\n")
+    from rewriter.disk.files import remove_temporaries_of
+
+    removed = remove_temporaries_of(target)  # what a killed run left beside it: regular files of our pattern
+    if removed and not getattr(args, "quiet", False):
+        err.write(f"rewriter: removed {removed:,} temporary file{'s' if removed > 1 else ''} a killed run left\n")
     try:
         write_atomically(target, result.output)
     except OSError as error:

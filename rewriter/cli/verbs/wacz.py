@@ -18,6 +18,7 @@ import argparse
 import gzip
 import shutil
 import tempfile
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from rewriter.containers.wacz import Wacz
 
 Verb = Callable[[RunRequest, Any, Any], int]
+_MANIFEST_MAX = 256 << 20  # bytes of an unpacked mirror's manifest.json read back, at most
+_MAX_INFLATION = 200  # a .warc.gz joined to plain WARC files inflates at most this many times its size
 
 
 def wacz_inputs(request: RunRequest) -> tuple[list[str], Mapping[str, Kind | None]]:
@@ -111,7 +114,11 @@ def run_wacz(
                 files.append(given)
                 continue
             joined = Path(scratch, f"joined-{len(files)}", Path(given).name)
-            files.append(str(_one_warc(opened[given][1], joined)))
+            try:
+                files.append(str(_one_warc(opened[given][1], joined, given)))
+            except WaczError as error:
+                err.write(f"{name}: {error}\n")
+                return EXIT_SOME_FAILED
             names[str(joined)] = given  # x.wacz/archive.warc.gz: its WARC files joined
         named_out, named_err = _Named(out, names), _Named(err, names)
         status = verb(_on(request, tuple(files), kinds=kinds), named_out, named_err)
@@ -126,14 +133,18 @@ def _pages_unpacked(wacz: Wacz, folder: Path) -> list[str]:
     which file each URL became): the lines that say it, the first page first."""
     import json
 
+    from rewriter.disk.files import open_regular
     from rewriter.url.resolve import url_key
 
     urls = wacz.page_urls
     if not urls:
         return []
-    try:
-        manifest = json.loads((folder / "manifest.json").read_bytes())
-    except (OSError, ValueError):
+    try:  # the output folder's own file: no link followed, no pipe or device, at most _MANIFEST_MAX bytes
+        with open_regular(folder / "manifest.json", folder) as stream:
+            manifest = json.loads(stream.read(_MANIFEST_MAX + 1))
+    except (OSError, ValueError, RecursionError):
+        return []
+    if not isinstance(manifest, list):
         return []
     files = {
         url_key(entry["url"]): entry["file"]
@@ -173,20 +184,42 @@ def _on(request: RunRequest, files: tuple[str, ...], *, output: str | None = Non
     return replace(request, files=files, options=argparse.Namespace(**options), kinds=told)
 
 
-def _one_warc(members: list[Path], joined: Path) -> Path:
+def _one_warc(members: list[Path], joined: Path, wacz: str) -> Path:
     """The one WARC file that holds every record of *members*: the member itself when it is the
     only one, else the members one after the other (WARC 1.1 Annex D: gzip members are
     records, so gzip files join as they are; plain and gzip mixed are joined plain)."""
     if len(members) == 1:
         return members[0]
+    from rewriter.containers.wacz import WaczError
+
     compressed = all(member.name.lower().endswith(".gz") for member in members)
     joined.mkdir(parents=True, exist_ok=True)
     target = joined / ("archive.warc.gz" if compressed else "archive.warc")
     with open(target, "wb") as sink:
         for member in members:
-            opener = open if compressed or not member.name.lower().endswith(".gz") else gzip.open
-            with opener(member, "rb") as source:
-                shutil.copyfileobj(source, sink, 1 << 20)
+            if compressed or not member.name.lower().endswith(".gz"):
+                with open(member, "rb") as source:
+                    shutil.copyfileobj(source, sink, 1 << 20)
+                continue
+            # A .warc.gz inflated onto the disk to be joined to plain ones: at most _MAX_INFLATION
+            # times its size (a gzip bomb of 1 MB would otherwise fill 1 GB of the scratch folder).
+            limit, written = _MAX_INFLATION * max(member.stat().st_size, 1 << 20), 0
+            try:
+                with gzip.open(member, "rb") as source:
+                    while block := source.read(1 << 20):
+                        written += len(block)
+                        if written > limit:
+                            raise WaczError(
+                                wacz,
+                                f"inflates to more than {_MAX_INFLATION} times its size to be joined to the plain "
+                                "WARC files beside it: refused (a gzip bomb)",
+                                f"archive/{member.name}",
+                            )
+                        sink.write(block)
+            except (OSError, EOFError, zlib.error) as error:
+                raise WaczError(
+                    wacz, f"its gzip cannot be read to be joined: {error}", f"archive/{member.name}"
+                ) from None
     return target
 
 
@@ -208,6 +241,11 @@ def _rewrite_to_wacz(
     if status != EXIT_OK or not all(output.is_file() for output in outputs):
         err.write(f"rewriter rewrite: {target} not written: a WARC of {wacz.path} could not be rewritten whole\n")
         return EXIT_SOME_FAILED
+    from rewriter.disk.files import remove_temporaries_of
+
+    removed = remove_temporaries_of(target)  # what a killed run left beside it: regular files of our pattern
+    if removed and not request.options.quiet:
+        err.write(f"rewriter: removed {removed:,} temporary file{'s' if removed > 1 else ''} a killed run left\n")
     try:
         notes = write_wacz(
             target,
