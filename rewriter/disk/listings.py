@@ -84,6 +84,15 @@ class Listings:
         kind = None if listing is None else listing.get(name)
         return None if kind == _LINK else kind == _FILE
 
+    def is_file_in(self, folder: str, name: str) -> bool | None:
+        """Whether the entry *name* of *folder* is a regular file (the folder itself reached
+        through no link: the caller's to know); None when the listings cannot say."""
+        if not self.EXACT:
+            return None
+        listing = self._listing(folder)
+        kind = None if listing is None else listing.get(name)
+        return None if kind == _LINK else kind == _FILE
+
 
 def _entry_kind(entry: os.DirEntry[str]) -> str:
     try:

@@ -783,6 +783,8 @@ def _saved_copy(path: str, tree: str, document: str) -> bool:
     """Whether *path* lies in a ``NAME_files/`` folder (of *tree*) beside a page ``NAME.html``
     (or beside *document*, the page being read, named so): a browser's renamed copy, which no URL
     is the source of, whoever links to it (the page, or a style sheet saved with it)."""
+    if "_files" not in path:  # no folder of that name on the way (most files of a mirror)
+        return False
     own = os.path.splitext(_absolute(document))[0] + "_files"
     folder = os.path.dirname(path)
     while _within(folder, tree) and folder != _absolute(tree):
@@ -857,7 +859,7 @@ class LocalCopies:
         if locations is not None and locations.layout.reads_names:
             return self._named(candidate, reference, resolved, locations)
         if not _saved_copy(candidate, self.top, self.document) and locations is not None and resolved is not None:
-            own = locations.url_of(candidate, self.tree)
+            own = self._url_of(candidate, locations)
             if own is not None and _same_resource(own, resolved):
                 return None
         return (
@@ -866,10 +868,26 @@ class LocalCopies:
             "(--absolutize-local makes it absolute)",
         )
 
+    def _url_of(self, candidate: str, locations: Locations) -> str | None:
+        """The URL of the file *candidate* of the tree, worked out once for the run."""
+        if self.listings is None:
+            return locations.url_of(candidate, self.tree)
+        key = ("url", self.tree, candidate)
+        found = self.listings.answers.get(key, False)
+        if found is False:
+            found = locations.url_of(candidate, self.tree)
+            self.listings.remember(key, found)
+        return found  # type: ignore[return-value]
+
     def _file_named(self, path: str) -> str | None:
         """The regular file of the tree the path of a reference names (absolute and normal),
         or None: outside the tree, missing, not a regular file, or reached through a link
         out of the tree."""
+        if self.listings is not None and "/" not in path and "%" not in path and path not in (".", ".."):
+            # A name in the page's own folder, which the walk reached through no link: its listing.
+            listed = self.listings.is_file_in(self.folder, path)
+            if listed is not None:
+                return os.path.join(self.folder, path) if listed else None
         name = os.fsdecode(unquote_to_bytes(path))
         if "\x00" in name:
             return None
