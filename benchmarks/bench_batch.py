@@ -39,10 +39,12 @@ for N workers is the ``-j 1`` run's CPU divided by N (the same round's), the sha
 over the run's wall time; and the speed-up over the same round's ceiling of 2 processes of pure CPU
 work (:class:`Ceiling`). --no-fsync runs every one with it (the CPU without the disk's syncs, which
 on a shared disk wait for other programs' writes too); --no-dask leaves Dask out. Every output
-tree must be byte-identical to the first ``-j 1`` tree.
+tree must be byte-identical to the first ``-j 1`` tree. --baseline TREE (a source tree of rewriter,
+``git archive REV rewriter | tar -x -C TREE``) times each executor again with that tree's package,
+in the same rounds: before and after a change, on a machine whose speed drifts.
 
     python benchmarks/bench_batch.py [--corpus DIR] [--rounds 5] [--jobs-list 1,2] [--limit K]
-    python benchmarks/bench_batch.py --mirror 5000 [--rounds 3] [--no-fsync] [--no-dask]
+    python benchmarks/bench_batch.py --mirror 5000 [--rounds 3] [--no-fsync] [--no-dask] [--baseline TREE]
 """
 
 from __future__ import annotations
@@ -312,16 +314,18 @@ def small_mirror(folder: Path, count: int) -> Path:
     return folder
 
 
-def run_mirror(mirror: Path, out: Path, options: list[str]) -> tuple[float, float]:
-    """The command line on the mirror: (wall, CPU of every process) seconds."""
+def run_mirror(mirror: Path, out: Path, options: list[str], tree: Path | None = None) -> tuple[float, float]:
+    """The command line on the mirror (the package in the source tree *tree*, else this one's):
+    (wall, CPU of every process) seconds."""
     scratch = out.parents[1]
     command = [sys.executable, "-m", "rewriter", "rewrite", str(mirror), "-o", str(out), "-q"]
     command += ["--url-root", MIRROR_ROOT, *options]
+    environment = child_environment(scratch)
+    if tree is not None:
+        environment["PYTHONPATH"] = str(tree)
     cpu = cpu_seconds()
     start = time.perf_counter()
-    done = subprocess.run(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=out.parent, env=child_environment(scratch)
-    )
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=out.parent, env=environment)
     seconds = time.perf_counter() - start
     cpu = cpu_seconds() - cpu
     if done.returncode != 0:
@@ -330,8 +334,14 @@ def run_mirror(mirror: Path, out: Path, options: list[str]) -> tuple[float, floa
     return seconds, cpu
 
 
-def mirror_main(count: int, rounds: int, executors: dict[str, list[str]], sync: bool = True) -> int:
-    """The small-page mirror: every executor of *executors* in each round, alternating."""
+def mirror_main(
+    count: int, rounds: int, executors: dict[str, list[str]], sync: bool = True, baseline: Path | None = None
+) -> int:
+    """The small-page mirror: every executor of *executors* in each round, alternating; with
+    *baseline* (a source tree of the package), each again with that tree's package."""
+    runs = {label: (options, None) for label, options in executors.items()}
+    if baseline is not None:
+        runs.update({f"{label} (baseline)": (options, baseline) for label, options in executors.items()})
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as name:
         scratch = Path(name)
         mirror = small_mirror(scratch / "mirror", count)
@@ -342,15 +352,16 @@ def mirror_main(count: int, rounds: int, executors: dict[str, list[str]], sync: 
         ceiling = Ceiling()
         print(f"start-up paid by every command line: {start_up(3, scratch):.2f} s")
         reference = scratch / "reference"
-        seconds: dict[str, list[tuple[float, float]]] = {label: [] for label in executors}
+        seconds: dict[str, list[tuple[float, float]]] = {label: [] for label in runs}
         machine: list[float] = []  # each round's ceiling for 2 processes of pure CPU work
         differences = []
         for number in range(rounds):
-            order = list(executors) if number % 2 == 0 else list(executors)[::-1]
+            order = list(runs) if number % 2 == 0 else list(runs)[::-1]
             for label in order:
                 home = Path(tempfile.mkdtemp(prefix="run-", dir=scratch))
-                options = executors[label] + ([] if sync else ["--no-fsync"])
-                seconds[label].append(run_mirror(mirror, home / "out", options))
+                options, tree_of = runs[label]
+                options = options + ([] if sync else ["--no-fsync"])
+                seconds[label].append(run_mirror(mirror, home / "out", options, tree_of))
                 if not reference.exists() and label == "-j 1":
                     (home / "out").rename(reference)
                 else:
@@ -361,17 +372,17 @@ def mirror_main(count: int, rounds: int, executors: dict[str, list[str]], sync: 
             machine.append(ceiling.once(2))
         print(f"machine: 2 processes of pure CPU work scale {statistics.median(machine):.2f}x in the same rounds")
         print("\nsmall-page mirror, command line (medians):")
-        serial = seconds["-j 1"]
         for label, values in seconds.items():
+            serial = seconds["-j 1 (baseline)" if label.endswith("(baseline)") else "-j 1"]
             wall = statistics.median(one for one, _ in values)
             cpu = statistics.median(used for _, used in values)
-            workers = 1 if label == "-j 1" else 2
+            workers = 1 if label.startswith("-j 1") else 2
             # each round against the same round's -j 1: its CPU / N is the ceiling for N workers
             shares = [(base[1] / workers) / own[0] for base, own in zip(serial, values, strict=True)]
             walls = [base[0] / own[0] for base, own in zip(serial, values, strict=True)]
             cpus = [own[1] / base[1] for base, own in zip(serial, values, strict=True)]
             line = (
-                f"  {label:<10} wall {wall:6.2f} s  CPU {cpu:6.2f} s   speed-up {statistics.median(walls):.2f}x"
+                f"  {label:<20} wall {wall:6.2f} s  CPU {cpu:6.2f} s   speed-up {statistics.median(walls):.2f}x"
                 f"  CPU / -j 1 {statistics.median(cpus):.2f}   -j 1 CPU / {workers} / wall"
                 f" {statistics.median(shares):.2f} ({min(shares):.2f}-{max(shares):.2f})"
             )
@@ -396,12 +407,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mirror", type=int, default=None, metavar="COUNT", help="a mirror of COUNT small pages")
     parser.add_argument("--no-dask", action="store_true", help="--mirror: without the Dask run")
     parser.add_argument("--no-fsync", action="store_true", help="--mirror: every run with --no-fsync")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, metavar="TREE", help="--mirror: each run again with TREE's rewriter"
+    )
     args = parser.parse_args(argv)
     if args.mirror is not None:
         executors = dict(MIRROR_EXECUTORS)
         if args.no_dask:
             del executors["dask -j 2"]
-        return mirror_main(args.mirror, args.rounds, executors, sync=not args.no_fsync)
+        return mirror_main(args.mirror, args.rounds, executors, sync=not args.no_fsync, baseline=args.baseline)
     if not args.corpus.is_dir():
         print(f"no corpus at {args.corpus}: pass --corpus", file=sys.stderr)
         return 2

@@ -62,8 +62,8 @@ __all__ = ["BATCH_BYTES", "BATCH_JOBS", "SHARED_BATCH_BYTES", "Batching", "Lefto
 
 # How many jobs at most: BATCH_JOBS (rewriter.run.executors, with what a batch costs).
 BATCH_BYTES = 8 << 20  # input bytes in one batch at most, with one worker
-# With several, a batch is a few milliseconds of work: a batch of large pages is a page or two, and
-# the workers end the run together (the last batch's worker works alone, and a worker holds two).
+# With several, a batch is a few milliseconds of work (a batch of large pages is a page or two), so
+# that the workers end the run together: the last batches given out are done while others wait.
 SHARED_BATCH_BYTES = 256 << 10
 HELD_BYTES = 8 << 20  # outcomes finished early held in memory; past this, read back from the journal
 
@@ -165,8 +165,8 @@ def _batches(
             if slot.offset is not None:
                 continue
         job_size = _size(item) if most > 1 else 0  # one job a batch: no size to weigh
-        if batch and (len(batch) >= most or size + job_size > batching.size or item.piece is not None):
-            yield close()
+        if batch and (size + job_size > batching.size or item.piece is not None):
+            yield close()  # a full batch went as soon as it was full
         batch.append(item)
         places.append(place)
         size += job_size
