@@ -5,7 +5,7 @@ takes only the first K, linked into a scratch folder) is rewritten into a fresh 
 output folder, two ways:
 
 - command line, interpreter start-up included: ``python -m rewriter rewrite CORPUS -o OUT
-  -j N -q --include '*.html'`` as a child process, timed from launch to exit; its standard
+  -j N -q --include '*.html' --no-copy-others`` as a child process, timed from launch to exit; its standard
   error (the links left relative, expected) is captured and dropped. It runs in an empty
   scratch folder so that no rewriter.toml or pyproject.toml changes its defaults;
 - batch phase in one process: ``plan([CORPUS], OUT, include=["*.html"])`` and
@@ -111,7 +111,7 @@ def child_environment(scratch: Path) -> dict[str, str]:
 def run_command(corpus: Path, out: Path, workers: int) -> tuple[float, float]:
     scratch = out.parents[1]  # measure() puts every output at SCRATCH/jN-.../out
     command = [sys.executable, "-m", "rewriter", "rewrite", str(corpus), "-o", str(out)]
-    command += ["-j", str(workers), "-q", "--include", INCLUDE]
+    command += ["-j", str(workers), "-q", "--include", INCLUDE, "--no-copy-others"]  # the pages only, as plan()
     cpu = cpu_seconds()
     start = time.perf_counter()
     # An empty working folder: no configuration file there to change the defaults.
