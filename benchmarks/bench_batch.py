@@ -5,7 +5,7 @@ takes only the first K, linked into a scratch folder) is rewritten into a fresh 
 output folder, two ways:
 
 - command line, interpreter start-up included: ``python -m rewriter rewrite CORPUS -o OUT
-  -j N -q --include '*.html'`` as a child process, timed from launch to exit; its standard
+  -j N -q --include '*.html' --no-copy-others`` as a child process, timed from launch to exit; its standard
   error (the links left relative, expected) is captured and dropped. It runs in an empty
   scratch folder so that no rewriter.toml or pyproject.toml changes its defaults;
 - batch phase in one process: ``plan([CORPUS], OUT, include=["*.html"])`` and
@@ -30,7 +30,21 @@ On a shared virtual machine that ceiling drifts (1.3x to 2.1x within an hour on 
 machine this was written on), so each round measures it again after its runs, and the
 report gives each round's own speed-up beside it and the share of it reached.
 
+With --mirror COUNT it times a mirror of many small pages instead (issue #34): COUNT pages of
+about 1.6 KB with 4 relative links each (:func:`small_mirror`, 100 to a folder), rewritten by the
+command line with ``--url-root`` three ways in each round, the order reversed every other round:
+``-j 1``, ``-j 2`` and ``--dask local -j 2``. Prints, for each, the median wall time and the median
+CPU time of every process, each against ``-j 1``, and the share of the ceiling reached: the ceiling
+for N workers is the ``-j 1`` run's CPU divided by N (the same round's), the share that ceiling
+over the run's wall time; and the speed-up over the same round's ceiling of 2 processes of pure CPU
+work (:class:`Ceiling`). --no-fsync runs every one with it (the CPU without the disk's syncs, which
+on a shared disk wait for other programs' writes too); --no-dask leaves Dask out. Every output
+tree must be byte-identical to the first ``-j 1`` tree. --baseline TREE (a source tree of rewriter,
+``git archive REV rewriter | tar -x -C TREE``) times each executor again with that tree's package,
+in the same rounds: before and after a change, on a machine whose speed drifts.
+
     python benchmarks/bench_batch.py [--corpus DIR] [--rounds 5] [--jobs-list 1,2] [--limit K]
+    python benchmarks/bench_batch.py --mirror 5000 [--rounds 3] [--no-fsync] [--no-dask] [--baseline TREE]
 """
 
 from __future__ import annotations
@@ -97,7 +111,7 @@ def child_environment(scratch: Path) -> dict[str, str]:
 def run_command(corpus: Path, out: Path, workers: int) -> tuple[float, float]:
     scratch = out.parents[1]  # measure() puts every output at SCRATCH/jN-.../out
     command = [sys.executable, "-m", "rewriter", "rewrite", str(corpus), "-o", str(out)]
-    command += ["-j", str(workers), "-q", "--include", INCLUDE]
+    command += ["-j", str(workers), "-q", "--include", INCLUDE, "--no-copy-others"]  # the pages only, as plan()
     cpu = cpu_seconds()
     start = time.perf_counter()
     # An empty working folder: no configuration file there to change the defaults.
@@ -271,13 +285,137 @@ def start_up(rounds: int, folder: Path) -> float:
     return statistics.median(seconds)
 
 
+# The small-page mirror (--mirror): ~1.6 KB a page, 4 relative links (a style sheet, two pages, an image).
+MIRROR_ROOT = "http://example.org/mirror/"
+MIRROR_PER_FOLDER = 100
+MIRROR_FILLER = "Small pages of a mirrored site, each with a few links and a paragraph of text. "
+MIRROR_EXECUTORS = {"-j 1": ["-j", "1"], "-j 2": ["-j", "2"], "dask -j 2": ["--dask", "local", "-j", "2"]}
+
+
+def small_page(number: int, count: int) -> bytes:
+    """Page *number* of a mirror of *count*: about 1.6 KB, 4 relative links."""
+    after, other = (number + 1) % count, (number * 7 + 3) % count
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Page {number}</title>\n'
+        f'<link rel="stylesheet" href="../style.css"></head>\n<body><h1>Page {number}</h1>\n'
+        f"<p>{MIRROR_FILLER * 17}</p>\n"
+        f'<p><a href="p{after:05}.html">next</a> <a href="../d{other // MIRROR_PER_FOLDER:03}/p{other:05}.html">'
+        f'see also</a> <img src="img/{number}.png" alt=""></p>\n</body></html>\n'
+    ).encode()
+
+
+def small_mirror(folder: Path, count: int) -> Path:
+    """*count* pages of :func:`small_page` under *folder*, 100 to a sub-folder."""
+    for number in range(count):
+        path = folder / f"d{number // MIRROR_PER_FOLDER:03}" / f"p{number:05}.html"
+        if number % MIRROR_PER_FOLDER == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(small_page(number, count))
+    return folder
+
+
+def run_mirror(mirror: Path, out: Path, options: list[str], tree: Path | None = None) -> tuple[float, float]:
+    """The command line on the mirror (the package in the source tree *tree*, else this one's):
+    (wall, CPU of every process) seconds."""
+    scratch = out.parents[1]
+    command = [sys.executable, "-m", "rewriter", "rewrite", str(mirror), "-o", str(out), "-q"]
+    command += ["--url-root", MIRROR_ROOT, *options]
+    environment = child_environment(scratch)
+    if tree is not None:
+        environment["PYTHONPATH"] = str(tree)
+    cpu = cpu_seconds()
+    start = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=out.parent, env=environment)
+    seconds = time.perf_counter() - start
+    cpu = cpu_seconds() - cpu
+    if done.returncode != 0:
+        tail = done.stderr.decode("utf-8", "replace").splitlines()[-5:]
+        raise SystemExit(f"rewriter {' '.join(options)} exited {done.returncode}:\n" + "\n".join(tail))
+    return seconds, cpu
+
+
+def mirror_main(
+    count: int, rounds: int, executors: dict[str, list[str]], sync: bool = True, baseline: Path | None = None
+) -> int:
+    """The small-page mirror: every executor of *executors* in each round, alternating; with
+    *baseline* (a source tree of the package), each again with that tree's package."""
+    runs = {label: (options, None) for label, options in executors.items()}
+    if baseline is not None:
+        runs.update({f"{label} (baseline)": (options, baseline) for label, options in executors.items()})
+    with tempfile.TemporaryDirectory(prefix="bench-batch-") as name:
+        scratch = Path(name)
+        mirror = small_mirror(scratch / "mirror", count)
+        size = sum(path.stat().st_size for path in mirror.rglob("*.html"))
+        synced = "" if sync else ", --no-fsync"
+        print(f"{count} pages of a mirror, {size / count / 1e3:.2f} KB a page, {rounds} rounds{synced}, in {scratch}")
+        print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, {platform.platform()}")
+        ceiling = Ceiling()
+        print(f"start-up paid by every command line: {start_up(3, scratch):.2f} s")
+        reference = scratch / "reference"
+        seconds: dict[str, list[tuple[float, float]]] = {label: [] for label in runs}
+        machine: list[float] = []  # each round's ceiling for 2 processes of pure CPU work
+        differences = []
+        for number in range(rounds):
+            order = list(runs) if number % 2 == 0 else list(runs)[::-1]
+            for label in order:
+                home = Path(tempfile.mkdtemp(prefix="run-", dir=scratch))
+                options, tree_of = runs[label]
+                options = options + ([] if sync else ["--no-fsync"])
+                seconds[label].append(run_mirror(mirror, home / "out", options, tree_of))
+                if not reference.exists() and label == "-j 1":
+                    (home / "out").rename(reference)
+                else:
+                    difference = first_difference(reference, home / "out") if reference.exists() else None
+                    if difference is not None:
+                        differences.append(f"{label}, round {number + 1}: {difference}")
+                shutil.rmtree(home)
+            machine.append(ceiling.once(2))
+        print(f"machine: 2 processes of pure CPU work scale {statistics.median(machine):.2f}x in the same rounds")
+        print("\nsmall-page mirror, command line (medians):")
+        for label, values in seconds.items():
+            serial = seconds["-j 1 (baseline)" if label.endswith("(baseline)") else "-j 1"]
+            wall = statistics.median(one for one, _ in values)
+            cpu = statistics.median(used for _, used in values)
+            workers = 1 if label.startswith("-j 1") else 2
+            # each round against the same round's -j 1: its CPU / N is the ceiling for N workers
+            shares = [(base[1] / workers) / own[0] for base, own in zip(serial, values, strict=True)]
+            walls = [base[0] / own[0] for base, own in zip(serial, values, strict=True)]
+            cpus = [own[1] / base[1] for base, own in zip(serial, values, strict=True)]
+            line = (
+                f"  {label:<20} wall {wall:6.2f} s  CPU {cpu:6.2f} s   speed-up {statistics.median(walls):.2f}x"
+                f"  CPU / -j 1 {statistics.median(cpus):.2f}   -j 1 CPU / {workers} / wall"
+                f" {statistics.median(shares):.2f} ({min(shares):.2f}-{max(shares):.2f})"
+            )
+            if workers > 1:  # the same round's speed-up over the same round's ceiling of pure CPU work
+                reached = [ratio / limit for ratio, limit in zip(walls, machine, strict=True)]
+                line += f"   speed-up / machine ceiling {statistics.median(reached):.2f}"
+            print(line)
+        print()
+        if differences:
+            print(f"outputs identical: no; first difference: {differences[0]}")
+            return 1
+        print(f"outputs identical: yes ({len(tree(reference))} files, each tree against the first -j 1)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jobs-list", default="1,2", help="the values of -j to time, comma-separated (1 is added)")
     parser.add_argument("--limit", type=int, default=None, metavar="K", help="only the first K pages (smoke tests)")
+    parser.add_argument("--mirror", type=int, default=None, metavar="COUNT", help="a mirror of COUNT small pages")
+    parser.add_argument("--no-dask", action="store_true", help="--mirror: without the Dask run")
+    parser.add_argument("--no-fsync", action="store_true", help="--mirror: every run with --no-fsync")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, metavar="TREE", help="--mirror: each run again with TREE's rewriter"
+    )
     args = parser.parse_args(argv)
+    if args.mirror is not None:
+        executors = dict(MIRROR_EXECUTORS)
+        if args.no_dask:
+            del executors["dask -j 2"]
+        return mirror_main(args.mirror, args.rounds, executors, sync=not args.no_fsync, baseline=args.baseline)
     if not args.corpus.is_dir():
         print(f"no corpus at {args.corpus}: pass --corpus", file=sys.stderr)
         return 2

@@ -97,6 +97,28 @@ def test_batch_benchmark_runs_and_prints_ratios_on_a_few_pages(tmp_path: Path) -
     assert list(scratch.iterdir()) == []  # the linked pages and every output tree are deleted
 
 
+def test_batch_benchmark_times_the_small_page_mirror_side_by_side(tmp_path: Path) -> None:
+    # Issue 34: a mirror of small pages, -j 1 and -j 2 (Dask left out here: its cluster takes seconds).
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_batch.py"), "--mirror", "40", "--rounds", "1"]
+    done = subprocess.run(
+        [*command, "--no-dask", "--no-fsync"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("40 pages of a mirror, 1.6")
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("-j ")]
+    assert [row[:2] for row in rows] == [["-j", "1"], ["-j", "2"]]
+    assert "speed-up / machine ceiling" in out and "CPU / -j 1" in out
+    assert "outputs identical: yes (40 files" in out
+    assert list(scratch.iterdir()) == []
+
+
 def test_terminal_benchmark_runs_and_prints_the_ratio(tmp_path: Path) -> None:
     pages = tmp_path / "pages"
     pages.mkdir()

@@ -380,3 +380,55 @@ def test_the_work_folder_is_never_an_input(tmp_path: Path) -> None:
     done = run_cli(tmp_path, "rewrite", str(site), "-o", str(tmp_path / "out"), "--include", "*")
     assert done.returncode == 0
     assert sorted(tree(tmp_path / "out")) == ["p0/00000.html", "p0/00001.html"]
+
+
+class _Recording:
+    """A serial executor that keeps the jobs of each batch it is given (their file names)."""
+
+    def __init__(self, workers: int) -> None:
+        from rewriter.run.executors import Serial
+
+        self.workers = workers
+        self.batch = Serial.batch
+        self.batches: list[list[str]] = []
+
+    def map(self, function, items, *shared):  # type: ignore[no-untyped-def]
+        from rewriter.run.executors import Serial
+
+        def kept(items):  # type: ignore[no-untyped-def]
+            for jobs in items:
+                self.batches.append([Path(job.source).name for job in jobs])
+                yield jobs
+
+        return Serial().map(function, kept(items), *shared)
+
+
+def test_batches_are_sized_in_one_place_by_count_and_bytes_for_every_executor(tmp_path: Path) -> None:
+    # Issue 34: one worker takes up to 32 small pages a batch (8 MiB at most); several take their
+    # first batches smaller (1, 1, 2, 2, 4, 4... over the workers) and 256 KiB at most, so that
+    # a large page goes nearly alone and the workers end together.
+    from rewriter.run.executors import DaskExecutor, Processes, Serial
+    from rewriter.run.jobs import Settings
+    from rewriter.run.pipeline import BATCH_BYTES, BATCH_JOBS, SHARED_BATCH_BYTES, Batching, execute
+    from rewriter.run.plan import iter_plan
+
+    assert BATCH_JOBS == 32
+    assert Batching.of(Serial()) == Batching(BATCH_JOBS, BATCH_BYTES, 1)
+    assert Batching.of(Processes(2)) == Batching(BATCH_JOBS, SHARED_BATCH_BYTES, 2)
+    if HAS_DASK:
+        assert Batching.of(DaskExecutor(scheduler="synchronous", workers=3)) == Batching(32, SHARED_BATCH_BYTES, 3)
+    site = tmp_path / "site"
+    site.mkdir()
+    for number in range(80):
+        size = 300 << 10 if number == 70 else 100  # one page larger than a shared batch
+        (site / f"p{number:02}.html").write_bytes(b"<a href=x>" + b" " * size)
+    settings = Settings(url="http://h/")
+    one = _Recording(workers=1)
+    list(execute(iter_plan([str(site)], str(tmp_path / "one")), settings, one))  # type: ignore[arg-type]
+    assert [len(batch) for batch in one.batches] == [32, 32, 16]
+    two = _Recording(workers=2)
+    list(execute(iter_plan([str(site)], str(tmp_path / "two")), settings, two))  # type: ignore[arg-type]
+    assert [len(batch) for batch in two.batches] == [1, 1, 2, 2, 4, 4, 8, 8, 16, 16, 8, 1, 9]
+    assert two.batches[-2] == ["p70.html"]  # alone: the pages before it went without it
+    assert [name for batch in two.batches for name in batch] == [f"p{number:02}.html" for number in range(80)]
+    assert tree(tmp_path / "one") == tree(tmp_path / "two")

@@ -155,7 +155,8 @@ def _alive(pid: int) -> bool:
 @needs_fork
 def test_a_page_that_kills_its_worker_fails_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The batch run through the workers: the page whose worker dies is reported by name;
-    # every other page is rewritten.
+    # every other page is rewritten. The pages of its batch are done again (the six pages go
+    # in batches of 1, 1, 2 and 2: c.html with d.html), each named as retried.
     import rewriter.run.work
 
     for name in "abcdef":
@@ -180,9 +181,46 @@ def test_a_page_that_kills_its_worker_fails_alone(tmp_path: Path, monkeypatch: p
         ],
     )
     retried = {Path(outcome.shown).name: outcome.retried for outcome in outcomes if outcome.retried}
-    assert retried == {"c.html": "the worker stopped (killed by SIGKILL)"}
+    assert retried == dict.fromkeys(("c.html", "d.html"), "the worker stopped (killed by SIGKILL)")
     assert {state for state, _ in states.values()} == {"rewritten"}
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [f"{name}.html" for name in "abdef"]
+
+
+@needs_fork
+def test_a_worker_killed_mid_batch_costs_its_batch_redone_and_named_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 34: the workers take batches (1, 1, 2, 2, 4, 4, 8, 8, 16... pages with two workers), whose
+    # pages are put in place together when the batch ends. A worker killed in the middle of one
+    # costs that batch: its pages written so far are never put in place, every page of it is done
+    # again alone and named once as retried; the page that kills its worker again fails alone.
+    import rewriter.run.work
+
+    pages = tmp_path / "in"
+    pages.mkdir()
+    for number in range(40):
+        (pages / f"p{number:02}.html").write_bytes(b"<a href=x%d>x</a>" % number)
+    real = rewriter.run.work.run_job
+
+    def run_job(job: rewriter.run.work.Job, settings: Settings) -> rewriter.run.work.Outcome:
+        if job.shown.endswith("p20.html"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(job, settings)
+
+    monkeypatch.setattr(rewriter.run.work, "run_job", run_job)  # forked workers inherit it
+    jobs, _ = plan([str(pages)], str(tmp_path / "out"))
+    outcomes = list(run(jobs, Settings(url="http://h/"), 2))
+    assert [outcome.shown for outcome in outcomes] == [job.shown for job in jobs]  # each once, in order
+    retried = sorted(Path(outcome.shown).name for outcome in outcomes if outcome.retried)
+    assert retried == [f"p{number}.html" for number in range(14, 22)]  # the batch of 8 that p20 is in
+    states = {Path(outcome.shown).name: outcome.state for outcome in outcomes}
+    assert states.pop("p20.html") == "failed"
+    assert set(states.values()) == {"rewritten"}
+    written = sorted(path.name for path in (tmp_path / "out").iterdir())
+    assert written == [f"p{number:02}.html" for number in range(40) if number != 20]  # no temporary left
+    for name in written:
+        number = int(name[1:3])
+        assert (tmp_path / "out" / name).read_bytes() == b"<a href=http://h/x%d>x</a>" % number
 
 
 _MAPPED_BLOCKS = """

@@ -35,13 +35,26 @@ if TYPE_CHECKING:
 
     from rewriter.run.workers import Failed  # at run time only where one is made: workers imports multiprocessing
 
-__all__ = ["EXTRA_HINT", "DaskExecutor", "DaskMissing", "Executor", "Processes", "Serial", "tune_allocator"]
+__all__ = [
+    "BATCH_JOBS",
+    "EXTRA_HINT",
+    "DaskExecutor",
+    "DaskMissing",
+    "Executor",
+    "Processes",
+    "Serial",
+    "tune_allocator",
+]
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 EXTRA_HINT = "pip install 'rewriter[dask]'"
 AHEAD = 2  # items in flight per worker on Dask: the one it does and the next
+# Jobs in one batch at most, on every executor here: a batch costs one round trip to its worker (a
+# Dask task: about a millisecond of the scheduler's), one commit of its pages and one sync of each
+# of its folders. rewriter.run.pipeline.Batching sizes each batch, by bytes too.
+BATCH_JOBS = 32
 
 
 # glibc's allocator for a run's process (and the workers it forks): blocks up to this size come
@@ -79,10 +92,10 @@ class DaskMissing(ImportError):
 
 
 class Executor(Protocol):
-    """What runs a pipeline's jobs."""
+    """What runs a pipeline's jobs: each item it is given is a batch of them."""
 
     workers: int
-    batch: int  # jobs sent as one task at most (a task's cost is small or large)
+    batch: int  # jobs of one batch at most (rewriter.run.pipeline.Batching: BATCH_JOBS at most)
 
     def map(
         self, function: Callable[..., Result], items: Iterable[Any], *shared: Any
@@ -97,7 +110,7 @@ class Serial:
     (``rewriter.run.batch.run_batch``)."""
 
     workers = 1
-    batch = 32
+    batch = BATCH_JOBS
     # Jobs run in this process: the bytes the planner read of a small file (Job.data) go with
     # them. Any other executor's jobs go without (rewriter.run.pipeline.execute): a worker reads
     # its files itself, rather than have a pipe or a scheduler carry them.
@@ -116,9 +129,11 @@ class Serial:
 
 
 class Processes:
-    """*workers* processes of :mod:`rewriter.run.workers` (fork where the system has it)."""
+    """*workers* processes of :mod:`rewriter.run.workers` (fork where the system has it), each
+    taking a batch of jobs at a time, as :class:`Serial` does them (its pages committed together).
+    A worker that dies costs its batch: each job of it is done once more, alone."""
 
-    batch = 1  # a job costs one message each way; a dead worker then costs its one job
+    batch = BATCH_JOBS
 
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
@@ -163,7 +178,7 @@ class DaskExecutor:
                 import distributed  # noqa: F401
             except ImportError as error:
                 raise DaskMissing(f"a Dask cluster needs dask.distributed: {EXTRA_HINT}") from error
-        self.batch = 32  # a task costs the scheduler about a millisecond: small jobs go together
+        self.batch = BATCH_JOBS
         self.given = client
         self.scheduler = scheduler
         self.requested = workers

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 
 from rewriter.policy import copied
 from rewriter.problems import Problem, said_from_json
+from rewriter.run.executors import BATCH_JOBS
 from rewriter.run.jobs import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json
 from rewriter.run.work import load_mirror_plan, mirror_plan_path, pieces_path, replacing_target, run_batch
 
@@ -58,10 +59,13 @@ if TYPE_CHECKING:
     from rewriter.run.journal import Journal
     from rewriter.run.workers import Failed
 
-__all__ = ["BATCH_BYTES", "BATCH_JOBS", "Leftovers", "MirrorFolder", "execute"]
+__all__ = ["BATCH_BYTES", "BATCH_JOBS", "SHARED_BATCH_BYTES", "Batching", "Leftovers", "MirrorFolder", "execute"]
 
-BATCH_JOBS = 32  # jobs sent to a worker at once: fewer round trips (Dask's cost a task)
-BATCH_BYTES = 8 << 20  # input bytes in one batch at most: the workers stay balanced
+# How many jobs at most: BATCH_JOBS (rewriter.run.executors, with what a batch costs).
+BATCH_BYTES = 8 << 20  # input bytes in one batch at most, with one worker
+# With several, a batch is a few milliseconds of work (a batch of large pages is a page or two), so
+# that the workers end the run together: the last batches given out are done while others wait.
+SHARED_BATCH_BYTES = 256 << 10
 HELD_BYTES = 8 << 20  # outcomes finished early held in memory; past this, read back from the journal
 
 
@@ -86,6 +90,37 @@ class _State:
     retry: list[int] = field(default_factory=list)  # places whose worker died, to be done again
 
 
+@dataclass(frozen=True, slots=True)
+class Batching:
+    """How the plan's jobs go in batches, for every executor (the one place that sizes them):
+    consecutive jobs, up to *jobs* of them and *size* input bytes (a job larger than that, or a
+    piece of a container, alone). With several *workers* the first batches are smaller, one job
+    for each worker's first, then twice as many in each round of them, up to *jobs*: a run of
+    a few files is spread over every worker, and its first outcomes come early.
+
+    >>> [Batching(jobs=32, workers=2).most(sent) for sent in range(12)]
+    [1, 1, 2, 2, 4, 4, 8, 8, 16, 16, 32, 32]
+    """
+
+    jobs: int = BATCH_JOBS
+    size: int = BATCH_BYTES
+    workers: int = 1
+
+    @classmethod
+    def of(cls, executor: object) -> Batching:
+        """The batching for *executor*: its ``batch`` (the jobs of one batch at most, by default
+        :data:`BATCH_JOBS`, which is also the most any takes) and its ``workers``."""
+        jobs = max(1, min(getattr(executor, "batch", BATCH_JOBS), BATCH_JOBS))
+        workers = max(1, getattr(executor, "workers", 1))
+        return cls(jobs, BATCH_BYTES if workers == 1 else SHARED_BATCH_BYTES, workers)
+
+    def most(self, sent: int) -> int:
+        """The jobs the batch after *sent* others may take."""
+        if self.workers == 1:
+            return self.jobs
+        return min(self.jobs, 1 << min(sent // self.workers, 30))
+
+
 def _size(job: Job) -> int:
     if job.piece is not None:
         return job.piece.size
@@ -100,14 +135,24 @@ def _batches(
     plan: Iterable[Job | str],
     state: _State,
     journal: Journal | None,
-    most: int = BATCH_JOBS,
+    batching: Batching,
     leftovers: Leftovers | None = None,
 ) -> Iterator[list[Job]]:
-    """The plan's jobs in batches of consecutive small jobs (a piece or a large file alone);
-    problems and jobs an earlier run finished take their places without being sent."""
+    """The plan's jobs in batches of consecutive small jobs (:class:`Batching`); problems and
+    jobs an earlier run finished take their places without being sent."""
     batch: list[Job] = []
     places: list[int] = []
     size = 0
+    most = batching.most(0)
+
+    def close() -> list[Job]:
+        nonlocal batch, places, size, most
+        state.batches[state.sent] = places
+        state.sent += 1
+        done, batch, places, size = batch, [], [], 0
+        most = batching.most(state.sent)
+        return done
+
     for item in plan:
         place = state.planned
         state.planned += 1
@@ -123,23 +168,15 @@ def _batches(
             if slot.offset is not None:
                 continue
         job_size = _size(item) if most > 1 else 0  # one job a batch: no size to weigh
-        if batch and (len(batch) >= most or size + job_size > BATCH_BYTES or item.piece is not None):
-            state.batches[state.sent] = places
-            state.sent += 1
-            yield batch
-            batch, places, size = [], [], 0
+        if batch and (size + job_size > batching.size or item.piece is not None):
+            yield close()  # a full batch went as soon as it was full
         batch.append(item)
         places.append(place)
         size += job_size
-        if item.piece is not None:
-            state.batches[state.sent] = places
-            state.sent += 1
-            yield batch
-            batch, places, size = [], [], 0
+        if item.piece is not None or len(batch) >= most:
+            yield close()
     if batch:
-        state.batches[state.sent] = places
-        state.sent += 1
-        yield batch
+        yield close()
 
 
 class Leftovers:
@@ -274,7 +311,7 @@ def execute(
     leftovers = Leftovers(settings.backup) if leftovers is None else leftovers
     if not getattr(executor, "in_process", False):
         plan = _without_data(plan)
-    jobs = _batches(plan, state, journal, getattr(executor, "batch", BATCH_JOBS), leftovers)
+    jobs = _batches(plan, state, journal, Batching.of(executor), leftovers)
     for index, result in executor.map(run_batch, jobs, _with_work(settings, work)):
         finish(state.batches.pop(index), result, again=False)
         yield from release()
