@@ -85,6 +85,21 @@ def child_seconds() -> tuple[float, float]:
     return usage.ru_utime, usage.ru_stime
 
 
+def child_setting(scratch: Path, *, pure: bool) -> tuple[dict[str, str], Path, Path]:
+    """What each timed child runs with: its environment (modules from compiled bytecode in a
+    scratch cache, as an installed package has them; REWRITER_PURE=1 with *pure*), the lxml
+    script written out, and an empty working folder (no configuration file there)."""
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONDONTWRITEBYTECODE", "REWRITER_PURE")}
+    env["PYTHONPYCACHEPREFIX"] = str(scratch / "bytecode")
+    if pure:
+        env["REWRITER_PURE"] = "1"
+    script = scratch / "lxml_rewrite.py"
+    script.write_text(LXML_SCRIPT, encoding="utf-8")
+    work = scratch / "work"
+    work.mkdir()
+    return env, script, work
+
+
 def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float]:
     """(CPU seconds, wall seconds, user CPU seconds) of one child run of *command*."""
     user, system = child_seconds()
@@ -120,16 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         pages = sorted(corpus.rglob("*.html"))
         size = sum(path.stat().st_size for path in pages)
-        env = {
-            key: value for key, value in os.environ.items() if key not in ("PYTHONDONTWRITEBYTECODE", "REWRITER_PURE")
-        }
-        env["PYTHONPYCACHEPREFIX"] = str(scratch / "bytecode")
-        if args.pure:
-            env["REWRITER_PURE"] = "1"
-        script = scratch / "lxml_rewrite.py"
-        script.write_text(LXML_SCRIPT, encoding="utf-8")
-        work = scratch / "work"  # an empty working folder: no configuration file there
-        work.mkdir()
+        env, script, work = child_setting(scratch, pure=args.pure)
 
         def command(name: str, out: Path) -> list[str]:
             if name == "lxml":

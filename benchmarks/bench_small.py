@@ -37,14 +37,13 @@ command line as a fourth side in the same rounds ("before"), and prints lxml / i
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_cli import DEFAULT_CORPUS, LXML_SCRIPT, URL_ROOT, _compiled, run
+from bench_cli import DEFAULT_CORPUS, URL_ROOT, _compiled, child_setting, run
 
 SIZES = {"small": (5000, 50, 4, 1600), "medium": (2000, 20, 62, 15600)}
 QUICK_SIZES = {"small": (40, 4, 4, 1600), "medium": (10, 2, 62, 15600)}
@@ -154,18 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{rounds} rounds, Python {sys.version.split()[0]}, rewriter: {mode}, -j 1, CPU = user + system")
     with tempfile.TemporaryDirectory(prefix="bench-small-") as scratch_name:
         scratch = Path(scratch_name)
-        env = {
-            key: value for key, value in os.environ.items() if key not in ("PYTHONDONTWRITEBYTECODE", "REWRITER_PURE")
-        }
-        env["PYTHONPYCACHEPREFIX"] = str(scratch / "bytecode")
-        if args.pure:
-            env["REWRITER_PURE"] = "1"
-        script = scratch / "lxml_rewrite.py"
-        script.write_text(LXML_SCRIPT, encoding="utf-8")
+        env, script, work = child_setting(scratch, pure=args.pure)
         floor_script = scratch / "floor.py"
         floor_script.write_text(FLOOR_SCRIPT, encoding="utf-8")
-        work = scratch / "work"  # an empty working folder: no configuration file there
-        work.mkdir()
 
         def rewrite(source: Path, out: Path) -> list[str]:
             command = [sys.executable, "-m", "rewriter", "rewrite", str(source), "-o", str(out), "-j", "1", "-q"]

@@ -568,13 +568,7 @@ def load_url_map(
         elif entry is not None:
             pairs.append((number, *entry))
     if problems:
-        count = len(problems)
-        raise CollectionError(
-            f"--url-map {path}: {count:,} line{'s' if count > 1 else ''} cannot be used"
-            + (f" ({count - MAP_SHOWN:,} not named)" if count > MAP_SHOWN else "")
-            + ": the map is not used, and nothing was done",
-            problems[:MAP_SHOWN],
-        )
+        raise _unusable_map(path, problems)
     mapped: dict[str, str] = {}
     lines: dict[str, int] = {}
     unmatched: list[tuple[int, str]] = []
@@ -596,14 +590,20 @@ def load_url_map(
             continue
         mapped[key], lines[key] = url, lines.get(key, line)
     if problems:
-        count = len(problems)
-        raise CollectionError(
-            f"--url-map {path}: {count:,} line{'s' if count > 1 else ''} cannot be used"
-            + (f" ({count - MAP_SHOWN:,} not named)" if count > MAP_SHOWN else "")
-            + ": the map is not used, and nothing was done",
-            problems[:MAP_SHOWN],
-        )
+        raise _unusable_map(path, problems)
     return mapped, unmatched
+
+
+def _unusable_map(path: object, problems: list[str]) -> CollectionError:
+    """The error that refuses a whole --url-map: how many of its lines cannot be used, the first
+    :data:`MAP_SHOWN` of them named."""
+    count = len(problems)
+    return CollectionError(
+        f"--url-map {path}: {count:,} line{'s' if count > 1 else ''} cannot be used"
+        + (f" ({count - MAP_SHOWN:,} not named)" if count > MAP_SHOWN else "")
+        + ": the map is not used, and nothing was done",
+        problems[:MAP_SHOWN],
+    )
 
 
 _BOM = b"\xef\xbb\xbf"
