@@ -211,7 +211,9 @@ def _files_plan(names: list[str], out: Path, include: Sequence[str], exclude: Se
     literal = [name for name in names if name not in patterns]
     planned: list[Job | str] = []
     if literal:
-        planned += iter_plan(literal, str(out), include=include, exclude=exclude)
+        planned += iter_plan(
+            literal, str(out), include=include, exclude=exclude, read_whole=False
+        )  # Dask tasks read their files
     for pattern in patterns:
         planned += _glob_jobs(pattern, out, exclude) or [Problem("input", "no file matches", (pattern,))]
     seen: set[str] = set()

@@ -98,6 +98,7 @@ def _walk(
     *,
     others: bool = False,
     follow: bool = True,
+    whole: int = 0,
 ) -> Iterator[Walked]:
     """(path, its path under *root* with "/" between names, what it is, what its content is)
     for each input under *root*, sorted, symbolic links not followed.
@@ -109,8 +110,8 @@ def _walk(
     folder, when it lies inside *root*. With *others*, the regular files that are no document,
     or that --include does not take, come too (to be copied); what --exclude names never.
     Read with os.scandir, whose entries say what each is: a regular file costs no stat call.
-    A folder that cannot be read is passed over, as os.walk does. A small file is read whole
-    (:data:`WHOLE_FILE`), through no symbolic link unless *follow*.
+    A folder that cannot be read is passed over, as os.walk does. A document of at most *whole*
+    bytes is read whole (:data:`WHOLE_FILE`; 0: only heads), through no symbolic link unless *follow*.
     """
     pending = [(os.fspath(root), "")]
     while pending:
@@ -136,14 +137,20 @@ def _walk(
                 continue
             kept.append((entry.path, relative + "/"))
         for entry in files:
-            found = _walked_file(entry, prefix, root, include, exclude, follow)
+            found = _walked_file(entry, prefix, root, include, exclude, follow, whole)
             if found is not None and (found[2] == "input" or others):
                 yield found
         pending.extend(reversed(kept))  # depth first, in order, as os.walk goes
 
 
 def _walked_file(
-    entry: os.DirEntry[str], prefix: str, root: Path, include: Sequence[str], exclude: Sequence[str], follow: bool
+    entry: os.DirEntry[str],
+    prefix: str,
+    root: Path,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    follow: bool,
+    whole: int,
 ) -> Walked | None:
     """What :func:`_walk` yields for one file of a folder; None for one it passes over."""
     name, relative = entry.name, prefix + entry.name
@@ -160,13 +167,13 @@ def _walked_file(
         return None
     if include and not matches(relative, include):
         return entry.path, relative, "other", None
-    read = _read(entry.path, follow)
+    read = _read(entry.path, follow, whole)
     if read is None or read.kind.document:  # unreadable: its job says why
         return entry.path, relative, "input", read
     return entry.path, relative, "other", read
 
 
-def _read(path: str, follow: bool) -> _Read | None:
+def _read(path: str, follow: bool, whole: int) -> _Read | None:
     """What the regular file *path* is, from its head, and its bytes when it is small (read
     once, here, through one descriptor: no buffered file object's own system calls); None
     when it cannot be read, or is no longer a regular file (the job that reads it says why)."""
@@ -183,7 +190,7 @@ def _read(path: str, follow: bool) -> _Read | None:
         # One byte more than the file holds, up to the head: a file grown since is not taken whole.
         data = os.read(handle, min(size + 1, SNIFF_SIZE))
         kind = what_file_is(data[:SNIFF_SIZE], path)
-        if kind.format not in WHOLE_FORMATS or size > WHOLE_FILE:
+        if kind.format not in WHOLE_FORMATS or size > whole:
             return _Read(kind)
         if len(data) == SNIFF_SIZE:
             data += os.read(handle, size + 1 - len(data))
@@ -269,6 +276,7 @@ def iter_plan(
     max_message: int | None = None,
     backup: str | None = None,
     kinds: Mapping[str, Kind | None] | None = None,
+    read_whole: bool = True,
 ) -> Iterator[Job | str]:
     """The jobs for *inputs* (files, folders, Maildirs, ``-``) and, in their places, what
     cannot be a job (a str, the message), as a stream: a folder is walked as the jobs are
@@ -289,6 +297,10 @@ def iter_plan(
     is done in pieces of about that size (:mod:`rewriter.containers.pieces`), each a job; *max_message*
     must be what the jobs are given (``min(Settings.max_size, MAX_MESSAGE)``, the default),
     since it decides where an mbox's messages end.
+
+    With *read_whole* (the default), a document of a folder up to :data:`WHOLE_FILE` is read
+    whole as it is told what it is, and its job carries its bytes (``Job.data``): for jobs done
+    in this process. Without, only heads are read (a plan counted, or done by other processes).
     """
     if in_place and backup:  # a page's backup holds a page too: the next run would rewrite it
         exclude = (*exclude, "*" + glob.escape(backup))
@@ -311,6 +323,7 @@ def iter_plan(
         and to_file
         and (len(inputs) > 1 or output.endswith(("/", os.sep)) or Path(output).is_dir()),
         several=len(inputs) > 1,
+        whole=WHOLE_FILE if read_whole else 0,
         skip=_resolved(Path(output)) if output is not None and to_file else None,
     )
     for given in inputs:
@@ -332,6 +345,7 @@ class _Request:
     kinds: Mapping[str, Kind | None] | None
     folder_output: bool  # -o names a folder, where each input keeps its path
     several: bool  # several inputs: each folder's files go under its own name in the output folder
+    whole: int  # a folder's documents up to this size are read whole (Job.data); 0: only heads
     skip: Path | None  # the output folder, never walked as an input
 
     @property
@@ -381,7 +395,9 @@ def _folder_jobs(given: str, path: Path, request: _Request) -> Iterator[Job | st
         yield Job(given, target, given, maildir=True, in_place=in_place, root=request.root, tree=given, dry=dry)
         return
     others = request.copy_others and not in_place and not dry
-    walked = _walk(path, request.include, request.exclude, request.skip, others=others, follow=not in_place)
+    walked = _walk(
+        path, request.include, request.exclude, request.skip, others=others, follow=not in_place, whole=request.whole
+    )
     for job in _walked_jobs(walked, given, base, in_place=in_place, root=request.root, dry=dry):
         yield from _checked(job, request)
 

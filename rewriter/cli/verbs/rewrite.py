@@ -55,7 +55,9 @@ def run_rewrite(request: RunRequest, out: TextIO, err: TextIO) -> int:
             stack.enter_context(_kept(journal))
             started = time.perf_counter()  # the run's time: from its executor's start to its summary
             progress = _progress(request, others, mirrors, quiet, err)
-            plan = _planned(request, others, mirrors, journal, leftovers, settings)
+            # Its jobs carry the bytes the planner read only where they run in this process.
+            whole = getattr(executor, "in_process", False)
+            plan = _planned(request, others, mirrors, journal, leftovers, settings, read_whole=whole)
             stack.callback(progress.close)
             report = stack.enter_context(_report(request, leftovers, settings, err))
             outcomes = _released(plan, settings, executor, journal, leftovers)
@@ -135,7 +137,7 @@ def _progress(request: RunRequest, others: list[str], mirrors: list[Job], quiet:
 
     total = 0
     if not quiet and getattr(err, "isatty", lambda: False)():
-        planned = iter_plan(others, request.options.output, **_options(request))
+        planned = iter_plan(others, request.options.output, **_options(request), read_whole=False)
         total = len(mirrors) + sum(1 for item in planned if counted(item))
     return progress_for(total, err, quiet)
 
@@ -349,8 +351,11 @@ def _planned(
     journal: Journal | None,
     leftovers: Leftovers,
     settings: Settings,
+    *,
+    read_whole: bool = True,
 ) -> Iterator[Job | str]:
-    """The run's plan: the archives mirrored into folders (their pieces), then the other inputs."""
+    """The run's plan: the archives mirrored into folders (their pieces), then the other inputs
+    (*read_whole*: the planner's small documents go to their jobs, see iter_plan)."""
     from rewriter.containers.pieces import PIECE_SIZE
     from rewriter.run.batch import iter_plan
     from rewriter.run.pipeline import MirrorFolder
@@ -365,4 +370,4 @@ def _planned(
     if others:
         pieces: dict[str, Any] = {"piece_size": size, "max_message": settings.max_size} if journal is not None else {}
         output = args.output if not mirrors or len(request.files) == 1 else os.path.join(args.output, "")
-        yield from iter_plan(others, output, **pieces, **_options(request))
+        yield from iter_plan(others, output, **pieces, **_options(request), read_whole=read_whole)
