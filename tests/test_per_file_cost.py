@@ -127,3 +127,11 @@ def test_a_link_inside_the_tree_is_followed_and_one_out_of_it_is_not(tmp_path: P
     [outcome] = run(jobs, Settings(url=URL, records=True))
     statuses = {record["original"]: record["status"] for record in outcome.records}
     assert statuses == {"pictures/i.png": "local", "outside/secret.png": "rewritten", "img/i.png": "local"}
+
+
+def test_a_plan_for_other_processes_reads_only_heads(tmp_path: Path) -> None:
+    _site(tmp_path / "site")
+    for read_whole, expected in ((True, PAGE), (False, None)):
+        jobs, _ = plan([str(tmp_path / "site")], str(tmp_path / "out"), include=["*.html"], read_whole=read_whole)
+        assert {Path(job.source).name: job.data for job in jobs}["a.html"] == expected
+        assert all(job.format == "html" for job in jobs)  # told what it is either way
