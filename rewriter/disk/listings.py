@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Hashable
+from typing import TypeVar
 
 __all__ = ["Listings"]
+
+T = TypeVar("T")
+_UNKNOWN = object()  # no answer kept yet (None is an answer)
 
 _FILE, _FOLDER, _LINK, _OTHER = "file", "folder", "link", "other"
 
@@ -36,7 +41,7 @@ class Listings:
         self._folders: dict[str, dict[str, str] | None] = {}
         # What a caller worked out from the listings, by its own key (the pages of a site share
         # their references: ../style/site.css is looked up once, not once a page).
-        self.answers: dict[object, object] = {}
+        self.answers: dict[Hashable, object] = {}
 
     def __getstate__(self) -> dict[str, object]:
         return {}
@@ -44,11 +49,15 @@ class Listings:
     def __setstate__(self, state: dict[str, object]) -> None:
         self._folders, self.answers = {}, {}
 
-    def remember(self, key: object, answer: object) -> None:
-        """Keep *answer* under *key* for the run (:attr:`answers`), within the bound."""
-        if len(self.answers) >= self.MOST * 16:
-            self.answers.clear()
-        self.answers[key] = answer
+    def answer(self, key: Hashable, work: Callable[[], T]) -> T:
+        """What ``work()`` gives, worked out once for the run under *key* (:attr:`answers`,
+        within its bound) and remembered."""
+        found = self.answers.get(key, _UNKNOWN)
+        if found is _UNKNOWN:
+            if len(self.answers) >= self.MOST * 16:
+                self.answers.clear()
+            found = self.answers[key] = work()
+        return found  # type: ignore[return-value]
 
     def _listing(self, folder: str) -> dict[str, str] | None:
         listing = self._folders.get(folder, False)

@@ -843,15 +843,10 @@ class LocalCopies:
         path = reference.split("#", 1)[0].split("?", 1)[0]
         if not path or path.endswith("/"):
             return None
-        listings = self.listings
-        if listings is None:
+        if self.listings is None:
             candidate = self._file_named(path)
         else:  # asked once for the run: the pages of a folder share their references
-            key = (self.top, self.folder, path)
-            candidate = listings.answers.get(key, False)  # type: ignore[assignment]
-            if candidate is False:
-                candidate = self._file_named(path)
-                listings.remember(key, candidate)
+            candidate = self.listings.answer((self.top, self.folder, path), lambda: self._file_named(path))
         if candidate is None:
             return None
         relative = candidate[len(self.below) :].replace(os.sep, "/")
@@ -872,12 +867,7 @@ class LocalCopies:
         """The URL of the file *candidate* of the tree, worked out once for the run."""
         if self.listings is None:
             return locations.url_of(candidate, self.tree)
-        key = ("url", self.tree, candidate)
-        found = self.listings.answers.get(key, False)
-        if found is False:
-            found = locations.url_of(candidate, self.tree)
-            self.listings.remember(key, found)
-        return found  # type: ignore[return-value]
+        return self.listings.answer(("url", self.tree, candidate), lambda: locations.url_of(candidate, self.tree))
 
     def _file_named(self, path: str) -> str | None:
         """The regular file of the tree the path of a reference names (absolute and normal),

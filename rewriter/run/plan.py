@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from rewriter.containers.formats import SNIFF_SIZE, Kind, kind_of_path, what_file_is
+from rewriter.containers.formats import SNIFF_SIZE, Kind, what_file_is
 from rewriter.disk.files import O_CLOEXEC, O_NOFOLLOW, is_temporary, kind_of, same_file
 from rewriter.problems import Problem
 from rewriter.run.jobs import WHOLE_FORMATS, Job
@@ -213,12 +213,10 @@ def _kind_of_named(name: str) -> Kind | None:
 
 
 def _kind(path: str) -> Kind | None:
-    """What the regular file *path* is, from its head (read once, here); None when it
-    cannot be read (the job that reads it then says why)."""
-    try:
-        return kind_of_path(path)
-    except OSError:
-        return None
+    """What the regular file *path* is, from its head (read once, here, as a walk reads each
+    file: :func:`_read`); None when it cannot be read (the job that reads it then says why)."""
+    read = _read(path, True, 0)
+    return None if read is None else read.kind
 
 
 def _entry_name(entry: os.DirEntry[str]) -> str:
