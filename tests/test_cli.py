@@ -332,6 +332,21 @@ def test_a_full_disk_on_standard_output_is_said_and_fails() -> None:
     assert b"Traceback" not in done.stderr
 
 
+def test_a_file_the_run_cannot_go_on_without_is_named_not_taken_for_standard_output(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import rewriter.cli.entry as entry
+
+    def lost(*arguments: object) -> int:
+        raise FileNotFoundError(2, "No such file or directory", "/out/crawl")
+
+    monkeypatch.setattr(entry, "run_verb", lost)
+    assert main(["rewrite", str(FIXTURES / "saved-page.html")]) == 1
+    said = capsys.readouterr().err
+    assert "rewriter: /out/crawl: No such file or directory" in said
+    assert "standard output" not in said
+
+
 def test_a_reader_that_leaves_early_is_no_error() -> None:
     page = b"".join(b"<a href=p%d>x</a>" % i for i in range(100_000))
     tool = subprocess.Popen(

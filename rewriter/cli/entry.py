@@ -90,7 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return EXIT_OK
     except OSError as error:  # standard output closed or full: named, never a traceback
-        err.write(f"rewriter: cannot write to standard output: {error.strerror or error}\n")
+        if error.filename is not None:  # a file the run could not go on without: named as it is
+            err.write(f"rewriter: {error.filename}: {error.strerror or error}\n")
+        else:
+            err.write(f"rewriter: cannot write to standard output: {error.strerror or error}\n")
         return EXIT_SOME_FAILED
     except KeyboardInterrupt:
         return 130

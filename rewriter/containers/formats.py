@@ -297,14 +297,13 @@ def detect_format(head: bytes, name: str | None = None) -> Format:
     >>> detect_format(b"\\x89PNG\\r\\n\\x1a\\n\\x00\\x00\\x00\\rIHDR", "logo.html")
     'unknown'
     """
-    fmt = _content(head, name)[0]
+    fmt = _content(head, _suffix(name))[0]
     return "html" if fmt == "text" else fmt
 
 
-def _content(head: bytes, name: str | None) -> tuple[Format | Literal["text"], str]:
+def _content(head: bytes, suffix: str) -> tuple[Format | Literal["text"], str]:
     """:func:`detect_format`'s answer and why (the words :class:`Kind` carries); ``text`` for
-    text that none of the rules took (rule 8)."""
-    suffix = _suffix(name)
+    text that none of the rules took (rule 8). *suffix*: the name's (:func:`_suffix`)."""
     head = head[:SNIFF_SIZE]
     mail_possible = True
     if head.startswith(codecs.BOM_UTF8):
@@ -482,9 +481,10 @@ def what_file_is(head: bytes, name: str | None = None, declared: str | None = No
     archive = _archive(head)
     if archive is not None:
         return archive
+    suffix = _suffix(name)
     if is_wacz(head, name):
         return Kind("wacz", "a WACZ: a ZIP file of web archives (WACZ 1.1.1)")
-    if _suffix(name) == ".wacz":  # reading it says what is wrong with it, by name
+    if suffix == ".wacz":  # reading it says what is wrong with it, by name
         return Kind("wacz", "named .wacz, though no ZIP file")
     if declared is not None:
         essence = declared.split(";", 1)[0].strip().lower()
@@ -492,13 +492,12 @@ def what_file_is(head: bytes, name: str | None = None, declared: str | None = No
             return Kind(_DECLARED[essence], f"declared {essence}")
         if essence not in _UNDECLARED:
             return Kind("other", f"declared {essence}, not a document")
-    suffix = _suffix(name)
     mail = _compressed_mbox(head, name) or _emlx(head, suffix)
     if mail is not None:
         return mail
     if suffix in _NOT_DOCUMENTS:
         return Kind("other", f"{_NOT_DOCUMENTS[suffix]} by its name ({suffix}), not a document")
-    fmt, reason = _content(head, name)
+    fmt, reason = _content(head, suffix)
     if fmt == "unknown":
         return Kind("other", reason)
     if fmt == "text":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -136,6 +137,22 @@ class Job:
     # A mirror that unpacks (``rewriter unpack``): every resource written, each link the archive
     # answers pointed at its file (rewriter.containers.warc.unpack_warc); not only the pages.
     unpack: bool = False
+    # The input's size when the planner read it (None: not read): what sizes its batch
+    # (rewriter.run.pipeline.Batching), without a stat call.
+    size: int | None = None
+
+    # Pickled in batches to the worker processes: by one attrgetter call, not the dataclass's
+    # own state functions, which look up the fields of the class for each job.
+    def __getstate__(self) -> tuple[object, ...]:
+        return _job_state(self)
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        for name, value in zip(_JOB_FIELDS, state, strict=True):
+            object.__setattr__(self, name, value)
+
+
+_JOB_FIELDS = tuple(Job.__dataclass_fields__)
+_job_state = attrgetter(*_JOB_FIELDS)
 
 
 @dataclass(slots=True)

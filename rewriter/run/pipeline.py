@@ -124,7 +124,9 @@ class Batching:
 def _size(job: Job) -> int:
     if job.piece is not None:
         return job.piece.size
-    if job.status is not None:  # the planner's
+    if job.size is not None:  # the planner's
+        return job.size
+    if job.status is not None:
         return job.status.st_size
     with contextlib.suppress(OSError):
         return 0 if job.source == "-" else os.stat(job.source).st_size

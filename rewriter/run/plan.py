@@ -79,8 +79,8 @@ WHOLE_FILE = 1 << 20
 
 @dataclass(frozen=True, slots=True)
 class _Read:
-    """What the planner read of a file: what it is, and its bytes when it read it whole (with
-    the status of the descriptor it read them from)."""
+    """What the planner read of a file: what it is, the status of the descriptor it read it
+    through, and its bytes when it read it whole."""
 
     kind: Kind
     data: bytes | None = None
@@ -191,14 +191,14 @@ def _read(path: str, follow: bool, whole: int) -> _Read | None:
         data = os.read(handle, min(size + 1, SNIFF_SIZE))
         kind = what_file_is(data[:SNIFF_SIZE], path)
         if kind.format not in WHOLE_FORMATS or size > whole:
-            return _Read(kind)
+            return _Read(kind, status=status)  # its size sizes its batch (rewriter.run.pipeline)
         if len(data) == SNIFF_SIZE:
             data += os.read(handle, size + 1 - len(data))
     except OSError:
         return None
     finally:
         os.close(handle)
-    return _Read(kind, data, status) if len(data) == size else _Read(kind)
+    return _Read(kind, data, status) if len(data) == size else _Read(kind, status=status)
 
 
 def kinds_of(names: Iterable[str]) -> dict[str, Kind | None]:
@@ -396,8 +396,19 @@ def _folder_jobs(given: str, path: Path, request: _Request) -> Iterator[Job | st
     walked = _walk(
         path, request.include, request.exclude, request.skip, others=others, follow=not in_place, whole=request.whole
     )
+    # Whether an output is its input is asked of their folders, once each pair: two names of
+    # one folder hold one file (a folder rewritten into itself, through a link or a mount);
+    # two folders apart hold two, a hard link aside, whose entry the rename replaces.
+    same_folders: dict[tuple[str, str], bool] = {}
     for job in _walked_jobs(walked, given, base, in_place=in_place, root=request.root, dry=dry):
-        yield from _checked(job, request)
+        itself = False
+        if not job.in_place and job.target is not None:
+            folders = (os.path.dirname(job.target), os.path.dirname(job.source))
+            itself = same_folders.get(folders)  # type: ignore[assignment]
+            if itself is None:
+                itself = same_folders[folders] = same_file(*folders)
+            itself = itself and same_file(job.target, job.source)
+        yield from _checked(job, request, itself)
 
 
 def _file_jobs(given: str, path: Path, request: _Request) -> Iterator[Job | str]:
@@ -427,10 +438,13 @@ def _file_jobs(given: str, path: Path, request: _Request) -> Iterator[Job | str]
     yield from _checked(told, request)
 
 
-def _checked(job: Job, request: _Request) -> Iterator[Job | str]:
+def _checked(job: Job, request: _Request, itself: bool | None = None) -> Iterator[Job | str]:
     """*job* as it is, or its pieces, or why it cannot be: -o naming an input would change it
-    without --in-place, and is refused, file by file."""
-    if not job.in_place and job.target is not None and job.source != "-" and same_file(job.target, job.source):
+    without --in-place, and is refused, file by file (*itself*: whether it does, when the
+    caller knows)."""
+    if itself is None:
+        itself = not job.in_place and job.target is not None and job.source != "-" and same_file(job.target, job.source)
+    if itself:
         yield Problem("output", "the output is the input itself; use --in-place to rewrite it", (job.shown,))
     elif request.piece_size is not None and not job.copy and not job.maildir and job.source != "-":
         yield from _split(job, request.piece_size, request.max_message)
@@ -450,11 +464,12 @@ def _walked_jobs(
     """The jobs of a folder *given*'s walk: each document (or Maildir) and, to be copied, each
     other file; in place, no link (its target, when in the tree, is rewritten as itself) and
     no web archive (it records what was fetched)."""
+    folder = os.fspath(base)
     for found, relative, what, read in walked:
         kind = None if read is None else read.kind
         if in_place and (os.path.islink(found) or (kind is not None and kind.format in ("warc", "arc"))):
             continue
-        target = found if in_place else (None if dry else str(base / _archive_name(relative)))
+        target = found if in_place else (None if dry else os.path.join(folder, _archive_name(relative)))
         yield Job(
             found,
             target,
@@ -468,7 +483,8 @@ def _walked_jobs(
             format=None if kind is None else kind.format,
             why=None if kind is None else kind.reason,
             data=None if read is None else read.data,
-            status=None if read is None else read.status,
+            status=None if read is None or read.data is None else read.status,
+            size=None if read is None or read.status is None else read.status.st_size,
         )
 
 
