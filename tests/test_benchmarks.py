@@ -225,3 +225,13 @@ def test_pathological_benchmark_times_a_case_and_prints_its_ratios() -> None:
     assert case == "nested <svg>" and float(step) == 4.0
     assert float(time_growth) > 0 and float(vs_benign) > 0  # timed: printed, never asserted
     assert float(operations_growth) > 0 and float(operations_vs_benign) > 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="bench_memory reads /proc/self/status (Linux)")
+def test_memory_benchmark_prints_each_peak_as_a_multiple_of_its_input() -> None:
+    out = _quick("bench_memory.py", "--quick")
+    for name in ("manual", "dense", "plain", "message"):
+        assert f"\n{name}: " in out
+    assert out.count("x the input") == 12  # three contenders for each input
+    assert out.count("cli peak / lxml peak: ") == 3 and "library peak / email peak: " in out
+    assert "exit status" not in out
