@@ -1,7 +1,7 @@
 """Sphinx configuration of the API reference, built from the docstrings:
 
-    pip install -e '.[docs]'
-    sphinx-build -W --keep-going -b html docs/api <out>
+pip install -e '.[docs]'
+sphinx-build -W --keep-going -b html docs/api <out>
 """
 
 from __future__ import annotations
