@@ -146,10 +146,14 @@ def _checked_url(name: str, value: object) -> str | None:
     if not isinstance(value, str):
         decode = " (decode it: .decode())" if isinstance(value, bytes | bytearray) else ""
         raise TypeError(f"{name}= takes a str, an absolute URL, or None, not {type(value).__name__}{decode}")
-    if value and parse(value).scheme is None:
+    from rewriter.url.base import usable_as_base
+
+    if not usable_as_base(value):  # the command line's --url is checked alike
+        why = "it is empty" if not value else "it has no scheme" if parse(value).scheme is None else "it is opaque"
         raise ValueError(
-            f"{name}={value!r} cannot serve as a base: it is not an absolute URL (it has no scheme, "
-            "such as https:), so no relative link could be resolved against it"
+            f"{name}={value!r} cannot serve as a base: it is not an absolute URL with a path from '/' ({why}), "
+            "so no relative link could be resolved against it (http://example.org/page.html, "
+            "file:///home/me/page.html; None for no base)"
         )
     return value
 

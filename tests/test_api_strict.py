@@ -133,10 +133,24 @@ def test_rewrite_tree_on_text_says_to_parse_it_first() -> None:
 
 @pytest.mark.parametrize("function", [*FACADE, rewrite_tree], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("keyword", ["url", "base"])
-@pytest.mark.parametrize("value", ["not a url", "example.org/page", "/d/page.html"])
-def test_a_url_that_is_not_absolute_is_a_value_error(function: Callable[..., Any], keyword: str, value: str) -> None:
-    with pytest.raises(ValueError, match=rf"{keyword}={value!r} cannot serve as a base: it is not an absolute URL"):
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("not a url", "it has no scheme"),
+        ("example.org/page", "it has no scheme"),
+        ("/d/page.html", "it has no scheme"),
+        ("//example.org/d/", "it has no scheme"),
+        ("mailto:someone@example.org", "it is opaque"),
+        ("", "it is empty"),
+    ],
+)
+def test_a_url_that_cannot_be_a_base_is_a_value_error(
+    function: Callable[..., Any], keyword: str, value: str, why: str
+) -> None:
+    with pytest.raises(ValueError) as raised:
         _call(function, **{keyword: value})
+    assert str(raised.value).startswith(f"{keyword}={value!r} cannot serve as a base: it is not an absolute URL")
+    assert f"({why})" in str(raised.value)
 
 
 def test_an_absolute_url_of_any_scheme_serves() -> None:
