@@ -146,6 +146,8 @@ def _checked_url(name: str, value: object) -> str | None:
     if not isinstance(value, str):
         decode = " (decode it: .decode())" if isinstance(value, bytes | bytearray) else ""
         raise TypeError(f"{name}= takes a str, an absolute URL, or None, not {type(value).__name__}{decode}")
+    if value.startswith(("https://", "http://")):  # a scheme, then an authority: a base (the common case, at once)
+        return value
     from rewriter.url.base import usable_as_base
 
     if not usable_as_base(value):  # the command line's --url is checked alike
