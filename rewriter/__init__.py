@@ -82,7 +82,6 @@ object), its decoded text (a ``str`` is always text, never a file name), or a pa
 
 DocumentFormat = Literal["html", "css"]
 MessageFormat = Literal["message", "emlx"]
-Format = Literal["html", "css", "message", "emlx"]
 _FORMATS = ("html", "css", "message", "emlx")
 
 F = TypeVar("F", bound=Callable[..., Any])
