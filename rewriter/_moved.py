@@ -1,22 +1,23 @@
-"""The modules that moved into subpackages (issue 21), importable under their old names
-for one release: ``import rewriter.batch`` gives :mod:`rewriter.run.batch` itself, the same
-module object, so that a function, a class, ``isinstance`` and pickling are all the same
-under either name (a copy in a shim module would not be patched with the original).
+"""The modules that moved into subpackages (issue 21), under their old names for one more
+minor release, each with a ``DeprecationWarning`` (docs/versioning.md: an old name warns
+for one minor release, then goes).
 
-No warning is given: a ``DeprecationWarning`` raised at import fails the whole test run of
-a user who runs with ``-W error``. The old names go in the release after next; the README
-names the new homes. (``rewriter.html``, ``rewriter.css``, ``rewriter.mime`` and
-``rewriter.cli`` are packages now, which hand on their public names themselves.)
+No import hook: ``import rewriter.batch`` finds ``rewriter/_old/batch.py`` (that folder is
+one more entry of the package's ``__path__``, the way ``pkgutil.extend_path`` adds one), a
+three-line module that puts :mod:`rewriter.run.batch` itself in its place, the same module
+object, so that a function, a class, ``isinstance`` and pickling are all the same under
+either name. ``rewriter.batch`` as an attribute goes through the package's ``__getattr__``
+(:func:`attribute`). An old name whose module the package loads anyway
+(``rewriter.resolve``, ``rewriter.encoding``) is registered when the package is imported
+(:func:`register_loaded`), without a warning: ``rewriter.resolve`` is also the function.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import MutableMapping
 from types import ModuleType
 
 MOVED = {
@@ -50,41 +51,59 @@ MOVED = {
     "rewriter.config": "rewriter.cli.config",
 }
 
-
-class _Alias(importlib.abc.Loader):
-    """Loads an old name as the module at its new home: the import system returns what
-    ``sys.modules`` holds under the name once the module is executed."""
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return None  # a blank module, replaced at once
-
-    def exec_module(self, module: ModuleType) -> None:
-        sys.modules[module.__name__] = importlib.import_module(self.target)
+# Frames of these shims (this module, rewriter/_old, the package's __getattr__), skipped to
+# warn at the importing line; warnings.warn skips the import system's frames itself.
+_SHIMS = (
+    __file__.rsplit(".", 1)[0],
+    __file__.rsplit("_moved", 1)[0] + "_old",
+    __file__.rsplit("_moved", 1)[0] + "__init__",
+)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Finds only the names of :data:`MOVED`: first, so that no other copy of the package
-    (an editable install of another checkout) answers for an old name."""
+def _caller_level() -> int:
+    """The ``stacklevel``, for :func:`_warn`'s call, of the first frame outside the shims."""
+    frame = sys._getframe(1)  # _warn's: stacklevel 1
+    level = 1
+    while frame.f_back is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(_SHIMS) or frame.f_globals.get("__name__") == "importlib":  # import_module
+            level += 1
+        elif not name.startswith("<frozen importlib"):
+            break
+        frame = frame.f_back
+    return level
 
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        new = MOVED.get(fullname)
-        return None if new is None else importlib.util.spec_from_loader(fullname, _Alias(new))
+
+def _warn(old: str) -> None:
+    warnings.warn(
+        f"{old} is an old name of {MOVED[old]}: import {MOVED[old]} (the old name goes in the next minor release)",
+        DeprecationWarning,
+        stacklevel=_caller_level(),
+    )
 
 
-def install() -> None:
-    """Let the old names be imported (once per interpreter).
+def alias(name: str) -> None:
+    """Put the module at the new home of the old name *name* (``rewriter.batch``, the
+    ``__name__`` of a module of ``rewriter/_old``) in its place in ``sys.modules``: the import
+    system hands on what ``sys.modules`` holds once the module has run."""
+    old = "rewriter." + name.rsplit(".", 1)[1]
+    _warn(old)
+    sys.modules[name] = importlib.import_module(MOVED[old])
 
-    An old name whose new module is loaded already (``rewriter.resolve``, which the package
-    imports) is registered at once: importing it through the finder would then set the
-    package's attribute of that name to the module, and ``rewriter.resolve`` is the function.
-    """
+
+def attribute(name: str) -> ModuleType:
+    """The package's ``__getattr__``: the module an old name *name* stands for, with a warning."""
+    old = f"rewriter.{name}"
+    if old not in MOVED:
+        raise AttributeError(f"module 'rewriter' has no attribute {name!r}")
+    _warn(old)
+    return importlib.import_module(MOVED[old])
+
+
+def register_loaded(modules: MutableMapping[str, ModuleType]) -> None:
+    """Register the old names whose new modules are loaded already, without a warning (the
+    package loads them itself). ``import rewriter.resolve`` then finds the module registered
+    and leaves the package's ``resolve``, the function, as it is."""
     for old, new in MOVED.items():
-        if new in sys.modules:
-            sys.modules.setdefault(old, sys.modules[new])
-    if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+        if new in modules:
+            modules.setdefault(old, modules[new])

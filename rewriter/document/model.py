@@ -112,6 +112,27 @@ class DocumentResult:
         self.problems = problems  # e.g. an unusable <base> that was ignored
 
     @property
+    def text(self) -> str:
+        """The output as a ``str``, decoded from :attr:`encoding` (the text given, when a
+        ``str`` went in, with its links rewritten). A declared charset (``<meta charset>``,
+        ``@charset``) is left as it was: text has no encoding; the caller who encodes it
+        chooses one. A byte that encoding cannot read comes back as a lone surrogate
+        (``surrogateescape``), as the output keeps it.
+
+        >>> from rewriter.html import rewrite_html
+        >>> rewrite_html('<meta charset=latin1><a href=x>é</a>', url="http://h/").text
+        '<meta charset=latin1><a href=http://h/x>é</a>'
+        """
+        from rewriter.document.encoding import lookup
+
+        found = lookup(self.encoding)
+        codec = "utf-8" if found is None else found.codec_info.name
+        try:
+            return self.output.decode(codec, "surrogatepass" if codec == "utf-8" else "strict")
+        except UnicodeDecodeError:
+            return self.output.decode(codec, "surrogateescape")
+
+    @property
     def links(self) -> tuple[Link, ...]:
         """Every link found, in document order, with byte spans into the input."""
         if callable(self._links):
