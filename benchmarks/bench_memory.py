@@ -106,7 +106,7 @@ def manual(size: int) -> bytes:
     """A single-page manual of about *size* bytes, about one link in 60 bytes (440,000 in 25 MB)."""
     head = b'<!doctype html><html><head><meta charset="utf-8"><title>Manual</title>'
     head += b'<link rel="stylesheet" href="../static/manual.css"></head><body>\n'
-    parts = [head, b'<nav><ul>\n']
+    parts = [head, b"<nav><ul>\n"]
     for number in range(200):
         parts.append(b'<li><a href="#s%d">Section %d</a></li>\n' % (number, number))
     parts.append(b"</ul></nav>\n")
@@ -231,18 +231,20 @@ def main() -> None:
                 peak = max(0, int(figures["peak"]) - int(figures["start"]))
                 peaks[kind] = peak
                 note = "" if figures["reset"] else " (no reset: the peak includes start-up)"
-                flag = "" if kind in ("lxml", "email") else ("  ok" if peak <= TARGET * source.stat().st_size else "  over")
+                within = peak <= TARGET * source.stat().st_size
+                flag = "" if kind in ("lxml", "email") else ("  ok" if within else "  over")
                 print(
                     f"  {kind:8} {peak / MB:9.1f} MB  {peak / source.stat().st_size:6.1f}x the input"
                     f"  (start-up {int(figures['start']) / MB:.0f} MB){flag}{note}"
                 )
                 if figures["code"]:
                     print(f"  {kind}: exit status {figures['code']}")
-            peer = peaks.get("lxml") or peaks.get("email")
+            named = "lxml" if "lxml" in peaks else "email"
+            peer = peaks.get(named)
             if peer:
                 for kind in ("cli", "library"):
                     if kind in peaks:
-                        print(f"  {kind} peak / {'lxml' if 'lxml' in peaks else 'email'} peak: {peaks[kind] / peer:.2f}")
+                        print(f"  {kind} peak / {named} peak: {peaks[kind] / peer:.2f}")
 
 
 if __name__ == "__main__":

@@ -37,14 +37,33 @@ def copied(instance: Any, **changes: Any) -> Any:
     True
     """
     kind = type(instance)
-    new = object.__new__(kind)
-    for name in kind.__slots__:
-        object.__setattr__(new, name, getattr(instance, name))
-    for name, value in changes.items():
-        if name not in kind.__slots__:
-            raise TypeError(f"{kind.__name__} has no field {name!r}")
-        object.__setattr__(new, name, value)
-    return new
+    key = (kind, *changes)
+    copier = _COPIERS.get(key)
+    if copier is None:
+        copier = _COPIERS[key] = _copier(kind, tuple(changes))
+    return copier(instance, *changes.values())
+
+
+# One function for each class and set of changed fields, written out field by field: the loop
+# over the slots with getattr and setattr it replaces cost 11 us a copy, twice a file of a run.
+_COPIERS: dict[tuple[object, ...], Callable[..., Any]] = {}
+
+
+def _copier(kind: Any, changed: tuple[str, ...]) -> Callable[..., Any]:
+    slots: tuple[str, ...] = kind.__slots__
+    unknown = [name for name in changed if name not in slots]
+    if unknown:
+        raise TypeError(f"{kind.__name__} has no field {unknown[0]!r}")
+    lines = [f"def copy(instance, {', '.join(f'_{index}' for index in range(len(changed)))}):"]
+    lines.append("    new = new_object(kind)")
+    given = dict(zip(changed, (f"_{index}" for index in range(len(changed))), strict=True))
+    for name in slots:
+        lines.append(f"    set_field(new, {name!r}, {given.get(name, f'instance.{name}')})")
+    lines.append("    return new")
+    namespace: dict[str, Any] = {"new_object": object.__new__, "kind": kind, "set_field": object.__setattr__}
+    exec("\n".join(lines), namespace)  # names from the class's own __slots__ only
+    copier: Callable[..., Any] = namespace["copy"]
+    return copier
 
 
 # A relative reference kept as written on purpose: its status and why. "local": it names a

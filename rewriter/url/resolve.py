@@ -636,8 +636,10 @@ class _SizedCache(Generic[_T]):
     ``functools.lru_cache`` bounds the count only, and what it keeps grows with its
     arguments: a resolver holds copies of its base (four or five, before equal heads
     were shared), so 512 resolvers of 4 MB bases (an mbox whose messages each have a
-    Content-Location of that size) held 2 GB. Room for a new entry is made before it is
-    computed, and the newest entry is kept whatever its size, so that a long base read
+    Content-Location of that size) held 2 GB. Room for a large new entry (over a sixteenth
+    of the budget) is made before it is computed, for a small one after (one lock, not two:
+    a page's own base is new to the cache on every page of a run); the newest entry is
+    kept whatever its size, so that a long base read
     many times in a row (a page's nested documents) is still parsed once; it goes as
     soon as another entry comes. As with ``lru_cache``, an exception is not cached.
     """
@@ -665,10 +667,14 @@ class _SizedCache(Generic[_T]):
             except KeyError:  # another thread made room meanwhile
                 return found[0]
             return found[0]
-        cost = sum(len(part) for part in key if isinstance(part, str)) + 100
-        with self._lock:  # room is made first: the old entries need not outlive the new one's making
-            while self._cache and (self._size + cost > self._budget or len(self._cache) >= self._entries):
-                self._size -= self._cache.popitem(last=False)[1][1]
+        cost = 100
+        for part in key:
+            if isinstance(part, str):
+                cost += len(part)
+        if cost > self._budget >> 4:  # a large entry: room made first, the old need not outlive its making
+            with self._lock:
+                while self._cache and (self._size + cost > self._budget or len(self._cache) >= self._entries):
+                    self._size -= self._cache.popitem(last=False)[1][1]
         value = self._function(*key)
         with self._lock:
             if key not in self._cache:
