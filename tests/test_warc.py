@@ -154,6 +154,20 @@ def test_deflate_and_identity_codings_are_undone(tmp_path: Path) -> None:
     assert [(item.body, item.problems) for item in iter_documents(path)] == [(PAGE, ()), (PAGE, ())]  # type: ignore[union-attr]
 
 
+def test_x_gzip_is_gzip_as_recipients_should_read_it(tmp_path: Path) -> None:
+    # RFC 9110 §8.4.1.3: "A recipient SHOULD consider 'x-gzip' to be equivalent to 'gzip'."
+    path = warc(
+        tmp_path / "a.warc.gz",
+        [
+            response("http://h/1", gzip.compress(PAGE), Content_Encoding="x-gzip"),
+            response(
+                "http://h/2", chunked(gzip.compress(PAGE)), Transfer_Encoding="chunked", Content_Encoding="X-Gzip"
+            ),
+        ],
+    )
+    assert [(item.body, item.problems) for item in iter_documents(path)] == [(PAGE, ()), (PAGE, ())]  # type: ignore[union-attr]
+
+
 def test_a_body_that_cannot_be_decoded_is_a_problem_not_an_exception(tmp_path: Path) -> None:
     cut = gzip.compress(PAGE * 50)[:-40]
     path = warc(

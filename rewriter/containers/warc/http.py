@@ -218,9 +218,18 @@ class _Body:
 
 
 def _tokens(value: str | None) -> list[str]:
-    """The codings a Transfer-Encoding or Content-Encoding field names, lower-cased, ``identity`` left out."""
+    """The codings a Transfer-Encoding or Content-Encoding field names, lower-cased, ``identity``
+    left out, ``x-gzip`` read as ``gzip`` (RFC 9110 §8.4.1.3 and RFC 9112 §7.2: a recipient
+    SHOULD; old servers still send it).
+
+    >>> _tokens("X-GZIP, identity")
+    ['gzip']
+    """
     tokens = [token.strip().lower() for token in (value or "").split(",")]
-    return [token for token in tokens if token and token != "identity"]
+    return [_ALIASES.get(token, token) for token in tokens if token and token != "identity"]
+
+
+_ALIASES = {"x-gzip": "gzip"}
 
 
 def _codings(http: StatusAndHeaders | None) -> tuple[bool, str | None, str | None]:
