@@ -601,6 +601,20 @@ def test_any_byte_of_a_record_damaged_costs_that_record_at_most(tmp_path: Path, 
         assert clean or any(str(offsets[1]) in problem for problem in problems), (position, found)
 
 
+def test_a_response_without_a_target_uri_is_named_for_what_it_lacks(tmp_path: Path) -> None:
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<a href=x>x</a>"
+    record = (
+        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n"
+        b"Content-Type: application/http;msgtype=response\r\nContent-Length: %d\r\n\r\n" % len(http)
+    )
+    path = tmp_path / "a.warc"
+    path.write_bytes(record + http + b"\r\n\r\n")
+    (damage,) = iter_documents(path)
+    assert isinstance(damage, WarcDamage)
+    assert "offset 0" in damage.problem and "no WARC-Target-URI" in damage.problem, damage.problem
+    assert "AttributeError" not in damage.problem
+
+
 def test_random_damage_never_raises_and_always_ends(tmp_path: Path) -> None:
     rng = random.Random(2557)
     records = [

@@ -383,7 +383,9 @@ def _run(
                 return stop
             stop.damage = iterator.offset
             message = _clean(str(error), 120)
-            if type(error).__module__.split(".")[0] != "warcio":
+            if _without_target(error):
+                message = "no WARC-Target-URI, which WARC 1.1 §5.6 requires of a record with an HTTP message"
+            elif type(error).__module__.split(".")[0] != "warcio":
                 message = f"{type(error).__name__}: {message}"
             stop.one_gzip_stream = "non-chunked gzip" in message
             stop.problem = f"unreadable record: {message}"
@@ -630,3 +632,14 @@ def _raw(stream: IO[bytes], body: _Body | None) -> str | None:
     except Exception as error:  # a damaged gzip member, a short read: reported, never raised
         return _clean(str(error)) or type(error).__name__
     return None
+
+
+def _without_target(error: Exception) -> bool:
+    """Whether *error* is warcio's reading the HTTP heading of a record that has no
+    WARC-Target-URI (it calls ``startswith`` on None there)."""
+    if not isinstance(error, AttributeError):
+        return False
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame is not None and frame.tb_frame.f_code.co_name == "load_http_headers"
