@@ -282,7 +282,7 @@ def test_links_of_a_message_name_the_part(capsys: pytest.CaptureFixture[str]) ->
 def test_explain_shows_each_part_base_and_where_it_came_from(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "explain", str(MIME / "precedence-content-base.eml"))
     assert code == 0
-    assert "(message)" in out.splitlines()[0]
+    assert "(message: a message: it opens with header fields" in out.splitlines()[0]  # what it is, and why
     assert "text/html" in out and "Content-Base of part" in out
     code, out, _ = run(capsys, "explain", str(MIME / "precedence-content-base.eml"), "--json")
     tree = json.loads(out)
@@ -292,7 +292,9 @@ def test_explain_shows_each_part_base_and_where_it_came_from(capsys: pytest.Capt
 
 def test_explain_a_plain_html_document(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "explain", str(FIXTURES / "saved-page.html"), "--url", "https://example.org/a/")
-    assert code == 0 and "(html)" in out and "retrieval-url" in out
+    assert code == 0 and "(html: " in out and "retrieval-url" in out
+    code, out, _ = run(capsys, "explain", str(FIXTURES / "saved-page.html"), "--format", "css", "--json")
+    assert json.loads(out)["why"] == "as --format css says"
 
 
 def test_format_can_be_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

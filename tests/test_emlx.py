@@ -126,7 +126,7 @@ def test_links_and_explain_read_an_emlx(tmp_path: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert "http://example.org/docs/next.html" in out and "http://example.org/docs/i.png" in out
     assert main(["explain", str(source)]) == 0
-    assert "(emlx)" in capsys.readouterr().out
+    assert "(emlx: " in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

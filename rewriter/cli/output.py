@@ -246,7 +246,8 @@ def explained_problems(outcome: Outcome) -> list[str]:
 def write_tree(out: Escaping, outcome: Outcome, problems: list[str]) -> None:
     """``explain``'s tree: the file, then each part (under its page or message) with its type,
     its links, and its base with where the base came from; then the problems."""
-    out.write(f"{outcome.shown} ({outcome.format})\n")
+    why = f": {outcome.why}" if outcome.why else ""  # what the file was taken for, and why
+    out.write(f"{outcome.shown} ({outcome.format}{why})\n")
     heading: object = None
     for row in outcome.rows:
         place = next((f"{key} {row[key]}" for key in ("record", "message") if key in row), None)

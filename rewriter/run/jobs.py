@@ -178,6 +178,7 @@ class Outcome:
     output: bytes | None = None  # the output, for a job whose target is standard output
     details: list[str] = field(default_factory=list)  # each link left relative, for -v (Problem records too)
     format: str | None = None  # what the input was: html, css, message, mbox, maildir, warc, arc, other
+    why: str | None = None  # explain: why it was taken for that (what_file_is's reason)
     rows: list[dict[str, object]] = field(default_factory=list)  # explain: each document or part
     report: str = ""  # the records as JSON Lines (Settings.report_text)
     # ... or, when they are many, the file in the run's work folder that holds them (so that
@@ -254,6 +255,7 @@ _OUTCOME_FIELDS = (
     "records",
     "details",
     "format",
+    "why",
     "rows",
     "report",
     "report_file",
@@ -292,6 +294,7 @@ _OUTCOME_TYPES: dict[str, type] = {
     "rows": list,
     "report": str,
     "format": str,
+    "why": str,
     "report_file": str,
     "retried": str,
 }

@@ -201,7 +201,7 @@ def _standard_output() -> BinaryIO:
 
 def run_job(job: Job, settings: Settings) -> Outcome:
     """Do one job; every failure is in the outcome, never raised."""
-    outcome = Outcome(job.shown, piece=job.piece)
+    outcome = Outcome(job.shown, piece=job.piece, why=_why(job, settings) if settings.explain else None)
     try:
         if job.copy:
             return _copy(job, outcome, sync=settings.sync)
@@ -224,6 +224,11 @@ def run_job(job: Job, settings: Settings) -> Outcome:
         return outcome.fail(f"{error.strerror or error}" + (f": {error.filename}" if named else ""))
     except Exception as error:  # a bug in an engine: this job fails, the others go on
         return outcome.fail(f"not rewritten: internal error: {type(error).__name__}: {error}", "not-done")
+
+
+def _why(job: Job, settings: Settings) -> str | None:
+    """Why the job's input is read as what it is (``explain``): the planner's reason, or --format."""
+    return job.why if settings.format == "auto" else f"as --format {settings.format} says"
 
 
 class _Replayed:
@@ -293,6 +298,8 @@ def _file(job: Job, settings: Settings, outcome: Outcome) -> Outcome:
             head = stream.read(SNIFF_SIZE)
             kind = what_file_is(head, None if source is None else source.name)
             fmt, why = kind.format, kind.reason
+            if settings.explain and settings.format == "auto":
+                outcome.why = why
         if fmt in ("warc", "arc"):
             if size is None:
                 return outcome.fail(f"{why}: a web archive is read from a file, not from a pipe")

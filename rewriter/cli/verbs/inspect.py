@@ -97,7 +97,13 @@ def run_explain(request: RunRequest, out: TextIO, err: TextIO) -> int:
         return EXIT_SOME_FAILED
     problems = explained_problems(outcome)
     if args.json:
-        document = {"file": outcome.shown, "format": outcome.format, "parts": outcome.rows, "problems": problems}
+        document = {
+            "file": outcome.shown,
+            "format": outcome.format,
+            "why": outcome.why,
+            "parts": outcome.rows,
+            "problems": problems,
+        }
         out.write(json_text(document, indent=2) + "\n")
         return EXIT_SOME_FAILED if outcome.messages else EXIT_OK
     write_tree(Escaping(out), outcome, problems)  # names, types and bases come from the document
