@@ -88,6 +88,27 @@ class Unseekable(io.RawIOBase):
         return self.stream.read(min(size, 3) if size > 0 else size)
 
 
+def environment_seeing_this_one(environment_dir: Path) -> Path:
+    """A new virtual environment that imports from its own site-packages first, then from the
+    running interpreter's (their ``.pth`` files processed, as in the running one): a package
+    installed there is the one imported, with this run's dependencies (and mypy) beside it.
+    Its python."""
+    import site
+    import venv
+
+    venv.create(environment_dir, system_site_packages=False, with_pip=False)
+    python = environment_dir / "bin" / "python"
+    own = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    folders = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    lines = [f"import site; site.addsitedir({folder!r})" for folder in dict.fromkeys(folders) if os.path.isdir(folder)]
+    # "zz": after the environment's own .pth files, so that the installed copy is found first.
+    (Path(own) / "zz_running_interpreter.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return python
+
+
 def load_shared_json(*parts: str) -> Any:
     return json.loads(shared_path(*parts).read_text(encoding="utf-8"))
 

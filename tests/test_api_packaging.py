@@ -17,15 +17,14 @@ import importlib.util
 import os
 import re
 import shutil
-import site
 import subprocess
 import sys
 import tarfile
-import venv
 import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import environment_seeing_this_one
 
 pytestmark = pytest.mark.slow  # builds a wheel and an sdist, installs one, runs mypy or Sphinx
 
@@ -77,26 +76,11 @@ def test_py_typed_and_the_old_names_are_in_the_wheel_and_the_sdist(built: tuple[
     assert set(PACKAGED) <= in_sdist
 
 
-def _environment_seeing_this_one(environment_dir: Path) -> Path:
-    """A new virtual environment that imports from its own site-packages first, then from the
-    running interpreter's (its dependencies, mypy); its python."""
-    venv.create(environment_dir, system_site_packages=False, with_pip=False)
-    python = environment_dir / "bin" / "python"
-    own = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    folders = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
-    lines = [f"import site; site.addsitedir({folder!r})" for folder in dict.fromkeys(folders) if os.path.isdir(folder)]
-    (Path(own) / "zz_running_interpreter.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return python
-
-
 @pytest.fixture(scope="module")
 def installed(built: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The python of a virtual environment where the wheel is installed."""
     tmp = tmp_path_factory.mktemp("installed")
-    python = _environment_seeing_this_one(tmp / "venv")
+    python = environment_seeing_this_one(tmp / "venv")
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(built[0])],
         env=_environment(), check=True, capture_output=True, timeout=600,

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import site
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 import pytest
+from conftest import environment_seeing_this_one
 
 pytestmark = pytest.mark.slow  # each case builds and installs the project into a fresh virtual environment
 
@@ -48,32 +47,9 @@ def _project_copy(target: Path) -> Path:
     return target
 
 
-def _running_site_folders() -> list[str]:
-    """The folders this interpreter imports its installed packages from."""
-    folders = [*site.getsitepackages()]
-    if site.ENABLE_USER_SITE:
-        folders.append(site.getusersitepackages())
-    return [folder for folder in dict.fromkeys(folders) if os.path.isdir(folder)]
-
-
-def _environment_seeing_this_one(environment_dir: Path) -> Path:
-    """A new virtual environment that imports from its own site-packages first, then from the
-    running interpreter's (their ``.pth`` files processed, as in the running one); its python."""
-    venv.create(environment_dir, system_site_packages=False, with_pip=False)
-    python = environment_dir / "bin" / "python"
-    own = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    lines = [f"import site; site.addsitedir({folder!r})" for folder in _running_site_folders()]
-    # "zz": after the environment's own .pth files, so that the installed copy is found first.
-    (Path(own) / "zz_running_interpreter.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return python
-
-
 def _install(tmp_path: Path, **environment: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     project = _project_copy(tmp_path / "project")
-    python = _environment_seeing_this_one(tmp_path / "venv")
+    python = environment_seeing_this_one(tmp_path / "venv")
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "REWRITER_PURE")}
     env |= environment
     # This interpreter's pip, installing into the new environment's site-packages.
