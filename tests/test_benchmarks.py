@@ -225,3 +225,16 @@ def test_pathological_benchmark_times_a_case_and_prints_its_ratios() -> None:
     assert case == "nested <svg>" and float(step) == 4.0
     assert float(time_growth) > 0 and float(vs_benign) > 0  # timed: printed, never asserted
     assert float(operations_growth) > 0 and float(operations_vs_benign) > 0
+
+
+def test_api_benchmark_runs_in_quick_mode() -> None:
+    out = _quick("bench_api.py", "--quick")
+    assert out.startswith("rewriter ")
+    for size in ("100 B", "2 KB", "20 KB", "200 KB"):
+        assert size in out
+    for name in ("rewriter.rewrite", "lxml make_links_absolute+tostring", "lxml iterlinks+urljoin", "BeautifulSoup"):
+        assert name in out
+    assert "parsel xpath+urljoin" in out or "parsel is not installed" in out
+    assert out.count("4 threads / 1 thread throughput:") == 4
+    assert "rewriter - lxml.html, import + first call:" in out
+    assert out.count("lxml / rewriter:") == 3
