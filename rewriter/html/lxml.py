@@ -121,7 +121,8 @@ class _LxmlAdapter:
 
     def name(self, node: _Node) -> tuple[str | None, str]:
         assert not isinstance(node, _Top)
-        return _split(node.tag)
+        tag = node.tag
+        return (None, tag) if tag[:1] != "{" else _split(tag)
 
     def attributes(self, node: _Node) -> list[tuple[str, object, str]]:
         assert not isinstance(node, _Top)

@@ -497,7 +497,10 @@ def _element_links(element: _Element[N], context: Context, run: _Run[N]) -> None
         if not attributes or element.namespace is None:
             return
         table = attributes_of(element.namespace, tag, run.policy.lazy_attributes)
-        if not any(name in table for name, _, _ in attributes):
+        for name, _, _ in attributes:
+            if name in table:
+                break
+        else:
             return
     for site in element_links(run.view.element(element, attributes), run.policy.lazy_attributes):
         if pending is not None and pending[0] != site.attribute:
@@ -542,7 +545,7 @@ def _write(element: _Element[N], pending: tuple[str, str, list[tuple[int, int, s
         run.writes.append(("<style> text", lambda: adapter.set_text(node, new)))
         return
     key = element.keys[attribute]  # as TreeView.element read them: the first of duplicate names
-    run.writes.append((f"<{tag} {attribute}>", lambda: adapter.set_attribute(node, key, new)))
+    run.writes.append((f"<{tag} {attribute}>", functools.partial(adapter.set_attribute, node, key, new)))
 
 
 _CONDITIONAL_DATA = re.compile(r"\[if[^\]]*\]>", re.IGNORECASE)
