@@ -235,3 +235,16 @@ def test_memory_benchmark_prints_each_peak_as_a_multiple_of_its_input() -> None:
     assert out.count("x the input") == 12  # three contenders for each input
     assert out.count("cli peak / lxml peak: ") == 3 and "library peak / email peak: " in out
     assert "exit status" not in out
+
+
+def test_api_benchmark_runs_in_quick_mode() -> None:
+    out = _quick("bench_api.py", "--quick")
+    assert out.startswith("rewriter ")
+    for size in ("100 B", "2 KB", "20 KB", "200 KB"):
+        assert size in out
+    for name in ("rewriter.rewrite", "lxml make_links_absolute+tostring", "lxml iterlinks+urljoin", "BeautifulSoup"):
+        assert name in out
+    assert "parsel xpath+urljoin" in out or "parsel is not installed" in out
+    assert out.count("4 threads / 1 thread throughput:") == 4
+    assert "rewriter - lxml.html, import + first call:" in out
+    assert out.count("lxml / rewriter:") == 3

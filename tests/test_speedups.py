@@ -476,6 +476,76 @@ def test_utf8_splice(text: str, data: st.DataObject, escaped: bool) -> None:
     _same("utf8_splice", text, body, edits, escaped, partial(encode_url_text, codec="utf-8", errors=errors))
 
 
+# --- long texts: the scans past the first 4096 bytes run without the GIL ---------------------------------------------
+
+_WINDOW = 4096  # RELEASE_AT in _speedups.c, in bytes of the text's data
+
+
+def _long_texts(found: str, filler: str = "x") -> list[str]:
+    """Texts of each str kind, long enough to be scanned without the GIL, with *found* before,
+    at and after the edge of the first window (in characters: 4096 / kind), and nowhere."""
+    texts = []
+    for wide in ("", "é", "€", "😀"):
+        kind = {"": 1, "é": 1, "€": 2, "😀": 4}[wide]
+        window = _WINDOW // kind
+        for at in (0, window - 3, window - 1, window, window + 1, 3 * window, 10 * window):
+            text = wide + filler * (12 * window)
+            texts.append(text[:at] + found + text[at:])
+        texts.append(wide + filler * (12 * window))
+    return texts
+
+
+def test_long_texts_scanned_without_the_gil_give_the_twins_results() -> None:
+    for text in _long_texts("</style >"):
+        _same("end_tag", text, "style", 0)
+        _same("end_tag", text, "style", 5000)
+    for text in _long_texts("<!--[if IE]>"):
+        _same("conditional_head", text, 0)
+    for text in _long_texts("\n\r\n", filler="ab"):
+        assert _same("flattened", text) == text.replace("\n", " ").replace("\r", " ")
+    for text in _long_texts("url(a.png) /* c */", filler="b "):
+        _same("scan_css", text)
+        _same("scan_css", "/*" + text + "*/ url(x)")
+    for text in _long_texts("\udc80"):
+        for escaped in (False, True):
+            body = text.encode("utf-8", ESCAPE if escaped else "surrogatepass")
+            length = len(text)
+            for edits in ([(3, 5, "http://h/é")], [(length - 2, length, "😀"), (1, 2, "")], [(0, length + 1, "x")]):
+                _same("utf8_splice", text, body, edits, escaped, str.encode)
+    text = "x" * 20_000 + "\ud800" + "y" * 20_000  # a surrogate no handler writes, past the window
+    _same("utf8_splice", text, b"", [(30_000, 30_001, "z")], True, str.encode)
+
+
+def test_long_scans_from_many_threads_give_the_serial_results() -> None:
+    _needs_extension()
+    import threading
+
+    css = "p{background:url(a.png)}" + " " * 50_000 + "q{b:url('b.png')}"
+    text = "<p>" + "é" * 30_000 + "\n</style>" + "x" * 30_000
+    body = text.encode()
+    calls = [
+        (compiled.scan_css, (css,)),
+        (compiled.end_tag, (text, "style", 0)),
+        (compiled.flattened, (text,)),
+        (compiled.utf8_splice, (text, body, [(1, 2, "http://h/"), (len(text) - 1, len(text), "é")], False, str.encode)),
+    ]
+    expected = [function(*arguments) for function, arguments in calls]
+    failures: list[object] = []
+
+    def work() -> None:
+        for _ in range(200):
+            for (function, arguments), answer in zip(calls, expected, strict=True):
+                if function(*arguments) != answer:
+                    failures.append(function)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
 def test_utf8_splice_refuses_what_its_contract_excludes() -> None:
     encode = str.encode
     _same("utf8_splice", "abc", b"abc", [(0, 1)], False, encode)

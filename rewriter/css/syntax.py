@@ -31,6 +31,7 @@ the current document).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,45 +81,70 @@ _ESCAPE = rf"\\(?:{_HEX_ESCAPE}|[^\n\r\f0-9a-fA-F]|\Z)"
 # "src" or "set" (url, src, image-set; the name before it is read backwards), quotes and
 # "\\". Half of the stops in real style sheets were other "(" and "@"; after "l", "c" or
 # "t" alone, four in five were still calc(, rect(, linear-gradient( and the like.
-_SCAN = re.compile(
+_SCAN_PATTERN = (
     r"[/\"'\\(@](?:(?<=/)(?=\*)|(?<=@)(?=[iI\\])"
     r"|(?<=[uU][rR][lL]\()|(?<=[sS][rR][cC]\()|(?<=[sS][eE][tT]\()|(?<=[\"'\\]))"
 )
 # Inside image-set(), brackets too: only strings at the top level of its arguments are URLs.
-_SCAN_NESTED = re.compile(r"[/\"'\\()\[\]{}@]")
+_SCAN_NESTED_PATTERN = r"[/\"'\\()\[\]{}@]"
 
-_WS = re.compile(r"[ \t\n\r\f]*")  # §4.2 whitespace: newline (LF, CR, FF), tab, space
+_WS_PATTERN = r"[ \t\n\r\f]*"  # §4.2 whitespace: newline (LF, CR, FF), tab, space
 
 # §4.3.5 consume a string token: ends at the closing quote, at EOF (still a string), or at an unescaped
 # newline (a bad-string); "\" + newline is a line continuation.
-_STRING_BODY = {q: re.compile(rf"[^{q}\\\n\r\f]*(?:\\(?:{_HEX_ESCAPE}|\r\n|[\s\S]|\Z)[^{q}\\\n\r\f]*)*") for q in "\"'"}
+_STRING_BODY_PATTERNS = {q: rf"[^{q}\\\n\r\f]*(?:\\(?:{_HEX_ESCAPE}|\r\n|[\s\S]|\Z)[^{q}\\\n\r\f]*)*" for q in "\"'"}
 
 # §4.3.6 consume a url token: anything but quotes, parentheses, whitespace, non-printable code points (§4.2;
 # NUL is U+FFFD after §3.3 preprocessing, so it is allowed) and "\" that does not start a valid escape.
 _URL_CHAR = r"[^\"'()\\ \t\n\r\f\x01-\x08\x0b\x0e-\x1f\x7f]"
-_URL_BODY = re.compile(rf"{_URL_CHAR}*(?:{_ESCAPE}{_URL_CHAR}*)*")
+_URL_BODY_PATTERN = rf"{_URL_CHAR}*(?:{_ESCAPE}{_URL_CHAR}*)*"
 
 # §4.3.14 consume the remnants of a bad url: up to ")" or EOF, valid escapes consumed whole.
-_BAD_URL_REMNANTS = re.compile(r"[^)\\]*(?:\\(?:[\s\S]|\Z)[^)\\]*)*")
+_BAD_URL_REMNANTS_PATTERN = r"[^)\\]*(?:\\(?:[\s\S]|\Z)[^)\\]*)*"
 
 # §4.3.12 consume an ident sequence: name code points (§4.2: letters, digits, "_", "-", and U+0080 and above;
 # NUL and surrogates count, being U+FFFD after preprocessing) and valid escapes.
 # Spelt as the ASCII characters it excludes: the same set, compiled in 0.2 ms instead of 6 ms
 # (re builds a bitmap for the range up to U+10FFFF), paid by every command line's start-up.
 NAME_CHAR = r"[^\x01-\x2c./\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]"
-_NAME = re.compile(rf"{NAME_CHAR}*(?:{_ESCAPE}{NAME_CHAR}*)*")
+_NAME_PATTERN = rf"{NAME_CHAR}*(?:{_ESCAPE}{NAME_CHAR}*)*"
+
+# Decoding: §4.3.7 escapes, §4.3.5 line continuations, §3.3 NUL and surrogates to U+FFFD.
+_DECODE_PATTERN = r"\\(?:([0-9a-fA-F]{1,6})(?:\r\n|[ \t\n\r\f])?|(\r\n|[\n\r\f])|([\s\S])|\Z)|[\x00\ud800-\udfff]"
 
 # Each pattern above matches the empty string, so its match never fails: typed so, at no cost.
 _Matcher = Callable[[str, int], "re.Match[str]"]
-_ws = cast(_Matcher, _WS.match)
-_string_body = {quote: cast(_Matcher, pattern.match) for quote, pattern in _STRING_BODY.items()}
-_url_body = cast(_Matcher, _URL_BODY.match)
-_bad_url_remnants = cast(_Matcher, _BAD_URL_REMNANTS.match)
-_name = cast(_Matcher, _NAME.match)
 
-# Decoding: §4.3.7 escapes, §4.3.5 line continuations, §3.3 NUL and surrogates to U+FFFD.
-_DECODE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})(?:\r\n|[ \t\n\r\f])?|(\r\n|[\n\r\f])|([\s\S])|\Z)|[\x00\ud800-\udfff]")
-_NEEDS_FFFD = re.compile(r"[\x00\ud800-\udfff]")
+# The Python scanner's patterns, compiled at its first use (_compile): with the C extension
+# (rewriter.document._speedups), which scans without them, no start-up pays for them (a few ms).
+_SCAN: re.Pattern[str]
+_SCAN_NESTED: re.Pattern[str]
+_DECODE: re.Pattern[str]
+_NEEDS_FFFD: re.Pattern[str]
+_ws: _Matcher
+_string_body: dict[str, _Matcher]
+_url_body: _Matcher
+_bad_url_remnants: _Matcher
+_name: _Matcher
+_compiled = False
+
+
+def _compile() -> None:
+    """Compile the scanner's patterns (once: :func:`find_urls` calls this first)."""
+    global _SCAN, _SCAN_NESTED, _DECODE, _NEEDS_FFFD, _ws, _string_body, _url_body, _bad_url_remnants, _name, _compiled
+    _SCAN = re.compile(_SCAN_PATTERN)
+    _SCAN_NESTED = re.compile(_SCAN_NESTED_PATTERN)
+    _DECODE = re.compile(_DECODE_PATTERN)
+    _NEEDS_FFFD = re.compile(r"[\x00\ud800-\udfff]")
+    _ws = cast(_Matcher, re.compile(_WS_PATTERN).match)
+    _string_body = {
+        quote: cast(_Matcher, re.compile(pattern).match) for quote, pattern in _STRING_BODY_PATTERNS.items()
+    }
+    _url_body = cast(_Matcher, re.compile(_URL_BODY_PATTERN).match)
+    _bad_url_remnants = cast(_Matcher, re.compile(_BAD_URL_REMNANTS_PATTERN).match)
+    _name = cast(_Matcher, re.compile(_NAME_PATTERN).match)
+    _compiled = True
+
 
 _NAME_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _NEWLINES = frozenset("\n\r\f")
@@ -296,6 +322,8 @@ def find_urls(css: str) -> list[CSSURL]:
     >>> find_urls('q { content: "url(x)"; font-family: "A B" }')
     []
     """
+    if not _compiled:
+        _compile()
     out: list[CSSURL] = []
     n = len(css)
     pos = 0
@@ -386,17 +414,16 @@ def _backslash(css: str, p: int, boundary: int, stack: list[_Frame], out: list[C
 
 # --- escaping -------------------------------------------------------------------------------------------------
 
+
 # Quoted (§4.3.5): "\", the quote, and C0 controls and DEL (newlines would end the string; the others are
 # escaped so that no control character reaches the document). NUL and surrogates cannot be written (§3.3).
-_QUOTED_SPECIAL = {
-    (q, style): re.compile(rf"[\\{q}\x00-\x1f\x7f\ud800-\udfff{'<' if style else ''}]")
-    for q in "\"'"
-    for style in (False, True)
-}
-# Unquoted (§4.3.6): whitespace, quotes, parentheses, "\" and non-printable code points.
-_UNQUOTED_SPECIAL = {
-    style: re.compile(rf"[\\\"'()\x00-\x20\x7f\ud800-\udfff{'<' if style else ''}]") for style in (False, True)
-}
+@functools.cache
+def _special(quote: str, style: bool) -> re.Pattern[str]:
+    """What :func:`escape_url` escapes inside *quote* (``""``: unquoted), "<" too in a style
+    element: compiled at its first use, not by every start-up."""
+    if quote == "":  # unquoted (§4.3.6): whitespace, quotes, parentheses, "\" and non-printable code points
+        return re.compile(rf"[\\\"'()\x00-\x20\x7f\ud800-\udfff{'<' if style else ''}]")
+    return re.compile(rf"[\\{quote}\x00-\x1f\x7f\ud800-\udfff{'<' if style else ''}]")
 
 
 def escape_url(value: str, quote: Quote, *, in_style_element: bool = False) -> str:
@@ -419,10 +446,8 @@ def escape_url(value: str, quote: Quote, *, in_style_element: bool = False) -> s
     >>> escape_url("x</style>", "'", in_style_element=True)
     'x\\\\3c/style>'
     """
-    if quote == "":
-        special = _UNQUOTED_SPECIAL[in_style_element]
-    elif quote == '"' or quote == "'":
-        special = _QUOTED_SPECIAL[quote, in_style_element]
+    if quote == "" or quote == '"' or quote == "'":
+        special = _special(quote, in_style_element)
     else:
         raise ValueError(f"quote must be '\"', \"'\" or '', not {quote!r}")
     if special.search(value) is None:

@@ -142,6 +142,48 @@ find_pair(const Text *t, Py_ssize_t from, Py_UCS4 a, Py_UCS4 b)
     return -1;
 }
 
+/* Long runs of raw text are scanned with the GIL released, so that other threads run
+ * meanwhile: a loop that reads only C buffers (the text's characters: a str is immutable,
+ * and the caller's argument keeps it alive; arrays of the function's own) and calls nothing
+ * of Python's. Below RELEASE_AT bytes of text, handing the GIL over and taking it back costs
+ * about what the work does, so a scan reads its first RELEASE_AT bytes with the GIL held
+ * (most stops are near) and lets it go only for what is left. Only functions that hold
+ * nothing another thread could change (no list or dict of the caller's) scan so. */
+#define RELEASE_AT 4096
+
+/* find_char, what lies past the first RELEASE_AT bytes read without the GIL. */
+static Py_ssize_t
+find_char_released(const Text *t, Py_ssize_t from, Py_UCS4 c)
+{
+    if (from < 0)
+        from = 0;
+    Py_ssize_t window = RELEASE_AT / t->kind;
+    if (from >= t->n || t->n - from <= 2 * window)
+        return find_char(t, from, c);
+    Text head = *t;
+    head.n = from + window;
+    Py_ssize_t at = find_char(&head, from, c);
+    if (at >= 0)
+        return at;
+    Py_BEGIN_ALLOW_THREADS
+    at = find_char(t, from + window, c);
+    Py_END_ALLOW_THREADS
+    return at;
+}
+
+/* find_pair, through find_char_released. */
+static Py_ssize_t
+find_pair_released(const Text *t, Py_ssize_t from, Py_UCS4 a, Py_UCS4 b)
+{
+    Py_ssize_t i = find_char_released(t, from, a);
+    while (i >= 0 && i + 1 < t->n) {
+        if (CH(t, i + 1) == b)
+            return i;
+        i = find_char_released(t, i + 1, a);
+    }
+    return -1;
+}
+
 static inline int
 is_html_space(Py_UCS4 c)
 {
@@ -1404,7 +1446,7 @@ end_tag(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t start;
     if (find_start(args[2], t.n, &start) < 0) /* text.find("</", start) in the twin */
         return NULL;
-    Py_ssize_t position = start > t.n ? -1 : find_pair(&t, start, '<', '/');
+    Py_ssize_t position = start > t.n ? -1 : find_pair_released(&t, start, '<', '/');
     while (position >= 0) {
         if (nt.n + 2 < t.n - position) { /* position + 2 + len(name) < len(text), without overflow */
             Py_UCS4 c = CH(&t, position + 2 + nt.n);
@@ -1416,7 +1458,7 @@ end_tag(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                     return PyLong_FromSsize_t(position);
             }
         }
-        position = find_pair(&t, position + 2, '<', '/');
+        position = find_pair_released(&t, position + 2, '<', '/');
     }
     return PyLong_FromSsize_t(t.n);
 }
@@ -1425,15 +1467,17 @@ end_tag(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 /* UTF-8 byte offsets                                                        */
 /* ------------------------------------------------------------------------ */
 
-/* Adds to *bytes the UTF-8 length of text[start:end]; -1 with UnicodeEncodeError for a
- * surrogate that the escape handler does not take. */
-static int
-utf8_length(const Text *t, Py_ssize_t start, Py_ssize_t end, int escaped, Py_ssize_t *bytes)
+/* The UTF-8 length of text[start:end]; *bad is -1, or the offset of the first surrogate that
+ * the escape handler does not take (the length is then meaningless). Plain C: it runs
+ * without the GIL. */
+static Py_ssize_t
+utf8_count(const Text *t, Py_ssize_t start, Py_ssize_t end, int escaped, Py_ssize_t *bad)
 {
     /* Counted in blocks with narrow counters, so that the compiler vectorizes the loops
      * (a 64-bit counter per character ran at 0.24 ns a character; these, about half that). */
     Py_ssize_t total = end - start;
     int surrogates = 0;
+    *bad = -1;
     if (t->kind == PyUnicode_1BYTE_KIND) {
         const Py_UCS1 *d = (const Py_UCS1 *)t->data;
         for (Py_ssize_t i = start; i < end;) {
@@ -1480,16 +1524,36 @@ utf8_length(const Text *t, Py_ssize_t start, Py_ssize_t end, int escaped, Py_ssi
             if (c < 0xD800 || c > 0xDFFF || !escaped)
                 continue;
             if (c < 0xDC00 || c > 0xDCFF) {
-                PyObject *error = PyObject_CallFunction(PyExc_UnicodeEncodeError, "sOnns", "utf-8", t->object, i,
-                                                        i + 1, "surrogates not allowed");
-                if (error != NULL) {
-                    PyErr_SetObject(PyExc_UnicodeEncodeError, error);
-                    Py_DECREF(error);
-                }
-                return -1;
+                *bad = i;
+                return 0;
             }
             total -= 2;
         }
+    }
+    return total;
+}
+
+/* UnicodeEncodeError for the surrogate at offset at, which the escape handler does not take. */
+static void
+surrogate_error(const Text *t, Py_ssize_t at)
+{
+    PyObject *error =
+        PyObject_CallFunction(PyExc_UnicodeEncodeError, "sOnns", "utf-8", t->object, at, at + 1, "surrogates not allowed");
+    if (error != NULL) {
+        PyErr_SetObject(PyExc_UnicodeEncodeError, error);
+        Py_DECREF(error);
+    }
+}
+
+/* Adds to *bytes the UTF-8 length of text[start:end]; -1 with UnicodeEncodeError for a
+ * surrogate that the escape handler does not take. */
+static int
+utf8_length(const Text *t, Py_ssize_t start, Py_ssize_t end, int escaped, Py_ssize_t *bytes)
+{
+    Py_ssize_t bad, total = utf8_count(t, start, end, escaped, &bad);
+    if (bad >= 0) {
+        surrogate_error(t, bad);
+        return -1;
     }
     *bytes += total;
     return 0;
@@ -1557,6 +1621,8 @@ typedef struct {
     Py_ssize_t start, end, index;
     PyObject *new; /* borrowed from the edits, a tuple of utf8_splice's own */
     Py_ssize_t byte_start, byte_end;
+    const char *bytes; /* the new text's UTF-8 (of encoded[index], held), NULL for an edit that does not stand */
+    Py_ssize_t size;
 } Edit;
 
 static int
@@ -1649,18 +1715,33 @@ utf8_splice(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         positions[2 * i] = all[i].start;
         positions[2 * i + 1] = all[i].end;
     }
+    /* Sorted and counted in plain C: without the GIL for a long text. It stops where the
+     * loop with the GIL stopped, at the first offset outside the text or the first surrogate
+     * the escape handler does not take, and the error is raised once the GIL is back. */
+    Py_ssize_t previous_text = 0, previous_byte = 0, outside = -1, bad = -1;
+    PyThreadState *state = (size_t)t.n * (size_t)t.kind > RELEASE_AT ? PyEval_SaveThread() : NULL;
     qsort(all, (size_t)count, sizeof(Edit), edit_order);
     qsort(positions, (size_t)(2 * count), sizeof(Py_ssize_t), offset_order);
-    Py_ssize_t previous_text = 0, previous_byte = 0;
     for (Py_ssize_t i = 0; i < 2 * count; i++) {
         if (positions[i] < 0 || positions[i] > t.n) {
-            PyErr_SetString(PyExc_ValueError, "offsets must be ascending and within the text");
-            goto done;
+            outside = i;
+            break;
         }
-        if (utf8_length(&t, previous_text, positions[i], escaped, &previous_byte) < 0)
-            goto done;
+        previous_byte += utf8_count(&t, previous_text, positions[i], escaped, &bad);
+        if (bad >= 0)
+            break;
         previous_text = positions[i];
         bytes[i] = previous_byte;
+    }
+    if (state != NULL)
+        PyEval_RestoreThread(state);
+    if (outside >= 0) {
+        PyErr_SetString(PyExc_ValueError, "offsets must be ascending and within the text");
+        goto done;
+    }
+    if (bad >= 0) {
+        surrogate_error(&t, bad);
+        goto done;
     }
     /* The pieces: what is kept of body between the edits that stand, and their new bytes
      * (body sliced as Python slices: past its end, nothing). */
@@ -1668,6 +1749,7 @@ utf8_splice(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t size = 0, last = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         Edit *e = &all[i];
+        e->bytes = NULL;
         e->byte_start = byte_of(positions, bytes, 2 * count, e->start);
         e->byte_end = byte_of(positions, bytes, 2 * count, e->end);
         if (e->byte_start < last)
@@ -1686,6 +1768,8 @@ utf8_splice(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_ssize_t until = e->byte_start < length ? e->byte_start : length;
         Py_ssize_t kept = until > last ? until - last : 0;
         Py_ssize_t new_size = PyBytes_Check(encoded[i]) ? PyBytes_GET_SIZE(encoded[i]) : PyUnicode_GET_LENGTH(encoded[i]);
+        e->bytes = PyBytes_Check(encoded[i]) ? PyBytes_AS_STRING(encoded[i]) : (const char *)PyUnicode_DATA(encoded[i]);
+        e->size = new_size;
         /* encode may give one object for every edit: the sizes' sum is no object's size. */
         if (kept > PY_SSIZE_T_MAX - size || new_size > PY_SSIZE_T_MAX - size - kept) {
             PyErr_SetString(PyExc_OverflowError, "utf8_splice: the result is too long");
@@ -1704,28 +1788,27 @@ utf8_splice(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     char *to = PyBytes_AS_STRING(out);
     const char *from = PyBytes_AS_STRING(body);
+    /* Copied in plain C, from buffers held until the end (body, the encoded texts) into out,
+     * ours alone: without the GIL for a long text. */
+    state = (size_t)length > RELEASE_AT ? PyEval_SaveThread() : NULL;
     last = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         Edit *e = &all[i];
-        if (encoded[i] == NULL)
+        if (e->bytes == NULL)
             continue;
         Py_ssize_t until = e->byte_start < length ? e->byte_start : length;
         if (until > last) {
             memcpy(to, from + last, (size_t)(until - last));
             to += until - last;
         }
-        if (PyBytes_Check(encoded[i])) {
-            memcpy(to, PyBytes_AS_STRING(encoded[i]), (size_t)PyBytes_GET_SIZE(encoded[i]));
-            to += PyBytes_GET_SIZE(encoded[i]);
-        }
-        else {
-            memcpy(to, PyUnicode_DATA(encoded[i]), (size_t)PyUnicode_GET_LENGTH(encoded[i]));
-            to += PyUnicode_GET_LENGTH(encoded[i]);
-        }
+        memcpy(to, e->bytes, (size_t)e->size);
+        to += e->size;
         last = e->byte_end;
     }
     if (length > last)
         memcpy(to, from + last, (size_t)(length - last));
+    if (state != NULL)
+        PyEval_RestoreThread(state);
 done:
     if (encoded != NULL && all != NULL && positions != NULL && bytes != NULL)
         for (Py_ssize_t i = 0; i < count; i++)
@@ -1937,7 +2020,7 @@ skip_space_and_comments(const Text *t, Py_ssize_t i)
         i = skip_space(t, i);
         if (!(i + 1 < t->n && CH(t, i) == '/' && CH(t, i + 1) == '*'))
             return i;
-        Py_ssize_t end = find_pair(t, i + 2, '*', '/');
+        Py_ssize_t end = find_pair_released(t, i + 2, '*', '/');
         if (end < 0)
             return t->n;
         i = end + 2;
@@ -2218,7 +2301,7 @@ css_stop_here(const Text *t, Py_ssize_t k, Py_UCS4 c, int nested)
 #define CSS_SCAN(TYPE)                                                                                                 \
     {                                                                                                                  \
         const TYPE *d = (const TYPE *)t->data;                                                                         \
-        for (Py_ssize_t k = pos; k < n; k++) {                                                                         \
+        for (Py_ssize_t k = pos; k < end; k++) {                                                                       \
             TYPE c = d[k];                                                                                             \
             if (c < 128 && stops[c] && css_stop_here(t, k, c, nested))                                                 \
                 return k;                                                                                              \
@@ -2226,11 +2309,11 @@ css_stop_here(const Text *t, Py_ssize_t k, Py_UCS4 c, int nested)
         return -1;                                                                                                     \
     }
 
-/* The next character the scanner stops at from pos, or -1. */
+/* The next character the scanner stops at in [pos, end), or -1 (what follows a character
+ * is read up to the text's end). Plain C: it runs without the GIL. */
 static Py_ssize_t
-css_scan(const Text *t, Py_ssize_t pos, int nested)
+css_scan_to(const Text *t, Py_ssize_t pos, Py_ssize_t end, int nested)
 {
-    Py_ssize_t n = t->n;
     const unsigned char *stops = css_stops[nested ? 1 : 0];
     switch (t->kind) {
     case PyUnicode_1BYTE_KIND:
@@ -2240,6 +2323,23 @@ css_scan(const Text *t, Py_ssize_t pos, int nested)
     default:
         CSS_SCAN(Py_UCS4)
     }
+}
+
+/* The next character the scanner stops at from pos, or -1: past the first RELEASE_AT bytes,
+ * without the GIL. */
+static Py_ssize_t
+css_scan(const Text *t, Py_ssize_t pos, int nested)
+{
+    Py_ssize_t window = RELEASE_AT / t->kind;
+    if (pos >= t->n || t->n - pos <= 2 * window)
+        return css_scan_to(t, pos, t->n, nested);
+    Py_ssize_t k = css_scan_to(t, pos, pos + window, nested);
+    if (k >= 0)
+        return k;
+    Py_BEGIN_ALLOW_THREADS
+    k = css_scan_to(t, pos + window, t->n, nested);
+    Py_END_ALLOW_THREADS
+    return k;
 }
 
 PyDoc_STRVAR(scan_css_doc,
@@ -2299,7 +2399,7 @@ scan_css(PyObject *module, PyObject *text)
         }
         else if (c == '/') {
             if (k + 1 < n && CH(t, k + 1) == '*') {
-                Py_ssize_t end = find_pair(t, k + 2, '*', '/');
+                Py_ssize_t end = find_pair_released(t, k + 2, '*', '/');
                 if (end < 0)
                     break;
                 pos = boundary = end + 2;
@@ -2373,7 +2473,7 @@ conditional_head(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return PyLong_FromLong(-1);
     Py_ssize_t k = start + 4; /* where the '[' of a head at start would be */
     while (k < n) {
-        k = find_char(&t, k, '[');
+        k = find_char_released(&t, k, '[');
         if (k < 0)
             break;
         if (CH(&t, k - 1) == '-' && CH(&t, k - 2) == '-' && CH(&t, k - 3) == '!' && CH(&t, k - 4) == '<')
@@ -2443,21 +2543,25 @@ flattened(PyObject *module, PyObject *text)
     Text t;
     if (text_init(&t, text) < 0)
         return NULL;
-    Py_ssize_t lf = find_char(&t, 0, '\n'), cr = find_char(&t, 0, '\r');
+    Py_ssize_t lf = find_char_released(&t, 0, '\n'), cr = find_char_released(&t, 0, '\r');
     if (lf < 0 && cr < 0)
         return PyUnicode_Substring(text, 0, t.n); /* text itself, as an exact str */
     /* The same characters but ASCII ones, so the same widest one: the copy is of text's kind. */
     PyObject *out = PyUnicode_New(t.n, PyUnicode_MAX_CHAR_VALUE(text));
     if (out == NULL)
         return NULL;
-    memcpy(PyUnicode_DATA(out), t.data, (size_t)t.n * (size_t)t.kind);
-    /* Each one found as str.find finds it (memchr), in the copy: lines run to tens of characters. */
+    /* The copy is ours alone until it is returned: a long one is made without the GIL. */
     void *data = PyUnicode_DATA(out);
+    PyThreadState *state = (size_t)t.n * (size_t)t.kind > RELEASE_AT ? PyEval_SaveThread() : NULL;
+    memcpy(data, t.data, (size_t)t.n * (size_t)t.kind);
+    /* Each one found as str.find finds it (memchr), in the copy: lines run to tens of characters. */
     Text copy = {t.kind, data, t.n, out};
     for (Py_ssize_t at = lf; at >= 0; at = find_char(&copy, at + 1, '\n'))
         PyUnicode_WRITE(t.kind, data, at, ' ');
     for (Py_ssize_t at = cr; at >= 0; at = find_char(&copy, at + 1, '\r'))
         PyUnicode_WRITE(t.kind, data, at, ' ');
+    if (state != NULL)
+        PyEval_RestoreThread(state);
     return out;
 }
 

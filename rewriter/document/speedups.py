@@ -20,7 +20,6 @@ handed changes it for both alike.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import warnings
@@ -58,7 +57,14 @@ def built_from_another_source(module: Any, source: Path = SOURCE) -> str | None:
     built = getattr(module, "SOURCE", "")
     if not built or not source.is_file():
         return None
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    try:  # CPython's own SHA-256: hashlib would load OpenSSL, a few ms of every start-up, for one digest
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]  # Python 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]  # 3.12 on
+        except ImportError:
+            from hashlib import sha256  # type: ignore[assignment,unused-ignore]
+    digest = sha256(source.read_bytes()).hexdigest()[:16]
     return None if digest == built else f"built from {built}, the source is {digest}"
 
 

@@ -22,7 +22,8 @@ subtree is recognised by its name, as HTML tree construction would (see
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rewriter.document.encoding import python_codec
@@ -61,6 +62,42 @@ class _LxmlAdapter:
     def document(self, node: _Node) -> _Node:
         return self.top
 
+    def may_hold(self, name: str) -> bool:
+        """Whether the document may hold an element named *name* (ASCII lowercase, as the walk
+        lowers a name with ``str.lower``) in any namespace, spelt in any case: False only when
+        none is there. lxml looks each spelling up in the document's dictionary of names, so
+        that a name no element has costs no walk at all (the tree's engine then skips its own)."""
+        if len(name) > 6:
+            return True
+        spellings = ["{*}" + "".join(letters) for letters in itertools.product(*((c, c.upper()) for c in name))]
+        return next(self.top.root.getroottree().iter(*spellings), None) is not None
+
+    def descendants(self, node: _Node) -> Iterator[tuple[_Node, _Node | None, bool]]:
+        """Every node under *node* (itself included, unless it is the document) in document
+        order, as the tree's walk reads them one by one (:meth:`children`, :meth:`kind`), but
+        by lxml's own iterator: each with its parent (None for *node* and the top-level nodes)
+        and whether it is an element."""
+        if isinstance(node, _Top):
+            root = node.root
+            for sibling in reversed(list(root.itersiblings(preceding=True))):
+                yield sibling, None, isinstance(sibling.tag, str)
+            yield from self._under(root)
+            for sibling in root.itersiblings():
+                yield sibling, None, isinstance(sibling.tag, str)
+            return
+        yield from self._under(node)
+
+    @staticmethod
+    def _under(node: Element) -> Iterator[tuple[_Node, _Node | None, bool]]:
+        yield node, None, isinstance(node.tag, str)
+        iterator = node.iter()
+        next(iterator)  # node itself
+        for descendant in iterator:
+            if isinstance(descendant.tag, str):
+                yield descendant, descendant.getparent(), True
+            else:
+                yield descendant, None, False
+
     def parent(self, node: _Node) -> _Node | None:
         if isinstance(node, _Top):
             return None
@@ -84,12 +121,16 @@ class _LxmlAdapter:
 
     def name(self, node: _Node) -> tuple[str | None, str]:
         assert not isinstance(node, _Top)
-        return _split(node.tag)
+        tag = node.tag
+        return (None, tag) if tag[:1] != "{" else _split(tag)
 
     def attributes(self, node: _Node) -> list[tuple[str, object, str]]:
         assert not isinstance(node, _Top)
         found: list[tuple[str, object, str]] = []
-        for key, value in node.attrib.items():
+        for key, value in node.items():
+            if key[:1] != "{":  # most: a plain name (as _split reads it, without its call)
+                found.append((key.lower(), key, value))
+                continue
             uri, local = _split(key)
             if uri is not None:
                 prefix = ATTRIBUTE_PREFIXES.get(uri)

@@ -31,6 +31,7 @@ import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Generic, Literal, Protocol, TypedDict, TypeVar
 
 from rewriter.css import syntax as css
@@ -39,6 +40,7 @@ from rewriter.document.process import RELATIVE_BASE, Context, frozen_base, splic
 from rewriter.html.engine import conditional_spans, rewrite_text, saved_from
 from rewriter.html.links import ViewElement, element_links, for_context
 from rewriter.html.microsyntax import strip_whitespace
+from rewriter.html.table import attributes_of
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.problems import Problem
 from rewriter.url.base import Base, Candidates, Layer, chain, handed_down_candidates
@@ -127,15 +129,22 @@ class TreeResult:
     problems: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class _Element(Generic[N]):
-    node: N
-    namespace: Namespace | None  # None: a namespace the link table does not know
-    tag: str  # lowercase for HTML, as the tree spells it for SVG and MathML
-    inert: bool  # in a <template> or a <noscript>: never the document's base (HTML §4.2.3)
-    # Under an HTML <noscript>: raw text to a scripting browser once serialised, so no new
-    # value here may hold "<" (a base holding "</noscript>" would end the element early).
-    in_noscript: bool = False
+    """One element as the walk saw it (never changed once made: a plain class with slots, not a
+    frozen dataclass, whose ``__init__`` sets each field through ``object.__setattr__``: one is
+    made for every element of the tree)."""
+
+    __slots__ = ("in_noscript", "inert", "keys", "namespace", "node", "tag")
+
+    def __init__(self, node: N, namespace: Namespace | None, tag: str, inert: bool, in_noscript: bool = False) -> None:
+        self.node = node
+        self.namespace = namespace  # None: a namespace the link table does not know
+        self.tag = tag  # lowercase for HTML, as the tree spells it for SVG and MathML
+        self.inert = inert  # in a <template> or a <noscript>: never the document's base (HTML §4.2.3)
+        # Under an HTML <noscript>: raw text to a scripting browser once serialised, so no new
+        # value here may hold "<" (a base holding "</noscript>" would end the element early).
+        self.in_noscript = in_noscript
+        self.keys: dict[str, object] = {}  # each attribute's key in the tree, by the table's name (TreeView.element)
 
 
 def namespace_of(
@@ -186,6 +195,15 @@ class _Walk(Generic[N]):
     def element(self, node: N, parent: _Element[N] | None) -> _Element[N]:
         adapter = self.adapter
         uri, local = adapter.name(node)
+        if uri is None and parent is not None and parent.namespace == "html":
+            # The common case, as namespace_of reads it: an element in no namespace under an HTML one.
+            lower = local.lower()
+            namespace: Namespace | None = "svg" if lower == "svg" else "math" if lower == "math" else "html"
+            tag = lower if namespace == "html" else local
+            if parent.inert or parent.tag in ("template", "noscript"):
+                in_noscript = parent.in_noscript or parent.tag == "noscript"
+                return _Element(node, namespace, tag, True, in_noscript)
+            return _Element(node, namespace, tag, False, parent.in_noscript)
         context = None
         if parent is not None:
             names: dict[str, str] = {}
@@ -218,6 +236,10 @@ class _Walk(Generic[N]):
         """Every node under *root* (itself included, unless it is the document), in
         document order, with the element it is (None for comments and other nodes)."""
         adapter = self.adapter
+        descendants = getattr(adapter, "descendants", None)  # an adapter's own walk, where it has one
+        if descendants is not None:
+            yield from self._nodes_by_parent(root, descendants(root))
+            return
         stack: list[tuple[N, _Element[N] | None]] = []
         if adapter.kind(root) == "document":
             stack.extend((child, None) for child in reversed(adapter.children(root)))
@@ -231,7 +253,26 @@ class _Walk(Generic[N]):
                 continue
             element = self.element(node, parent)
             yield node, element
-            stack.extend((child, element) for child in reversed(adapter.children(node)))
+            children = adapter.children(node)
+            if children:
+                stack.extend(zip(reversed(children), repeat(element)))
+
+    def _nodes_by_parent(
+        self, root: N, descendants: Iterator[tuple[N, N | None, bool]]
+    ) -> Iterator[tuple[N, _Element[N] | None]]:
+        """:meth:`nodes` from an adapter's ``descendants(root)``: the same nodes in the same
+        order, each with its parent node (None for *root* and the document's top-level nodes)
+        and whether it is an element; each element's parent is looked up among those seen."""
+        start = None if self.adapter.kind(root) == "document" else self.context_of(root)
+        seen: dict[N, _Element[N]] = {}
+        element_of = self.element
+        for node, parent, is_element in descendants:
+            if not is_element:
+                yield node, None
+                continue
+            element = element_of(node, start if parent is None else seen[parent])
+            seen[node] = element
+            yield node, element
 
 
 @dataclass(slots=True)
@@ -392,6 +433,9 @@ def _base_element(walk: _Walk[N], document: N, fallback: Context, run: _Run[N]) 
     against) is left exactly as it is, reported in the problems, and not listed as a link.
     """
     adapter = walk.adapter
+    holds = getattr(adapter, "may_hold", None)  # an adapter's quick answer, where it has one
+    if holds is not None and not holds("base"):
+        return None, False, None
     for _, element in walk.nodes(document):
         if element is None or element.namespace != "html" or element.tag != "base" or element.inert:
             continue
@@ -427,11 +471,17 @@ class TreeView(Generic[N]):
             if element is not None:
                 yield self.element(element)
 
-    def element(self, element: _Element[N]) -> ViewElement:
-        """*element* as the view gives it: the first of duplicate attribute names winning."""
+    def element(self, element: _Element[N], attributes: list[tuple[str, object, str]] | None = None) -> ViewElement:
+        """*element* as the view gives it: the first of duplicate attribute names winning.
+        *attributes* are the adapter's, when the caller has read them already."""
         values: dict[str, str] = {}
-        for name, _, value in self.adapter.attributes(element.node):
-            values.setdefault(name, value)
+        keys = element.keys
+        if attributes is None:
+            attributes = self.adapter.attributes(element.node)
+        for name, key, value in attributes:
+            if name not in values:
+                values[name] = value
+                keys[name] = key
         style = self.adapter.text(element.node) if element.tag == "style" else None
         return ViewElement(element, element.namespace, element.tag, values, style)
 
@@ -442,7 +492,17 @@ def _element_links(element: _Element[N], context: Context, run: _Run[N]) -> None
     tag = element.tag
     codebase_context: Context | None = None
     pending: tuple[str, str, list[tuple[int, int, str]]] | None = None  # attribute, value, replacements
-    for site in element_links(run.view.element(element), run.policy.lazy_attributes):
+    attributes = run.adapter.attributes(element.node)
+    if tag != "style":  # else only attributes the link table names hold links: most elements have none
+        if not attributes or element.namespace is None:
+            return
+        table = attributes_of(element.namespace, tag, run.policy.lazy_attributes)
+        for name, _, _ in attributes:
+            if name in table:
+                break
+        else:
+            return
+    for site in element_links(run.view.element(element, attributes), run.policy.lazy_attributes):
         if pending is not None and pending[0] != site.attribute:
             _write(element, pending, run)
             pending = None
@@ -484,8 +544,8 @@ def _write(element: _Element[N], pending: tuple[str, str, list[tuple[int, int, s
     if attribute == "#style":
         run.writes.append(("<style> text", lambda: adapter.set_text(node, new)))
         return
-    key = next(key for name, key, _ in adapter.attributes(node) if name == attribute)
-    run.writes.append((f"<{tag} {attribute}>", lambda: adapter.set_attribute(node, key, new)))
+    key = element.keys[attribute]  # as TreeView.element read them: the first of duplicate names
+    run.writes.append((f"<{tag} {attribute}>", functools.partial(adapter.set_attribute, node, key, new)))
 
 
 _CONDITIONAL_DATA = re.compile(r"\[if[^\]]*\]>", re.IGNORECASE)
