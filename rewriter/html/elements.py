@@ -34,7 +34,7 @@ from rewriter.html.plain import (
     LinkSearch,
     plain_links,
 )
-from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, attributes_of
+from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, attributes_of, is_plain_url
 from rewriter.problems import Problem
 
 # The link table per (namespace, tag, lazy attributes): a dict lookup per element.
@@ -133,7 +133,7 @@ def _codes_of(namespace: turbohtml.Namespace, tag: str, lazy: frozenset[str]) ->
     table = attributes_of(NAMESPACE_NAMES.get(namespace, "html"), tag, lazy)
     codes = {}
     for name, kind in table.items():
-        if kind == "url" and (tag, name) not in CONDITIONAL:
+        if is_plain_url(tag, name, kind):
             codes[name] = LAZY_URL if name in lazy else URL
         elif kind == "srcset" and name not in lazy and (tag, name) not in CONDITIONAL:
             codes[name] = SRCSET

@@ -17,7 +17,16 @@ from functools import lru_cache
 
 from rewriter.document.model import Kind
 
-__all__ = ["CODEBASE_RELATIVE", "CONDITIONAL", "Kind", "attributes_of", "css_identifier", "kind_of", "selector"]
+__all__ = [
+    "CODEBASE_RELATIVE",
+    "CONDITIONAL",
+    "Kind",
+    "attributes_of",
+    "css_identifier",
+    "is_plain_url",
+    "kind_of",
+    "selector",
+]
 
 # URL attributes on any HTML element. Like lxml's iterlinks, the attribute name alone
 # decides, so custom elements (amp-img src, amp-iframe src) are covered too.
@@ -97,6 +106,17 @@ def kind_of(namespace: str, element: str, attribute: str, lazy: frozenset[str] =
 # Element names longer than this are no element of any table: their answer is not kept, so
 # that a page of megabyte-long names cannot fill the cache with them.
 CACHED_NAME_LENGTH = 64
+
+
+def is_plain_url(element: str, attribute: str, kind: Kind) -> bool:
+    """Whether *attribute* of *element* (of *kind*) holds one URL, whitespace around it aside,
+    under no condition of the element's: the values both engines read on their fast paths
+    (the bytes engine's ``plain_links``, the trees' plain attributes).
+
+    >>> is_plain_url("a", "href", "url"), is_plain_url("img", "usemap", "url"), is_plain_url("img", "srcset", "srcset")
+    (True, False, False)
+    """
+    return kind == "url" and (element, attribute) not in CONDITIONAL
 
 
 def attributes_of(namespace: str, element: str, lazy: frozenset[str] = frozenset()) -> dict[str, Kind]:

@@ -40,7 +40,7 @@ from rewriter.document.process import RELATIVE_BASE, Context, frozen_base, splic
 from rewriter.html.engine import conditional_spans, rewrite_text, saved_from
 from rewriter.html.links import ViewElement, element_links, for_context
 from rewriter.html.microsyntax import strip_whitespace
-from rewriter.html.table import attributes_of
+from rewriter.html.table import attributes_of, is_plain_url
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.problems import Problem
 from rewriter.url.base import Base, Candidates, Layer, chain, handed_down_candidates
@@ -496,11 +496,16 @@ def _element_links(element: _Element[N], context: Context, run: _Run[N]) -> None
     if tag != "style":  # else only attributes the link table names hold links: most elements have none
         if not attributes or element.namespace is None:
             return
-        table = attributes_of(element.namespace, tag, run.policy.lazy_attributes)
-        for name, _, _ in attributes:
-            if name in table:
-                break
+        lazy = run.policy.lazy_attributes
+        table, plain = _PLAIN.get((element.namespace, tag, lazy)) or _tables(element.namespace, tag, lazy)
+        found = [attribute for attribute in attributes if attribute[0] in table]
+        if not found:
+            return
+        for name, _, _ in found:
+            if name not in plain:
+                break  # the general path, for all of the element's links
         else:
+            _plain_links(element, found, context, run)
             return
     for site in element_links(run.view.element(element, attributes), run.policy.lazy_attributes):
         if pending is not None and pending[0] != site.attribute:
@@ -532,6 +537,40 @@ def _element_links(element: _Element[N], context: Context, run: _Run[N]) -> None
                 pending[2].append((site.start, site.end, for_context(site.kind, resolved, site.value, site.start)))
     if pending is not None:
         _write(element, pending, run)
+
+
+# For an element (by namespace, tag and lazy attributes): its URL attributes with their kinds
+# (table.attributes_of), and those whose values are each one plain URL (table.is_plain_url),
+# which _plain_links reads without the general path's records: none for the elements whose
+# links need more than their values (a codebase, a <style>'s text). One lookup an element.
+_PLAIN: dict[tuple[str, str, frozenset[str]], tuple[dict[str, Kind], frozenset[str]]] = {}
+_GENERAL_TAGS = frozenset({"style", "object", "applet"})
+
+
+def _tables(namespace: str, tag: str, lazy: frozenset[str]) -> tuple[dict[str, Kind], frozenset[str]]:
+    table = attributes_of(namespace, tag, lazy)
+    plain = () if tag in _GENERAL_TAGS else (n for n, kind in table.items() if is_plain_url(tag, n, kind))
+    tables = table, frozenset(name for name in plain if name not in lazy)
+    if len(_PLAIN) < 4096:  # custom element names are many; the table's own cache is bounded alike
+        _PLAIN[(namespace, tag, lazy)] = tables
+    return tables
+
+
+def _plain_links(element: _Element[N], found: list[tuple[str, object, str]], context: Context, run: _Run[N]) -> None:
+    """The links of an element whose every URL attribute holds one plain URL: what
+    :func:`_element_links` makes of them (each value read as element_links reads it, NUL as
+    U+FFFD, whitespace around it kept), without a view, a site or a pending record each."""
+    tag, node, seen = element.tag, element.node, set()
+    for name, key, value in found:
+        if name in seen:
+            continue  # the first of duplicate names, as TreeView.element reads them
+        seen.add(name)
+        value = value.replace("\0", "\ufffd")  # HTML §13.2.5.36-38, as element_links reads it
+        start, end = strip_whitespace(value, 0, len(value))
+        resolved = run.record(context, tag, name, "url", value[start:end])
+        if resolved is not None:
+            new = value[:start] + for_context("url", resolved, value, start) + value[end:]
+            run.writes.append((f"<{tag} {name}>", functools.partial(run.adapter.set_attribute, node, key, new)))
 
 
 def _write(element: _Element[N], pending: tuple[str, str, list[tuple[int, int, str]]], run: _Run[N]) -> None:
