@@ -271,6 +271,13 @@ class Ceiling:
         return seconds["serial"] / seconds["parallel"]
 
 
+def cpu_scaling(processes: int, rounds: int) -> float:
+    """The median, over *rounds*, of how *processes* processes of pure CPU work scale here
+    (:class:`Ceiling`): what other benchmarks print beside their own speed-ups."""
+    ceiling = Ceiling()
+    return statistics.median(ceiling.once(processes) for _ in range(max(1, rounds)))
+
+
 def start_up(rounds: int, folder: Path) -> float:
     """The median seconds of an interpreter importing what every command line imports
     (after one untimed launch of the tool, which fills the bytecode cache)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
 import subprocess
@@ -248,3 +249,18 @@ def test_api_benchmark_runs_in_quick_mode() -> None:
     assert out.count("4 threads / 1 thread throughput:") == 4
     assert "rewriter - lxml.html, import + first call:" in out
     assert out.count("lxml / rewriter:") == 3
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("distributed") is None,
+    reason="the dask extra is not installed: pip install 'rewriter[dask]'",
+)
+def test_dask_benchmark_runs_on_a_few_pages_and_compares_the_trees(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for number in range(4):
+        (corpus / f"p{number}.html").write_text(f'<a href="p{number + 1}.html">next</a><img src="i{number}.png">')
+    out = _quick("bench_dask.py", "--corpus", str(corpus), "--rounds", "1")
+    assert "machine: 2 processes of pure CPU work scale" in out
+    assert "2 workers / 1 worker speed-up:" in out
+    assert "outputs identical: yes" in out
