@@ -22,9 +22,12 @@ from test_wget_mirrors import compare_link_by_link, rewrite, server
 
 HTTRACK = Path("/usr/bin/httrack")
 __all__ = ["server"]  # the fixture: the site on 127.0.0.1
-pytestmark = pytest.mark.skipif(
-    not HTTRACK.exists(), reason=f"{HTTRACK} is absent: the mirror these tests rewrite is made by HTTrack itself"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not HTTRACK.exists(), reason=f"{HTTRACK} is absent: the mirror these tests rewrite is made by HTTrack itself"
+    ),
+    pytest.mark.slow,  # HTTrack mirrors the site first: about 12 s, a twentieth of the README's test command
+]
 
 
 @pytest.fixture(scope="module")
