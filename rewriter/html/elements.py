@@ -34,7 +34,14 @@ from rewriter.html.plain import (
     LinkSearch,
     plain_links,
 )
-from rewriter.html.table import CACHED_NAME_LENGTH, CODEBASE_RELATIVE, CONDITIONAL, attributes_of, is_plain_url
+from rewriter.html.table import (
+    CACHED_NAME_LENGTH,
+    CODEBASE_RELATIVE,
+    CONDITIONAL,
+    GENERAL_PATH_ELEMENTS,
+    attributes_of,
+    is_plain_url,
+)
 from rewriter.problems import Problem
 
 # The link table per (namespace, tag, lazy attributes): a dict lookup per element.
@@ -56,8 +63,6 @@ def kept(cache: dict[_K, _V], key: _K, name: str, value: _V) -> _V:
 
 
 _CONDITIONAL_TAGS = frozenset(tag for tag, _ in CONDITIONAL)
-# Elements whose links need more than their attribute values (the general path).
-_SPECIAL_TAGS = frozenset({"style", "object", "applet"})
 
 
 def elements_links(
@@ -127,7 +132,7 @@ _CODES_FOREIGN: dict[frozenset[str], dict[tuple[object, str], Codes]] = {}
 
 def _codes_of(namespace: turbohtml.Namespace, tag: str, lazy: frozenset[str]) -> Codes:
     """The link table of plain_links for *tag* in *namespace* (None: the general path always)."""
-    if tag in _SPECIAL_TAGS or (namespace is HTML and tag in _MERGED_TAGS):
+    if tag in GENERAL_PATH_ELEMENTS or (namespace is HTML and tag in _MERGED_TAGS):
         # A repeated <html> or <body> tag's attributes are the tree's, not the text's.
         return None
     table = attributes_of(NAMESPACE_NAMES.get(namespace, "html"), tag, lazy)

@@ -20,6 +20,7 @@ from rewriter.document.model import Kind
 __all__ = [
     "CODEBASE_RELATIVE",
     "CONDITIONAL",
+    "GENERAL_PATH_ELEMENTS",
     "Kind",
     "attributes_of",
     "css_identifier",
@@ -106,6 +107,11 @@ def kind_of(namespace: str, element: str, attribute: str, lazy: frozenset[str] =
 # Element names longer than this are no element of any table: their answer is not kept, so
 # that a page of megabyte-long names cannot fill the cache with them.
 CACHED_NAME_LENGTH = 64
+
+
+# Elements whose links need more than their attribute values (a <style>'s text; an <object>'s
+# or <applet>'s codebase): both engines read them on their general path, never the plain one.
+GENERAL_PATH_ELEMENTS: frozenset[str] = frozenset({"style", "object", "applet"})
 
 
 def is_plain_url(element: str, attribute: str, kind: Kind) -> bool:

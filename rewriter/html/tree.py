@@ -40,7 +40,7 @@ from rewriter.document.process import RELATIVE_BASE, Context, frozen_base, splic
 from rewriter.html.engine import conditional_spans, rewrite_text, saved_from
 from rewriter.html.links import ViewElement, element_links, for_context
 from rewriter.html.microsyntax import strip_whitespace
-from rewriter.html.table import attributes_of, is_plain_url
+from rewriter.html.table import GENERAL_PATH_ELEMENTS, attributes_of, is_plain_url
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.problems import Problem
 from rewriter.url.base import Base, Candidates, Layer, chain, handed_down_candidates
@@ -544,12 +544,11 @@ def _element_links(element: _Element[N], context: Context, run: _Run[N]) -> None
 # which _plain_links reads without the general path's records: none for the elements whose
 # links need more than their values (a codebase, a <style>'s text). One lookup an element.
 _PLAIN: dict[tuple[str, str, frozenset[str]], tuple[dict[str, Kind], frozenset[str]]] = {}
-_GENERAL_TAGS = frozenset({"style", "object", "applet"})
 
 
 def _tables(namespace: str, tag: str, lazy: frozenset[str]) -> tuple[dict[str, Kind], frozenset[str]]:
     table = attributes_of(namespace, tag, lazy)
-    plain = () if tag in _GENERAL_TAGS else (n for n, kind in table.items() if is_plain_url(tag, n, kind))
+    plain = () if tag in GENERAL_PATH_ELEMENTS else (n for n, kind in table.items() if is_plain_url(tag, n, kind))
     tables = table, frozenset(name for name in plain if name not in lazy)
     if len(_PLAIN) < 4096:  # custom element names are many; the table's own cache is bounded alike
         _PLAIN[(namespace, tag, lazy)] = tables
