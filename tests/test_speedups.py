@@ -40,6 +40,7 @@ import rewriter.html.tags
 from rewriter.document import speedups
 from rewriter.document.encoding import ESCAPE, decode_checked, encode_url_text, sniff
 from rewriter.document.model import Link
+from rewriter.document.process import shared_reference
 from rewriter.html.engine import ParsedDocument
 from rewriter.html.plain import LAZY_URL, OTHER, SRCSET, STYLE, URL, LinkSearch
 from rewriter.html.table import attributes_of, selector
@@ -397,17 +398,26 @@ def test_conditional_head(text: str, start: int) -> None:
 _REFERENCE_PIECES = ["", "#", "a", "Z", "0", "+", "-", ".", ":", "/", "é", "\u212a", " ", "http:", "1:", "a1+-.:"]
 
 
+_SHARED_PIECES = [*_REFERENCE_PIECES, "?", ";", "\\", "%", "_files", "_file", "x_files/", "\x00", "\t", "s"]
+
+
 @given(
-    st.lists(st.one_of(st.sampled_from(_REFERENCE_PIECES), _any_text), max_size=4).map("".join),
+    st.lists(st.one_of(st.sampled_from(_SHARED_PIECES), _any_text), max_size=4).map("".join),
     st.sampled_from([("same-document", None, None), None]),
     st.sampled_from([("absolute", None, None), None]),
     st.booleans(),
+    st.sampled_from(["none", "empty", "all"]),
 )
 @settings(max_examples=3000, deadline=None)
-def test_classified_quickly(reference: str, same: Any, absolute: Any, rfc1808: bool) -> None:
-    answer = _same("classified_quickly", same, absolute, rfc1808, _classify, reference)
+def test_classified_quickly(reference: str, same: Any, absolute: Any, rfc1808: bool, shared_kind: str) -> None:
+    """Both twins give the same answer; a shared dict answers exactly the references that
+    shared_reference lets through (the rule the C spells out again)."""
+    held = ("rewritten", "http://shared/", None)
+    shared = None if shared_kind == "none" else {} if shared_kind == "empty" else {reference: held}
+    answer = _same("classified_quickly", same, absolute, rfc1808, shared, _classify, reference)
     if same is None and absolute is None:
-        assert answer == _classify(reference)
+        expected = held if shared_kind == "all" and shared_reference(reference) else _classify(reference)
+        assert answer == expected
 
 
 # --- flattened ------------------------------------------------------------------------------------------------------
@@ -871,7 +881,7 @@ _VALID: dict[str, Any] = {
     "conditional_head": lambda: ["<p><!--[if IE]>", 0],
     "flattened": lambda: ["a\nb\r"],
     "scan_css": lambda: ["a{background:url(x)}@import 'y';"],
-    "classified_quickly": lambda: [("same-document", None, None), ("absolute", None, None), False, _classify, "x"],
+    "classified_quickly": lambda: [("same-document", None, None), ("absolute", None, None), False, {}, _classify, "x"],
     "utf8_offsets": lambda: ["aé😀", [0, 1, 2, 3], False],
     "utf8_splice": lambda: ["aé😀", "aé😀".encode(), [(0, 0, "é"), (2, 3, "x")], False, str.encode],
     "named_start_tags": lambda: [_PAGE, list(_PAGE_ELEMENTS), None, "base"],

@@ -2488,9 +2488,9 @@ conditional_head(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 /* ------------------------------------------------------------------------ */
 
 PyDoc_STRVAR(classified_quickly_doc,
-             "classified_quickly(same_document, absolute, rfc1808, classify, reference) -> tuple\n\n"
-             "classify(reference), but same_document for '' or '#...', absolute for 'scheme:...' (see "
-             "rewriter.document.process).");
+             "classified_quickly(same_document, absolute, rfc1808, shared, classify, reference) -> tuple\n\n"
+             "classify(reference), but same_document for '' or '#...', absolute for 'scheme:...', shared's "
+             "answer for a reference it may hold (see rewriter.document.process).");
 
 static inline int
 is_ascii_alpha(Py_UCS4 c)
@@ -2498,14 +2498,46 @@ is_ascii_alpha(Py_UCS4 c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+/* rewriter.document.process.shared_reference: a reference whose classification the
+   documents of one folder share, given bases of one directory (see its docstring). */
+static int
+shared_reference(const Text *t)
+{
+    if (t->n == 0)
+        return 0;
+    Py_UCS4 first = CH(t, 0);
+    if (first <= ' ' || first == '#' || first == '?' || first == ';')
+        return 0;
+    if (first == '/' && t->n >= 2 && CH(t, 1) == '/' && (t->n == 2 || CH(t, 2) == '?' || CH(t, 2) == '#'))
+        return 0;
+    int in_first_segment = 1;
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        Py_UCS4 c = CH(t, i);
+        if (c == '\\' || c == '%')
+            return 0;
+        if (c == '/' || c == '?' || c == '#')
+            in_first_segment = 0;
+        else if (c == ':' && in_first_segment)
+            return 0;
+        else if (c == '_' && i + 6 <= t->n && CH(t, i + 1) == 'f' && CH(t, i + 2) == 'i' && CH(t, i + 3) == 'l' &&
+                 CH(t, i + 4) == 'e' && CH(t, i + 5) == 's')
+            return 0;
+    }
+    return 1;
+}
+
 static PyObject *
 classified_quickly(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "classified_quickly takes 5 arguments");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "classified_quickly takes 6 arguments");
         return NULL;
     }
-    PyObject *same_document = args[0], *absolute = args[1], *reference = args[4];
+    PyObject *same_document = args[0], *absolute = args[1], *shared = args[3], *reference = args[5];
+    if (shared != Py_None && !PyDict_CheckExact(shared)) {
+        PyErr_SetString(PyExc_TypeError, "classified_quickly: shared is a dict or None");
+        return NULL;
+    }
     Text t;
     if (text_init(&t, reference) < 0)
         return NULL;
@@ -2527,7 +2559,14 @@ classified_quickly(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (i > 0 && i < t.n && CH(&t, i) == ':')
             return Py_NewRef(absolute);
     }
-    return PyObject_CallOneArg(args[3], reference);
+    if (shared != Py_None && shared_reference(&t)) {
+        PyObject *known = PyDict_GetItemWithError(shared, reference); /* borrowed */
+        if (known != NULL)
+            return Py_NewRef(known);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return PyObject_CallOneArg(args[4], reference);
 }
 
 /* ------------------------------------------------------------------------ */

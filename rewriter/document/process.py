@@ -36,16 +36,25 @@ from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.problems import Problem
 from rewriter.url.base import Layer, base_element_problem, handed_down
 from rewriter.url.query_encoding import encode_query, has_encoder, python_misreadings, whatwg_name
-from rewriter.url.resolve import Resolver, UnresolvableReference, authority_problem, scheme_of, scheme_prefix
+from rewriter.url.resolve import (
+    Resolver,
+    UnresolvableReference,
+    authority_problem,
+    directory_of,
+    scheme_of,
+    scheme_prefix,
+)
 
 __all__ = [
     "Context",
     "DocumentOptions",
+    "SharedClassifications",
     "TextEngine",
     "TextResult",
     "frozen_base",
     "process",
     "require_base",
+    "shared_reference",
     "shifted",
     "spliced",
 ]
@@ -112,25 +121,112 @@ def classified_quickly(
     same_document: Classification | None,
     absolute: Classification | None,
     rfc1808: bool,
+    shared: dict[str, Classification] | None,
     classify: Callable[[str], Classification],
     reference: str,
 ) -> Classification:
-    """``classify(reference)``, but without the call for the two answers that need no base:
-    *same_document* (when not None) for an empty reference or one that starts with "#", and
+    """``classify(reference)``, but without the call for the answers known already:
+    *same_document* (when not None) for an empty reference or one that starts with "#",
     *absolute* (when not None) for one that starts with a scheme and its ":" (RFC 3986 §3.1,
-    or RFC 1808's syntax with *rfc1808*). :class:`Context` passes what its own classification
-    would answer, as a partial: two in three of a page's references, in C.
+    or RFC 1808's syntax with *rfc1808*), and what *shared* (a dict, or None) holds for a
+    :func:`shared_reference`. :class:`Context` passes what its own classification would
+    answer, as a partial: most of a page's references, in C.
 
     >>> same, absolute, rewritten = ("same-document", None, None), ("absolute", None, None), ("rewritten", "x", None)
-    >>> [classified_quickly(same, absolute, False, lambda r: rewritten, r)[0] for r in ("#a", "g:h", "g")]
-    ['same-document', 'absolute', 'rewritten']
+    >>> shared = {"g": ("rewritten", "http://a/g", None)}
+    >>> [classified_quickly(same, absolute, False, shared, lambda r: rewritten, r)[1] for r in ("#a", "g:h", "g", "h")]
+    [None, None, 'http://a/g', 'x']
     """
+    if shared is not None and type(shared) is not dict:
+        raise TypeError("classified_quickly: shared is a dict or None")
     str_argument(reference)
     if same_document is not None and (not reference or reference[0] == "#"):
         return same_document
     if absolute is not None and scheme_prefix("rfc1808" if rfc1808 else "rfc3986")(reference) is not None:
         return absolute
+    if shared is not None and shared_reference(reference):
+        known = shared.get(reference)
+        if known is not None:
+            return known
     return classify(reference)
+
+
+# A reference's first segment (it always matches), where a ":" would make it a scheme.
+_FIRST_SEGMENT = re.compile(r"[^/?#]*").match
+
+
+def shared_reference(reference: str) -> bool:
+    """Whether *reference*'s classification is the same for every document of one folder
+    whose base has the same directory (:func:`~rewriter.url.resolve.directory_of`), so that
+    the pages of a folder classify it once (:class:`SharedClassifications`).
+
+    Its resolution reads no more of the base than that directory: it has a path (RFC 3986
+    §5.2.2: only an empty path takes the base's own path and query; RFC 1808 §4 step 5 also
+    lets a ";params" one and a "//" with no authority inherit it) and no scheme (no ":" in its first segment); it starts
+    with no control character or space (the URL Standard strips those, which could leave a
+    "#" or "?" first) and holds no "\\" (a "/" there for special schemes). What a local copy
+    is (:class:`~rewriter.run.collection.LocalCopies`) is the same for the pages of one folder
+    but for the copies a saved page keeps in a folder named after itself (``NAME_files``), so
+    a reference naming "_files", or holding a "%" that could spell it, is not shared.
+
+    >>> [shared_reference(r) for r in ("img/a.png", "../b", "/c", "//h/d", "e?q#f")]
+    [True, True, True, True, True]
+    >>> [shared_reference(r) for r in ("", "#f", "?q", ";p", "g:h", "a%20b", "page_files/x.png", "\\\\x")]
+    [False, False, False, False, False, False, False, False]
+    """
+    if not reference or reference[0] <= " " or reference[0] in "#?;":
+        return False
+    if reference[:2] == "//" and reference[2:3] in ("", "?", "#"):
+        return False  # no authority and no path: RFC 1808 §4 step 5 gives it the base's path and query
+    if "\\" in reference or "%" in reference or "_files" in reference:
+        return False
+    return ":" not in reference[: _FIRST_SEGMENT(reference).end()]  # type: ignore[union-attr]
+
+
+class SharedClassifications:
+    """The classifications the documents of one folder share (:func:`shared_reference`):
+    a memo the run gives each page's :class:`~rewriter.run.collection.LocalCopies` of the folder
+    (its ``shared``), read by the page's :class:`Context`. It holds one dict a scope: the
+    policy's rules, strictness and relinking, the directory of the base, the query's
+    encoding and whether the links are in a ``<noscript>``. Each dict is bounded (emptied
+    at :attr:`MOST` entries), and so is the number of scopes.
+
+    The one who gives it vouches that ``keep`` answers a shared reference alike for every
+    document given it; a policy whose ``keep`` does not carry it shares nothing.
+
+    >>> shared = SharedClassifications()
+    >>> one = shared.scope(Policy(), "http://a/b/page1.html", None, False)
+    >>> one is shared.scope(Policy(), "http://a/b/page2.html?q", None, False)
+    True
+    >>> shared.scope(Policy(), "http://a/b/..", None, False) is None
+    True
+    """
+
+    MOST = 65536
+    SCOPES = 64
+
+    def __init__(self) -> None:
+        self._scopes: dict[tuple[object, ...], tuple[object, dict[str, Classification]]] = {}
+
+    def scope(
+        self, policy: Policy, base: str | None, query_encoding: str | None, in_noscript: bool
+    ) -> dict[str, Classification] | None:
+        """The dict of classifications for documents of *base* under *policy* (None: the base's
+        directory cannot be told from its text, and nothing is shared)."""
+        directory = directory_of(base) if base is not None else None
+        if directory is None:
+            return None
+        relink = policy.relink
+        key = (policy.rules, policy.strict, id(relink), directory, query_encoding, in_noscript)
+        found = self._scopes.get(key)
+        if found is None or found[0] is not relink:  # the relink kept beside, so that its id is never another's
+            if len(self._scopes) >= self.SCOPES:
+                self._scopes.clear()
+            found = self._scopes[key] = (relink, {})
+        answers = found[1]
+        if len(answers) >= self.MOST:
+            answers.clear()
+        return answers
 
 
 class Context:
@@ -166,6 +262,15 @@ class Context:
         )
         self.resolve_one = self.resolver.resolve if self.resolver is not None else None
         self.keep_same_document = not policy.same_document
+        # The answers this document shares with the others of its folder (shared_reference):
+        # given by the policy's keep when it answers alike for all of them (the command line's
+        # local copies of a folder).
+        memo = getattr(policy.keep, "shared", None)
+        self.shared = (
+            memo.scope(policy, base, self.query_encoding, in_noscript)
+            if isinstance(memo, SharedClassifications)
+            else None
+        )
 
     def with_base(self, base: str, layer: Layer) -> Context:
         return Context(base, layer, self.policy, self.codec, self.in_noscript)
@@ -238,6 +343,7 @@ class Context:
             _SAME_DOCUMENT if self.keep_same_document else None,
             _ABSOLUTE if self.scheme_match is not None and self.policy.relink is None else None,
             self.policy.rules == "rfc1808",
+            self.shared,
             self._classify,
         )
 
@@ -252,7 +358,17 @@ class Context:
         return new_link(Link, fields), write
 
     def _classify(self, reference: str) -> tuple[Status, str | None, str | None]:
-        """:meth:`classify` for a reference not yet seen."""
+        """:meth:`classify` for a reference not yet seen: the folder's shared answer, or this
+        document's own."""
+        shared = self.shared
+        if shared is not None and shared_reference(reference):
+            known = shared.get(reference)
+            if known is None:
+                known = shared[reference] = self._classified_here(reference)
+            return known
+        return self._classified_here(reference)
+
+    def _classified_here(self, reference: str) -> tuple[Status, str | None, str | None]:
         if self.keep_same_document and (not reference or reference[0] == "#"):
             return _SAME_DOCUMENT
         found = self._resolve(reference)

@@ -37,7 +37,7 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
 from rewriter.disk.files import kind_of
@@ -45,6 +45,9 @@ from rewriter.disk.listings import Listings
 from rewriter.policy import Kept
 from rewriter.url.base import usable_as_base
 from rewriter.url.resolve import scheme_of
+
+if TYPE_CHECKING:
+    from rewriter.document.process import SharedClassifications
 
 __all__ = [
     "AUTO_ROOTS",
@@ -824,6 +827,10 @@ class LocalCopies:
     locations: Locations | None = None
     # The run's listings of its folders (None: each reference is looked up on the file system).
     listings: Listings | None = field(default=None, repr=False, compare=False)
+    # The classifications the pages of this document's folder share (the run's, for the folder):
+    # what a local copy is depends on the folder, not on the page, for every reference that
+    # shared_reference lets through (one naming a NAME_files folder is told page by page).
+    shared: SharedClassifications | None = field(default=None, repr=False, compare=False)
     # Worked out once for the document, not for each of its references (a page asks about
     # dozens): the folder references are read against, the tree's absolute path and that path
     # with the separator that starts a path below it.

@@ -175,6 +175,7 @@ def job_settings(job: Job, settings: Settings) -> Settings:
     the run's --url) and, for a file in a folder, its local copies."""
     if job.source == "-" or job.tree is None:
         return settings
+    from rewriter.document.process import SharedClassifications
     from rewriter.run.collection import LocalCopies
 
     url, own = settings.url, None
@@ -183,11 +184,16 @@ def job_settings(job: Job, settings: Settings) -> Settings:
     # A mirror tool's layout (--layout wget): its names are read back to their URLs, with
     # --absolutize-local or without (no file of it is a copy kept as written).
     named = settings.locations is not None and settings.locations.layout.reads_names
-    local = (
-        LocalCopies(job.source, job.tree, settings.locations, settings.listings)
-        if settings.local_copies or named
-        else None
-    )
+    local = None
+    if settings.local_copies or named:
+        listings = settings.listings
+        # One memo of classifications for the pages of a folder (LocalCopies.shared), kept for the run.
+        shared = (
+            None
+            if listings is None
+            else listings.answer(("shared", job.tree, os.path.dirname(job.source)), SharedClassifications)
+        )
+        local = LocalCopies(job.source, job.tree, settings.locations, listings, shared)
     return copied(settings, url=own or url, local=local, url_from_collection=own is not None)
 
 

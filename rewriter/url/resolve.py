@@ -47,6 +47,7 @@ __all__ = [
     "URIReference",
     "UnresolvableReference",
     "authority_problem",
+    "directory_of",
     "is_hierarchical",
     "parse",
     "remove_dot_segments",
@@ -726,6 +727,41 @@ def scheme_prefix(rules: Rules = "rfc3986") -> Callable[[str], re.Match[str] | N
     ('mailto', None)
     """
     return _SCHEME_1808 if rules == "rfc1808" else _SCHEME_3986
+
+
+# A base with a scheme, "//", an authority that is not empty (the URL Standard reads a special
+# URL's host past empty ones) and a path (group 1 up to its last "/", group 2 the
+# last segment), whose text before any query or fragment has no "\\" (a "/" for the URL
+# Standard's special schemes) and no control character or space (which it strips or removes).
+_DIRECTORY = re.compile(
+    r"([A-Za-z][A-Za-z0-9+.\-]*://[^/?#\\\x00-\x20]+/(?:[^?#\\\x00-\x20]*/)?)([^/?#\\\x00-\x20]*)(?=[?#]|\Z)"
+).match
+
+
+def directory_of(base: str) -> str | None:
+    """What resolving a reference with a path and no scheme reads of *base*: the base up to
+    the last "/" of its path; None when its text does not tell that (an empty authority or no path,
+    a last segment that is a dot segment, a ``file:`` base, a backslash or a control character).
+
+    RFC 3986 §5.2.2-5.2.3 (and RFC 2396 §5.2, RFC 1808 §4 steps 6-7, the URL Standard's
+    "path state", which shortens a copy of the base's path): such a reference keeps the base's
+    scheme and authority and merges its path with the base's, all but the last segment; the
+    base's query and fragment are dropped. So two bases with one directory resolve it alike.
+    A ``file:`` base is left out: the URL Standard keeps a Windows drive letter ("C:") that is
+    the last segment.
+
+    >>> directory_of("http://a/b/c/d;p?q"), directory_of("http://a/b/.."), directory_of("http://a")
+    ('http://a/b/c/', None, None)
+    """
+    match = _DIRECTORY(base)
+    if match is None:
+        return None
+    directory, last = match.groups()
+    if last and last.lower().replace("%2e", ".") in (".", ".."):
+        return None
+    if directory[:5].lower() == "file:":
+        return None
+    return directory
 
 
 def scheme_of(reference: str, *, rules: Rules = "rfc3986") -> str | None:
