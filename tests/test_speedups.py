@@ -418,6 +418,11 @@ def test_classified_quickly(reference: str, same: Any, absolute: Any, rfc1808: b
     if same is None and absolute is None:
         expected = held if shared_kind == "all" and shared_reference(reference) else _classify(reference)
         assert answer == expected
+        if shared_kind == "empty":  # a miss is made and kept, in each twin's own dict (as _same gives each its own)
+            for twin in (speedups.reference["classified_quickly"], speedups.compiled.classified_quickly):
+                kept: dict[str, Any] = {}
+                twin(same, absolute, rfc1808, kept, _classify, reference)
+                assert kept == ({reference: _classify(reference)} if shared_reference(reference) else {})
 
 
 # --- flattened ------------------------------------------------------------------------------------------------------

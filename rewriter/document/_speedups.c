@@ -2489,8 +2489,9 @@ conditional_head(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 PyDoc_STRVAR(classified_quickly_doc,
              "classified_quickly(same_document, absolute, rfc1808, shared, classify, reference) -> tuple\n\n"
-             "classify(reference), but same_document for '' or '#...', absolute for 'scheme:...', shared's "
-             "answer for a reference it may hold (see rewriter.document.process).");
+             "classify(reference), but same_document for '' or '#...', absolute for 'scheme:...', and for a "
+             "reference shared may hold, shared's answer, made and kept there on a miss (see "
+             "rewriter.document.process).");
 
 static inline int
 is_ascii_alpha(Py_UCS4 c)
@@ -2565,6 +2566,10 @@ classified_quickly(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             return Py_NewRef(known);
         if (PyErr_Occurred())
             return NULL;
+        PyObject *made = PyObject_CallOneArg(args[4], reference);
+        if (made != NULL && PyDict_SetItem(shared, reference, made) < 0)
+            Py_CLEAR(made);
+        return made;
     }
     return PyObject_CallOneArg(args[4], reference);
 }

@@ -128,9 +128,10 @@ def classified_quickly(
     """``classify(reference)``, but without the call for the answers known already:
     *same_document* (when not None) for an empty reference or one that starts with "#",
     *absolute* (when not None) for one that starts with a scheme and its ":" (RFC 3986 §3.1,
-    or RFC 1808's syntax with *rfc1808*), and what *shared* (a dict, or None) holds for a
-    :func:`shared_reference`. :class:`Context` passes what its own classification would
-    answer, as a partial: most of a page's references, in C.
+    or RFC 1808's syntax with *rfc1808*), and for a :func:`shared_reference`, what *shared*
+    (a dict, or None) holds, made by *classify* and kept there when it holds nothing yet.
+    :class:`Context` passes what its own classification would answer, as a partial: most of
+    a page's references, in C.
 
     >>> same, absolute, rewritten = ("same-document", None, None), ("absolute", None, None), ("rewritten", "x", None)
     >>> shared = {"g": ("rewritten", "http://a/g", None)}
@@ -146,8 +147,9 @@ def classified_quickly(
         return absolute
     if shared is not None and shared_reference(reference):
         known = shared.get(reference)
-        if known is not None:
-            return known
+        if known is None:
+            known = shared[reference] = classify(reference)
+        return known
     return classify(reference)
 
 
@@ -188,8 +190,8 @@ class SharedClassifications:
     a memo the run gives each page's :class:`~rewriter.run.collection.LocalCopies` of the folder
     (its ``shared``), read by the page's :class:`Context`. It holds one dict a scope: the
     policy's rules, strictness and relinking, the directory of the base, the query's
-    encoding and whether the links are in a ``<noscript>``. Each dict is bounded (emptied
-    at :attr:`MOST` entries), and so is the number of scopes.
+    encoding and whether the links are in a ``<noscript>``. All are emptied when they hold
+    :attr:`MOST` answers together, or there are :attr:`SCOPES` of them.
 
     The one who gives it vouches that ``keep`` answers a shared reference alike for every
     document given it; a policy whose ``keep`` does not carry it shares nothing.
@@ -202,7 +204,7 @@ class SharedClassifications:
     True
     """
 
-    MOST = 65536
+    MOST = 65536  # answers in all scopes together (about 15 MB at most)
     SCOPES = 64
 
     def __init__(self) -> None:
@@ -218,15 +220,13 @@ class SharedClassifications:
             return None
         relink = policy.relink
         key = (policy.rules, policy.strict, id(relink), directory, query_encoding, in_noscript)
-        found = self._scopes.get(key)
+        scopes = self._scopes
+        if len(scopes) >= self.SCOPES or sum(len(answers) for _, answers in scopes.values()) >= self.MOST:
+            scopes.clear()  # a document under way keeps its dict, whose answers stay true
+        found = scopes.get(key)
         if found is None or found[0] is not relink:  # the relink kept beside, so that its id is never another's
-            if len(self._scopes) >= self.SCOPES:
-                self._scopes.clear()
-            found = self._scopes[key] = (relink, {})
-        answers = found[1]
-        if len(answers) >= self.MOST:
-            answers.clear()
-        return answers
+            found = scopes[key] = (relink, {})
+        return found[1]
 
 
 class Context:
@@ -344,7 +344,7 @@ class Context:
             _ABSOLUTE if self.scheme_match is not None and self.policy.relink is None else None,
             self.policy.rules == "rfc1808",
             self.shared,
-            self._classify,
+            self._classified_here,  # a shared reference is looked up and kept by classified_quickly
         )
 
     def link(
