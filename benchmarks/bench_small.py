@@ -7,6 +7,8 @@ from round to round:
 
 - ``small``: 5,000 generated pages of about 1.6 KB, 4 relative links each, 50 folders;
 - ``medium``: 2,000 generated pages of about 15.6 KB, 62 relative links each, 20 folders;
+- ``site``: 2,000 generated pages of about 4 KB in 20 folders, each with the navigation its folder's
+  pages share (40 links, as a documentation site's sidebar) and 20 links of its own;
 - ``corpus``: the pages of ../shared/corpus/html (or --corpus DIR), skipped where absent.
 
 Each side runs as a child process, interpreter start-up included, timed by its CPU time (user
@@ -22,15 +24,18 @@ one syncfs before and one after the renames of each 32 pages), with no parsing: 
 the most any tool that keeps every output old-or-new after a crash could reach on this machine.
 
 The command line's own cost a file: ``empty`` is 5,000 empty pages (the engine has nothing to do),
-rewritten by the command line, started alone (``python -c 'import rewriter.cli'``) and copied by
-the floor script, in the same round: (run - start-up) / files is what a file costs the command
-line, the kernel's writes included (the target is under 100 us); (run - floor) / files is what it
-costs beyond what the kernel must do for it (each one's start-up taken off).
+rewritten by the command line and copied by the floor script, each also run on one of those pages
+alone (what a run costs whatever its size: start-up, imports, the summary), in the same round:
+(run of 5,000 - run of one) / 4,999 is what one more file costs the command line, the kernel's
+writes included; less the floor's own figure, what it costs beyond what the kernel must do; less
+what the engine takes for those pages (timed in a process of its own, every page read first, the
+engine called as the command line calls it), the command line's own cost: everything but the
+engine and the kernel's must (the target is under 100 us).
 
 --baseline TREE (a source tree of rewriter, its C extension built in place) runs that tree's
 command line as a fourth side in the same rounds ("before"), and prints lxml / it beside.
 
-    python benchmarks/bench_small.py [--rounds 3] [--only small,medium,corpus,empty] [--pure] [--quick]
+    python benchmarks/bench_small.py [--rounds 3] [--only small,medium,site,corpus,empty] [--pure] [--quick]
                                      [--baseline TREE]
 """
 
@@ -39,6 +44,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -82,6 +88,27 @@ for folder, folders, names in os.walk(source):
         if len(pending) == 32:
             commit()
 commit()
+"""
+# The engine's own part of a page's cost: every page read first, then each handed to the HTML engine
+# as the command line hands it (its retrieval URL, the policy's url_guessed of --url-root), timed
+# alone by the process's CPU clock; prints the seconds.
+ENGINE_SCRIPT = """
+import os, sys, time
+from rewriter.document.engines import engine
+from rewriter.policy import Policy
+
+source, root = sys.argv[1:3]
+pages = []
+for folder, folders, names in os.walk(source):
+    for name in names:
+        path = os.path.join(folder, name)
+        with open(path, "rb") as handle:
+            pages.append((handle.read(), root + os.path.relpath(path, source).replace(os.sep, "/")))
+rewrite, policy = engine("html").rewrite, Policy(url_guessed=True)
+started = time.process_time()
+for data, url in pages:
+    rewrite(data, url=url, charset=None, policy=policy)
+print(time.process_time() - started)
 """
 WORDS = [
     "the",
@@ -137,11 +164,32 @@ def make_mirror(root: Path, count: int, folders: int, links: int, size: int) -> 
         (folder / f"page-{number}.html").write_bytes(page(number, links, size) if size else b"")
 
 
+def make_site(root: Path, count: int, folders: int) -> None:
+    """A documentation site's pages: each folder's pages share a navigation of 40 links (to pages
+    of the folder, the site's style sheet and its front page), and each has 20 links of its own."""
+    navigation = "".join(f'<li><a href="page-{k}.html">Chapter {k}</a></li>\n' for k in range(0, 380, 10))
+    navigation += '<li><a href="../index.html">Home</a></li>\n<li><a href="../search.html">Search</a></li>\n'
+    for number in range(count):
+        folder = root / f"section-{number % folders:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        own = "".join(
+            f'<p>As <a href="page-{(number * 7 + made) % 997}.html#s{made}">section {made}</a> says, '
+            "the packets of data cross the wide network.</p>\n"
+            for made in range(20)
+        )
+        page = (
+            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Page {number}</title>\n'
+            '<link rel="stylesheet" href="../style/site.css"></head>\n<body>\n'
+            f"<nav><ul>\n{navigation}</ul></nav>\n<main><h1>Page {number}</h1>\n{own}</main>\n</body></html>\n"
+        )
+        (folder / f"page-{number}.html").write_text(page, encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", default="small,medium,corpus,empty")
+    parser.add_argument("--only", default="small,medium,site,corpus,empty")
     parser.add_argument("--pure", action="store_true", help="rewriter without its C extension (REWRITER_PURE=1)")
     parser.add_argument("--quick", action="store_true", help="tiny mirrors, one round: checks that it runs")
     parser.add_argument("--baseline", type=Path, default=None, metavar="TREE", help="also time TREE's rewriter")
@@ -184,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
             if name in wanted:
                 make_mirror(scratch / name, *sizes[name])
                 collections.append((name, scratch / name))
+        if "site" in wanted:
+            make_site(scratch / "site", *((40, 4) if args.quick else (2000, 20)))
+            collections.append(("site", scratch / "site"))
         if "corpus" in wanted:
             if args.corpus.is_dir() and not args.quick:
                 collections.append(("corpus", args.corpus))
@@ -246,30 +297,64 @@ def compare(name: str, source: Path, commands: dict, rounds: int, env: dict, wor
 
 
 def own_cost(source: Path, count: int, rewrite, floor, rounds: int, env: dict, work: Path, scratch: Path) -> None:
-    start_up = [sys.executable, "-c", "import rewriter.cli"]
+    """The command line's cost of one more file: each side run on the *count* empty pages and on
+    one of them alone (its start-up, imports and summary: what a run costs whatever its size),
+    the difference over count - 1; the floor's the same way; and the engine's part, timed apart."""
+    one = scratch / "empty-one"
+    make_mirror(one, 1, 1, 0, 0)
+    engine_script = scratch / "engine.py"
+    engine_script.write_text(ENGINE_SCRIPT, encoding="utf-8")
     for command in (rewrite, floor):
         run(command(source, scratch / "warm-empty"), env, work)
         shutil.rmtree(scratch / "warm-empty", ignore_errors=True)
     costs: list[float] = []
     beyond: list[float] = []
+    engines: list[float] = []
+    users: list[float] = []
+    systems: list[float] = []
     for number in range(rounds):
-        out, copied = scratch / f"out-empty-{number}", scratch / f"floor-empty-{number}"
         runs = {
-            "whole": rewrite(source, out),
-            "alone": start_up,
-            "floor": floor(source, copied),
-            "bare": [sys.executable, "-c", "pass"],
+            "whole": rewrite(source, scratch / "out-whole"),
+            "whole-one": rewrite(one, scratch / "out-one"),
+            "floor": floor(source, scratch / "floor-whole"),
+            "floor-one": floor(one, scratch / "floor-one"),
         }
         order = list(runs) if number % 2 == 0 else list(runs)[::-1]
-        seconds = {name: run(runs[name], env, work)[0] for name in order}
-        costs.append((seconds["whole"] - seconds["alone"]) / count)
-        beyond.append((seconds["whole"] - seconds["alone"] - seconds["floor"] + seconds["bare"]) / count)
-        shutil.rmtree(out)
-        shutil.rmtree(copied)
+        timed_runs = {name: run(runs[name], env, work) for name in order}
+        for name in ("out-whole", "out-one", "floor-whole", "floor-one"):
+            shutil.rmtree(scratch / name)
+        timed = subprocess.run(
+            [sys.executable, str(engine_script), str(source), URL_ROOT], env=env, cwd=work, capture_output=True
+        )
+        if timed.returncode != 0:
+            raise SystemExit("the engine's timing failed:\n" + timed.stderr.decode("utf-8", "replace"))
+        engine = float(timed.stdout) / count
+
+        def more(side: str, part: int, timed_runs: dict = timed_runs) -> float:  # a file more (0: CPU, 2: user)
+            return (timed_runs[side][part] - timed_runs[f"{side}-one"][part]) / (count - 1)
+
+        whole_cpu, whole_user = more("whole", 0), more("whole", 2)
+        floor_cpu, floor_user = more("floor", 0), more("floor", 2)
+        costs.append(whole_cpu)
+        beyond.append(whole_cpu - floor_cpu)
+        engines.append(engine)
+        users.append(whole_user - engine)  # the engine's time is nearly all user time
+        systems.append((whole_cpu - whole_user) - (floor_cpu - floor_user))
+    own = [extra - engine for extra, engine in zip(beyond, engines, strict=True)]
+
+    def listed(values: list[float]) -> str:
+        return ", ".join(f"{value * 1e6:.0f}" for value in values)
+
     print(
-        f"empty: {count} empty pages: the command line's own cost a file {statistics.median(costs) * 1e6:.0f} us CPU "
-        f"(rounds: {', '.join(f'{cost * 1e6:.0f}' for cost in costs)}; start-up taken off; target < 100 us); "
-        f"beyond the floor's: {statistics.median(beyond) * 1e6:.0f} us"
+        f"empty: {count} empty pages, a file more costs the command line {statistics.median(costs) * 1e6:.0f} us CPU "
+        f"(rounds: {listed(costs)}; a run of one page taken off), beyond the floor's "
+        f"{statistics.median(beyond) * 1e6:.0f} us, of which the engine's {statistics.median(engines) * 1e6:.0f} us"
+    )
+    print(
+        f"  the command line's own cost a file: {statistics.median(own) * 1e6:.0f} us (rounds: {listed(own)}; "
+        f"target < 100 us): user {statistics.median(users) * 1e6:.0f} us besides the engine (rounds: "
+        f"{listed(users)}), system {statistics.median(systems) * 1e6:.0f} us beyond the floor's (rounds: "
+        f"{listed(systems)})"
     )
 
 

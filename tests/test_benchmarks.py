@@ -204,10 +204,11 @@ def test_cli_benchmark_runs_in_quick_mode() -> None:
 
 def test_small_pages_benchmark_runs_in_quick_mode() -> None:
     out = _quick("bench_small.py", "--quick")
-    for name in ("small", "medium"):
+    for name in ("small", "medium", "site"):
         assert f"{name}: " in out
-    assert out.count("lxml script CPU / rewriter CPU: ") == 2 and out.count("lxml script CPU / floor CPU: ") == 2
-    assert "empty: 40 empty pages: the command line's own cost a file" in out and "beyond the floor's" in out
+    assert out.count("lxml script CPU / rewriter CPU: ") == 3 and out.count("lxml script CPU / floor CPU: ") == 3
+    assert "empty: 40 empty pages, a file more costs the command line" in out and "of which the engine's" in out
+    assert "the command line's own cost a file: " in out and "system" in out
 
 
 def test_html_benchmark_runs_in_quick_mode() -> None:

@@ -190,8 +190,8 @@ class SharedClassifications:
     a memo the run gives each page's :class:`~rewriter.run.collection.LocalCopies` of the folder
     (its ``shared``), read by the page's :class:`Context`. It holds one dict a scope: the
     policy's rules, strictness and relinking, the directory of the base, the query's
-    encoding and whether the links are in a ``<noscript>``. All are emptied when they hold
-    :attr:`MOST` answers together, or there are :attr:`SCOPES` of them.
+    encoding and whether the links are in a ``<noscript>``. A scope starts again at :attr:`MOST`
+    answers, and all of them when there are :attr:`SCOPES`.
 
     The one who gives it vouches that ``keep`` answers a shared reference alike for every
     document given it; a policy whose ``keep`` does not carry it shares nothing.
@@ -204,8 +204,8 @@ class SharedClassifications:
     True
     """
 
-    MOST = 65536  # answers in all scopes together (about 15 MB at most)
-    SCOPES = 64
+    MOST = 4096  # answers a scope (the scopes of a run's folders come one after the other)
+    SCOPES = 16  # so 65,536 answers at most, about 15 MB
 
     def __init__(self) -> None:
         self._scopes: dict[tuple[object, ...], tuple[object, dict[str, Classification]]] = {}
@@ -221,10 +221,11 @@ class SharedClassifications:
         relink = policy.relink
         key = (policy.rules, policy.strict, id(relink), directory, query_encoding, in_noscript)
         scopes = self._scopes
-        if len(scopes) >= self.SCOPES or sum(len(answers) for _, answers in scopes.values()) >= self.MOST:
-            scopes.clear()  # a document under way keeps its dict, whose answers stay true
         found = scopes.get(key)
-        if found is None or found[0] is not relink:  # the relink kept beside, so that its id is never another's
+        if found is None or found[0] is not relink or len(found[1]) >= self.MOST:
+            if found is None and len(scopes) >= self.SCOPES:
+                scopes.clear()  # a document under way keeps its dict, whose answers stay true
+            # The relink kept beside, so that its id is never another's.
             found = scopes[key] = (relink, {})
         return found[1]
 
