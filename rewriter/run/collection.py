@@ -399,7 +399,7 @@ def _below(absolute: str, top: str) -> str | None:
 
 def _absolute(path: str | os.PathLike[str]) -> str:
     """*path* absolute and normalised, links not followed: how a file is looked up."""
-    return os.path.normpath(os.path.abspath(path))
+    return os.path.abspath(path)  # normalised by abspath itself
 
 
 @dataclass(frozen=True, slots=True)

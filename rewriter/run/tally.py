@@ -102,15 +102,20 @@ def tally(
     where = (outcome.shown, *(f"{key} {value}" for key, value in extra.items()))
     for problem in result.problems if problems is None else problems:
         outcome.warnings.append(as_problem(problem, "left-as-is").at(*where))
-    counts: Counter[str] = Counter()
-    for counted in (result,) if isinstance(result, DocumentResult) else result.parts:
-        counts.update(counted.status_counts)
-    outcome.rewritten += counts["rewritten"]
-    relative = sum(counts[status] for status in _RELATIVE)
+    if isinstance(result, DocumentResult):
+        counts: dict[str, int] = result.status_counts  # a copy of its own
+    else:
+        counts = {}
+        for part in result.parts:
+            for status, count in part.status_counts.items():
+                counts[status] = counts.get(status, 0) + count
+    rewritten, no_base = counts.get("rewritten", 0), counts.get("no-base", 0)
+    relative = no_base + counts.get("unresolvable", 0)  # the statuses of _RELATIVE
+    outcome.rewritten += rewritten
     outcome.relative += relative
-    outcome.no_base += counts["no-base"]
-    outcome.kept += counts.total() - counts["rewritten"] - relative
-    outcome.local += counts["local"]
+    outcome.no_base += no_base
+    outcome.kept += sum(counts.values()) - rewritten - relative
+    outcome.local += counts.get("local", 0)
     every = located_links(result) if settings.records else None  # all their spans, once
     if relative:
         outcome.ok = False
