@@ -1,11 +1,11 @@
 """The classifications the pages of one folder share (rewriter.document.process.SharedClassifications).
 
-A reference that :func:`shared_reference` lets through is classified once for every page of a
-folder whose base has the same directory (:func:`directory_of`). That is sound only if such a
-reference resolves alike against every such base, under each rule set, and if the command line's
-answers are the same with the memo as without it: both are checked here, the first on generated
-bases and references (the RFC 3986 §5.4 base among them), the second on a folder built to catch
-what a page's own name or base could change.
+A reference's :func:`shared_key` is classified once for every page of a folder whose base has the
+same directory (:func:`directory_of`). That is sound only if such a key resolves alike against every
+such base, under each rule set, a plain fragment being added to the key's resolved URL as it is, and
+if the command line's answers are the same with the memo as without it: both are checked here, the
+first on generated bases and references (the RFC 3986 §5.4 base among them), the second on a folder
+built to catch what a page's own name or base could change.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewriter.document.process import SharedClassifications, shared_reference
+from rewriter.document.process import SharedClassifications, shared_key
 from rewriter.url.resolve import RULES, UnresolvableReference, directory_of, resolve
 
 _SCHEMES = ["http", "https", "HTTP", "ftp", "foo", "ws", "file", "mailto"]
@@ -27,6 +27,7 @@ _SEGMENTS = ["b", "c", "..", ".", "%2e", "%2E%2e", "d;p", "", "e f", "x\\y", "C:
 _TAILS = ["", "?q", "#f", "?q#f", "?a/b", "#c/d"]
 _REFERENCE_PIECES = [
     *["g", "/", "//", "..", ".", "?", "#", ";", "%2e", "\\", ":", "C:", "C|", "_files", " ", "\t", "é", "x"],
+    *["#s", "#a?b/c", "#%41", "<", "`", '"', "#\\"],
 ]
 
 
@@ -52,15 +53,22 @@ def _answer(base: str, reference: str, rules: str) -> str:
     st.lists(st.sampled_from(_REFERENCE_PIECES), min_size=1, max_size=4).map("".join),
 )
 @settings(max_examples=3000, deadline=None)
-def test_a_shared_reference_resolves_alike_against_every_base_of_one_directory(
+def test_a_shared_key_resolves_alike_against_every_base_of_one_directory(
     bases: tuple[str, str], reference: str
 ) -> None:
     first, second = bases
     directory = directory_of(first)
-    if directory is None or directory != directory_of(second) or not shared_reference(reference):
+    key = shared_key(reference)
+    if directory is None or directory != directory_of(second) or key is None:
         return
+    fragment = reference[len(key) :]
     for rules in RULES:
-        assert _answer(first, reference, rules) == _answer(second, reference, rules), (rules, first, second, reference)
+        assert _answer(first, key, rules) == _answer(second, key, rules), (rules, first, second, key)
+        if fragment:  # the reference's own resolution: the key's, its fragment added as it is
+            for base in bases:
+                whole, alone = _answer(base, reference, rules), _answer(base, key, rules)
+                expected = alone if alone.startswith("unresolvable: ") else alone + fragment
+                assert whole == expected, (rules, base, reference)
 
 
 @pytest.mark.parametrize(
@@ -83,25 +91,30 @@ def test_the_directory_of_a_base(base: str, directory: str | None) -> None:
 
 
 @pytest.mark.parametrize(
-    ("reference", "shared"),
+    ("reference", "key"),
     [
-        ("g", True),
-        ("../g/h?q#f", True),
-        ("/g", True),
-        ("//h/g", True),
-        ("", False),  # the base's own path and query
-        ("#f", False),
-        ("?q", False),
-        (";p", False),  # RFC 1808 §4 step 5: inherits the base's path
-        ("g:h", False),  # a scheme
-        ("a%5Ffiles/x", False),  # could spell NAME_files once decoded
-        ("page_files/x.png", False),  # a saved page's own copies, told by the page's name
-        ("\\\\h\\g", False),
-        ("\x01#f", False),  # the URL Standard strips C0 controls first
+        ("g", "g"),
+        ("../g/h?q", "../g/h?q"),
+        ("../g/h?q#f", "../g/h?q"),  # a plain fragment: the key goes without it
+        ("g#a b", "g#a b"),  # the URL Standard percent-encodes a space: the whole reference
+        ("g#<x>", "g#<x>"),
+        ("g#é", "g#é"),
+        ("/g", "/g"),
+        ("//h/g", "//h/g"),
+        ("", None),  # the base's own path and query
+        ("#f", None),
+        ("?q", None),
+        (";p", None),  # RFC 1808 §4 step 5: inherits the base's path
+        ("//", None),  # RFC 1808 §4 step 5 too: no authority, no path
+        ("g:h", None),  # a scheme
+        ("a%5Ffiles/x", None),  # could spell NAME_files once decoded
+        ("page_files/x.png", None),  # a saved page's own copies, told by the page's name
+        ("\\\\h\\g", None),
+        ("\x01#f", None),  # the URL Standard strips C0 controls first
     ],
 )
-def test_which_references_are_shared(reference: str, shared: bool) -> None:
-    assert shared_reference(reference) is shared
+def test_the_key_of_a_reference(reference: str, key: str | None) -> None:
+    assert shared_key(reference) == key
 
 
 def test_the_scopes_keep_apart_what_classifies_otherwise() -> None:
@@ -114,20 +127,21 @@ def test_the_scopes_keep_apart_what_classifies_otherwise() -> None:
         shared.scope(Policy(), "http://a/c/1.html", None, False),  # another directory
         shared.scope(Policy(rules="whatwg"), "http://a/b/1.html", None, False),
         shared.scope(Policy(strict=False), "http://a/b/1.html", None, False),
-        shared.scope(Policy(relink=lambda url: None), "http://a/b/1.html", None, False),
         shared.scope(Policy(), "http://a/b/1.html", "shift_jis", False),  # the query's encoding
         shared.scope(Policy(), "http://a/b/1.html", None, True),  # in a <noscript>
     ]
     assert all(other is not None and other is not page for other in others)
     assert len({id(other) for other in others}) == len(others)
     assert shared.scope(Policy(), None, None, False) is None
+    assert shared.scope(Policy(relink=lambda url: None), "http://a/b/1.html", None, False) is None  # sees fragments
 
 
 # A folder built to catch what the memo could get wrong: pages whose <base> differ, a page whose
 # own NAME_files folder holds copies that another page of the folder does not own, a page named
 # other than .html, a <noscript>, a style sheet of the folder, and references that repeat.
 _PAGES = {
-    "docs/a.html": '<a href="b.html">b</a><img src="img/x.png"><a href="../top.html">t</a><a href="?q">q</a>',
+    "docs/a.html": '<a href="b.html">b</a><img src="img/x.png"><a href="../top.html#t">t</a><a href="?q">q</a>'
+    '<a href="b.html#one">1</a><a href="b.html#a b">2</a><a href="b.html#é">3</a>',
     "docs/b.html": '<base href="http://other.test/z/"><a href="b.html">b</a><img src="img/x.png">',
     "docs/c.asp": '<img src="c_files/y.png"><img src="img/x.png"><a href="b.html#s">b</a>',
     "docs/d.html": '<img src="c_files/y.png"><noscript><a href="b.html?a<b">n</a></noscript><a href="b.html">b</a>',
@@ -135,7 +149,7 @@ _PAGES = {
     "docs/s.css": "a { background: url(img/x.png) } b { background: url(b.html) }",
     "docs/img/x.png": "png",
     "docs/c_files/y.png": "png",
-    "top.html": '<a href="docs/b.html">b</a><a href="docs/img/x.png">x</a>',
+    "top.html": '<a href="docs/b.html">b</a><a href="docs/img/x.png">x</a><a href="docs/b.html#one">',
 }
 
 

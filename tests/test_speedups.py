@@ -40,7 +40,7 @@ import rewriter.html.tags
 from rewriter.document import speedups
 from rewriter.document.encoding import ESCAPE, decode_checked, encode_url_text, sniff
 from rewriter.document.model import Link
-from rewriter.document.process import shared_reference
+from rewriter.document.process import shared_key, with_fragment
 from rewriter.html.engine import ParsedDocument
 from rewriter.html.plain import LAZY_URL, OTHER, SRCSET, STYLE, URL, LinkSearch
 from rewriter.html.table import attributes_of, selector
@@ -399,6 +399,7 @@ _REFERENCE_PIECES = ["", "#", "a", "Z", "0", "+", "-", ".", ":", "/", "é", "\u2
 
 
 _SHARED_PIECES = [*_REFERENCE_PIECES, "?", ";", "\\", "%", "_files", "_file", "x_files/", "\x00", "\t", "s"]
+_SHARED_PIECES += ["#s", "#", "<", "`"]
 
 
 @given(
@@ -406,23 +407,36 @@ _SHARED_PIECES = [*_REFERENCE_PIECES, "?", ";", "\\", "%", "_files", "_file", "x
     st.sampled_from([("same-document", None, None), None]),
     st.sampled_from([("absolute", None, None), None]),
     st.booleans(),
-    st.sampled_from(["none", "empty", "all"]),
+    st.sampled_from(["none", "empty", "held", "odd"]),
 )
 @settings(max_examples=3000, deadline=None)
 def test_classified_quickly(reference: str, same: Any, absolute: Any, rfc1808: bool, shared_kind: str) -> None:
-    """Both twins give the same answer; a shared dict answers exactly the references that
-    shared_reference lets through (the rule the C spells out again)."""
+    """Both twins give the same answer; a shared dict answers exactly for the references
+    shared_key gives a key (the rule the C spells out again), their fragment added."""
+    key = shared_key(reference)
     held = ("rewritten", "http://shared/", None)
-    shared = None if shared_kind == "none" else {} if shared_kind == "empty" else {reference: held}
+    odd = ["not", "a", "classification"]  # given back as it is, fragment or none
+    shared = {
+        "none": None,
+        "empty": {},
+        "held": {reference if key is None else key: held},
+        "odd": {reference if key is None else key: odd},
+    }[shared_kind]
     answer = _same("classified_quickly", same, absolute, rfc1808, shared, _classify, reference)
     if same is None and absolute is None:
-        expected = held if shared_kind == "all" and shared_reference(reference) else _classify(reference)
+        fragment = "" if key is None else reference[len(key) :]
+        if key is None or shared_kind == "none":
+            expected = _classify(reference)
+        elif shared_kind == "empty":
+            expected = with_fragment(_classify(key), fragment) if fragment else _classify(key)
+        else:
+            expected = with_fragment(held, fragment) if shared_kind == "held" else odd
         assert answer == expected
-        if shared_kind == "empty":  # a miss is made and kept, in each twin's own dict (as _same gives each its own)
+        if shared_kind == "empty":  # a miss is made and kept, in each twin's own dict
             for twin in (speedups.reference["classified_quickly"], speedups.compiled.classified_quickly):
                 kept: dict[str, Any] = {}
                 twin(same, absolute, rfc1808, kept, _classify, reference)
-                assert kept == ({reference: _classify(reference)} if shared_reference(reference) else {})
+                assert kept == ({} if key is None else {key: _classify(key)})
 
 
 # --- flattened ------------------------------------------------------------------------------------------------------

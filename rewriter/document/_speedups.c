@@ -2489,9 +2489,9 @@ conditional_head(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 PyDoc_STRVAR(classified_quickly_doc,
              "classified_quickly(same_document, absolute, rfc1808, shared, classify, reference) -> tuple\n\n"
-             "classify(reference), but same_document for '' or '#...', absolute for 'scheme:...', and for a "
-             "reference shared may hold, shared's answer, made and kept there on a miss (see "
-             "rewriter.document.process).");
+             "classify(reference), but same_document for '' or '#...', absolute for 'scheme:...', and "
+             "shared's answer for the reference's shared key, made and kept there on a miss, given the "
+             "reference's fragment where the key went without it (see rewriter.document.process).");
 
 static inline int
 is_ascii_alpha(Py_UCS4 c)
@@ -2499,32 +2499,45 @@ is_ascii_alpha(Py_UCS4 c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-/* rewriter.document.process.shared_reference: a reference whose classification the
-   documents of one folder share, given bases of one directory (see its docstring). */
-static int
-shared_reference(const Text *t)
+/* rewriter.document.process.shared_key: the length of what of the reference the documents of
+   one folder share (the reference, or it without a plain fragment), or -1 (see its docstring). */
+static Py_ssize_t
+shared_key(const Text *t)
 {
     if (t->n == 0)
-        return 0;
+        return -1;
     Py_UCS4 first = CH(t, 0);
     if (first <= ' ' || first == '#' || first == '?' || first == ';')
-        return 0;
+        return -1;
     if (first == '/' && t->n >= 2 && CH(t, 1) == '/' && (t->n == 2 || CH(t, 2) == '?' || CH(t, 2) == '#'))
-        return 0;
+        return -1;
+    Py_ssize_t cut = t->n;
     int in_first_segment = 1;
     for (Py_ssize_t i = 0; i < t->n; i++) {
         Py_UCS4 c = CH(t, i);
+        if (c == '#') {
+            cut = i;
+            break;
+        }
         if (c == '\\' || c == '%')
-            return 0;
-        if (c == '/' || c == '?' || c == '#')
+            return -1;
+        if (c == '/' || c == '?')
             in_first_segment = 0;
         else if (c == ':' && in_first_segment)
-            return 0;
+            return -1;
         else if (c == '_' && i + 6 <= t->n && CH(t, i + 1) == 'f' && CH(t, i + 2) == 'i' && CH(t, i + 3) == 'l' &&
                  CH(t, i + 4) == 'e' && CH(t, i + 5) == 's')
-            return 0;
+            return -1;
     }
-    return 1;
+    if (cut == t->n || CH(t, cut - 1) <= ' ') /* the URL Standard would strip that from the key alone */
+        return t->n;
+    /* A plain fragment: printable ASCII but space, '"', '<', '>' and '`'; else the whole reference. */
+    for (Py_ssize_t i = cut + 1; i < t->n; i++) {
+        Py_UCS4 c = CH(t, i);
+        if (c <= ' ' || c > '~' || c == '"' || c == '<' || c == '>' || c == '`')
+            return t->n;
+    }
+    return cut;
 }
 
 static PyObject *
@@ -2560,15 +2573,32 @@ classified_quickly(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (i > 0 && i < t.n && CH(&t, i) == ':')
             return Py_NewRef(absolute);
     }
-    if (shared != Py_None && shared_reference(&t)) {
-        PyObject *known = PyDict_GetItemWithError(shared, reference); /* borrowed */
-        if (known != NULL)
-            return Py_NewRef(known);
-        if (PyErr_Occurred())
+    Py_ssize_t cut = shared == Py_None ? -1 : shared_key(&t);
+    if (cut >= 0) {
+        PyObject *key = cut == t.n ? Py_NewRef(reference) : PyUnicode_Substring(reference, 0, cut);
+        if (key == NULL)
             return NULL;
-        PyObject *made = PyObject_CallOneArg(args[4], reference);
-        if (made != NULL && PyDict_SetItem(shared, reference, made) < 0)
-            Py_CLEAR(made);
+        PyObject *known = PyDict_GetItemWithError(shared, key); /* borrowed */
+        if (known != NULL)
+            Py_INCREF(known);
+        else if (!PyErr_Occurred()) {
+            known = PyObject_CallOneArg(args[4], key);
+            if (known != NULL && PyDict_SetItem(shared, key, known) < 0)
+                Py_CLEAR(known);
+        }
+        Py_DECREF(key);
+        if (known == NULL || cut == t.n)
+            return known;
+        /* with_fragment: the resolved URL, when a str, followed by the fragment. */
+        if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) != 3 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(known, 1)))
+            return known;
+        PyObject *fragment = PyUnicode_Substring(reference, cut, t.n);
+        PyObject *resolved = fragment == NULL ? NULL : PyUnicode_Concat(PyTuple_GET_ITEM(known, 1), fragment);
+        Py_XDECREF(fragment);
+        PyObject *made = resolved == NULL ? NULL
+                                          : PyTuple_Pack(3, PyTuple_GET_ITEM(known, 0), resolved, PyTuple_GET_ITEM(known, 2));
+        Py_XDECREF(resolved);
+        Py_DECREF(known);
         return made;
     }
     return PyObject_CallOneArg(args[4], reference);

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, partial
 from operator import attrgetter
-from typing import TypedDict
+from typing import Any, TypedDict, cast
 
 from rewriter.document.encoding import (
     ESCAPE,
@@ -54,9 +54,10 @@ __all__ = [
     "frozen_base",
     "process",
     "require_base",
-    "shared_reference",
+    "shared_key",
     "shifted",
     "spliced",
+    "with_fragment",
 ]
 
 
@@ -128,15 +129,17 @@ def classified_quickly(
     """``classify(reference)``, but without the call for the answers known already:
     *same_document* (when not None) for an empty reference or one that starts with "#",
     *absolute* (when not None) for one that starts with a scheme and its ":" (RFC 3986 §3.1,
-    or RFC 1808's syntax with *rfc1808*), and for a :func:`shared_reference`, what *shared*
-    (a dict, or None) holds, made by *classify* and kept there when it holds nothing yet.
-    :class:`Context` passes what its own classification would answer, as a partial: most of
-    a page's references, in C.
+    or RFC 1808's syntax with *rfc1808*), and what *shared* (a dict, or None) holds for the
+    reference's :func:`shared_key`: made by *classify* for that key and kept there when it holds
+    nothing yet, its resolved URL given the reference's fragment when the key went without it
+    (:func:`with_fragment`). :class:`Context` passes what its own classification would answer,
+    as a partial: most of a page's references, in C.
 
     >>> same, absolute, rewritten = ("same-document", None, None), ("absolute", None, None), ("rewritten", "x", None)
     >>> shared = {"g": ("rewritten", "http://a/g", None)}
-    >>> [classified_quickly(same, absolute, False, shared, lambda r: rewritten, r)[1] for r in ("#a", "g:h", "g", "h")]
-    [None, None, 'http://a/g', 'x']
+    >>> def classify(reference): return rewritten
+    >>> [classified_quickly(same, absolute, False, shared, classify, r)[1] for r in ("#a", "g:h", "g#s", "h")]
+    [None, None, 'http://a/g#s', 'x']
     """
     if shared is not None and type(shared) is not dict:
         raise TypeError("classified_quickly: shared is a dict or None")
@@ -145,51 +148,81 @@ def classified_quickly(
         return same_document
     if absolute is not None and scheme_prefix("rfc1808" if rfc1808 else "rfc3986")(reference) is not None:
         return absolute
-    if shared is not None and shared_reference(reference):
-        known = shared.get(reference)
-        if known is None:
-            known = shared[reference] = classify(reference)
-        return known
-    return classify(reference)
+    key = None if shared is None else shared_key(reference)
+    if key is None:
+        return classify(reference)
+    known = shared.get(key, _NOTHING)  # type: ignore[union-attr]
+    if known is _NOTHING:
+        known = shared[key] = classify(key)  # type: ignore[index]
+    return known if len(key) == len(reference) else with_fragment(known, reference[len(key) :])
 
 
+_NOTHING: Any = object()  # what a dict holds under no key (None is a value the C gives back)
 # A reference's first segment (it always matches), where a ":" would make it a scheme.
 _FIRST_SEGMENT = re.compile(r"[^/?#]*").match
+# A fragment that every rule set copies as it is: printable ASCII but for what the URL Standard's
+# fragment percent-encode set adds (space, '"', "<", ">", "`"); the URL Standard removes tabs and
+# newlines, and percent-encodes controls and all past "~".
+_PLAIN_FRAGMENT = re.compile(r"#[!#-;=?-_a-~]*\Z").match
 
 
-def shared_reference(reference: str) -> bool:
-    """Whether *reference*'s classification is the same for every document of one folder
-    whose base has the same directory (:func:`~rewriter.url.resolve.directory_of`), so that
-    the pages of a folder classify it once (:class:`SharedClassifications`).
+def shared_key(reference: str) -> str | None:
+    """What of *reference* the documents of one folder whose bases have the same directory
+    (:func:`~rewriter.url.resolve.directory_of`) classify alike, so that the folder's pages
+    classify it once (:class:`SharedClassifications`): the reference without its fragment when
+    that fragment is plain (each rule set appends it to the resolved URL as it is, and a local
+    copy is found without it), else the whole reference; None when nothing of it is shared.
 
-    Its resolution reads no more of the base than that directory: it has a path (RFC 3986
-    §5.2.2: only an empty path takes the base's own path and query; RFC 1808 §4 step 5 also
-    lets a ";params" one and a "//" with no authority inherit it) and no scheme (no ":" in its first segment); it starts
-    with no control character or space (the URL Standard strips those, which could leave a
-    "#" or "?" first) and holds no "\\" (a "/" there for special schemes). What a local copy
-    is (:class:`~rewriter.run.collection.LocalCopies`) is the same for the pages of one folder
-    but for the copies a saved page keeps in a folder named after itself (``NAME_files``), so
-    a reference naming "_files", or holding a "%" that could spell it, is not shared.
+    Its part before any "#" must resolve reading no more of the base than that directory: it
+    has a path (RFC 3986 §5.2.2: only an empty path takes the base's own path and query; RFC
+    1808 §4 step 5 also lets a ";params" one and a "//" with no authority inherit it) and no
+    scheme (no ":" in its first segment); it starts with no control character or space (the URL
+    Standard strips those, which could leave a "#" or "?" first) and holds no "\\" (a "/" there
+    for special schemes). What a local copy is (:class:`~rewriter.run.collection.LocalCopies`)
+    is the same for the pages of one folder but for the copies a saved page keeps in a folder
+    named after itself (``NAME_files``), so a part naming "_files", or holding a "%" that could
+    spell it, is not shared.
 
-    >>> [shared_reference(r) for r in ("img/a.png", "../b", "/c", "//h/d", "e?q#f")]
-    [True, True, True, True, True]
-    >>> [shared_reference(r) for r in ("", "#f", "?q", ";p", "g:h", "a%20b", "page_files/x.png", "\\\\x")]
-    [False, False, False, False, False, False, False, False]
+    >>> [shared_key(r) for r in ("img/a.png", "../b?q", "/c", "//h/d", "e#f", "e#a b")]
+    ['img/a.png', '../b?q', '/c', '//h/d', 'e', 'e#a b']
+    >>> [shared_key(r) for r in ("", "#f", "?q", ";p", "g:h", "a%20b", "page_files/x.png", "\\\\x")]
+    [None, None, None, None, None, None, None, None]
     """
     if not reference or reference[0] <= " " or reference[0] in "#?;":
-        return False
+        return None
     if reference[:2] == "//" and reference[2:3] in ("", "?", "#"):
-        return False  # no authority and no path: RFC 1808 §4 step 5 gives it the base's path and query
-    if "\\" in reference or "%" in reference or "_files" in reference:
-        return False
-    return ":" not in reference[: _FIRST_SEGMENT(reference).end()]  # type: ignore[union-attr]
+        return None  # no authority and no path: RFC 1808 §4 step 5 gives it the base's path and query
+    cut = reference.find("#")
+    before = reference if cut < 0 else reference[:cut]
+    if "\\" in before or "%" in before or "_files" in before:
+        return None
+    if ":" in before[: _FIRST_SEGMENT(before).end()]:  # type: ignore[union-attr]
+        return None
+    if cut < 0 or before[-1] <= " " or _PLAIN_FRAGMENT(reference, cut) is None:
+        return reference  # a space or control just before the "#": the URL Standard strips it from the key alone
+    return before
+
+
+def with_fragment(classification: Classification, fragment: str) -> Classification:
+    """*classification* (of a reference without its fragment) for the reference with *fragment*
+    ("#" and what follows): its resolved URL, where it has one, followed by the fragment (RFC 3986
+    §5.2.2 and §5.3, RFC 1808 §4 step 7, the URL Standard's fragment state). Anything but a
+    (status, resolved, reason) whose resolved URL is a str or None is given back as it is.
+
+    >>> with_fragment(("rewritten", "http://a/g", None), "#s"), with_fragment(("local", None, "why"), "#s")
+    (('rewritten', 'http://a/g#s', None), ('local', None, 'why'))
+    """
+    if type(classification) is not tuple or len(classification) != 3 or type(classification[1]) is not str:
+        return classification
+    status, resolved, reason = classification
+    return status, cast(str, resolved) + fragment, reason
 
 
 class SharedClassifications:
-    """The classifications the documents of one folder share (:func:`shared_reference`):
+    """The classifications the documents of one folder share (:func:`shared_key`):
     a memo the run gives each page's :class:`~rewriter.run.collection.LocalCopies` of the folder
     (its ``shared``), read by the page's :class:`Context`. It holds one dict a scope: the
-    policy's rules, strictness and relinking, the directory of the base, the query's
+    policy's rules and strictness, the directory of the base, the query's
     encoding and whether the links are in a ``<noscript>``. A scope starts again at :attr:`MOST`
     answers, and all of them when there are :attr:`SCOPES`.
 
@@ -208,26 +241,25 @@ class SharedClassifications:
     SCOPES = 16  # so 65,536 answers at most, about 15 MB
 
     def __init__(self) -> None:
-        self._scopes: dict[tuple[object, ...], tuple[object, dict[str, Classification]]] = {}
+        self._scopes: dict[tuple[object, ...], dict[str, Classification]] = {}
 
     def scope(
         self, policy: Policy, base: str | None, query_encoding: str | None, in_noscript: bool
     ) -> dict[str, Classification] | None:
-        """The dict of classifications for documents of *base* under *policy* (None: the base's
-        directory cannot be told from its text, and nothing is shared)."""
+        """The dict of classifications for documents of *base* under *policy*; None when the
+        base's directory cannot be told from its text, or the policy relinks (a relink sees
+        each URL whole, its fragment too), and nothing is shared."""
         directory = directory_of(base) if base is not None else None
-        if directory is None:
+        if directory is None or policy.relink is not None:
             return None
-        relink = policy.relink
-        key = (policy.rules, policy.strict, id(relink), directory, query_encoding, in_noscript)
+        key = (policy.rules, policy.strict, directory, query_encoding, in_noscript)
         scopes = self._scopes
         found = scopes.get(key)
-        if found is None or found[0] is not relink or len(found[1]) >= self.MOST:
+        if found is None or len(found) >= self.MOST:
             if found is None and len(scopes) >= self.SCOPES:
                 scopes.clear()  # a document under way keeps its dict, whose answers stay true
-            # The relink kept beside, so that its id is never another's.
-            found = scopes[key] = (relink, {})
-        return found[1]
+            found = scopes[key] = {}
+        return found
 
 
 class Context:
@@ -263,7 +295,7 @@ class Context:
         )
         self.resolve_one = self.resolver.resolve if self.resolver is not None else None
         self.keep_same_document = not policy.same_document
-        # The answers this document shares with the others of its folder (shared_reference):
+        # The answers this document shares with the others of its folder (shared_key):
         # given by the policy's keep when it answers alike for all of them (the command line's
         # local copies of a folder).
         memo = getattr(policy.keep, "shared", None)
@@ -362,12 +394,13 @@ class Context:
         """:meth:`classify` for a reference not yet seen: the folder's shared answer, or this
         document's own."""
         shared = self.shared
-        if shared is not None and shared_reference(reference):
-            known = shared.get(reference)
-            if known is None:
-                known = shared[reference] = self._classified_here(reference)
-            return known
-        return self._classified_here(reference)
+        key = None if shared is None else shared_key(reference)
+        if key is None:
+            return self._classified_here(reference)
+        known = shared.get(key)  # type: ignore[union-attr]
+        if known is None:
+            known = shared[key] = self._classified_here(key)  # type: ignore[index]
+        return known if len(key) == len(reference) else with_fragment(known, reference[len(key) :])
 
     def _classified_here(self, reference: str) -> tuple[Status, str | None, str | None]:
         if self.keep_same_document and (not reference or reference[0] == "#"):

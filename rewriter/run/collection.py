@@ -829,7 +829,7 @@ class LocalCopies:
     listings: Listings | None = field(default=None, repr=False, compare=False)
     # The classifications the pages of this document's folder share (the run's, for the folder):
     # what a local copy is depends on the folder, not on the page, for every reference that
-    # shared_reference lets through (one naming a NAME_files folder is told page by page).
+    # shared_key gives a key (one naming a NAME_files folder is told page by page).
     shared: SharedClassifications | None = field(default=None, repr=False, compare=False)
     # Worked out once for the document, not for each of its references (a page asks about
     # dozens): the folder references are read against, the tree's absolute path and that path

@@ -102,12 +102,13 @@ def tally(
     where = (outcome.shown, *(f"{key} {value}" for key, value in extra.items()))
     for problem in result.problems if problems is None else problems:
         outcome.warnings.append(as_problem(problem, "left-as-is").at(*where))
+    counts: dict[Status, int]
     if isinstance(result, DocumentResult):
-        counts: dict[str, int] = result.status_counts  # a copy of its own
+        counts = result.status_counts  # a copy of its own
     else:
         counts = {}
-        for part in result.parts:
-            for status, count in part.status_counts.items():
+        for counted in result.parts:
+            for status, count in counted.status_counts.items():
                 counts[status] = counts.get(status, 0) + count
     rewritten, no_base = counts.get("rewritten", 0), counts.get("no-base", 0)
     relative = no_base + counts.get("unresolvable", 0)  # the statuses of _RELATIVE
