@@ -506,11 +506,11 @@ tag_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 enum {
     SEARCH_TEXT, SEARCH_ELEMENTS, SEARCH_LINE_STARTS, SEARCH_SKIP, SEARCH_HTML, SEARCH_HTML_TABLES,
     SEARCH_FOREIGN_TABLES, SEARCH_TABLE_OF, SEARCH_CLASSIFIED, SEARCH_CLASSIFY, SEARCH_LINK, SEARCH_BASE,
-    SEARCH_LAYER, SEARCH_FOUND, SEARCH_EDITS, SEARCH_FIELD_COUNT
+    SEARCH_LAYER, SEARCH_FOUND, SEARCH_EDITS, SEARCH_COUNTS, SEARCH_KEPT, SEARCH_FIELD_COUNT
 };
 static const char *const SEARCH_FIELDS[SEARCH_FIELD_COUNT] = {
     "text", "elements", "line_starts", "skip", "html", "html_tables", "foreign_tables", "table_of",
-    "classified", "classify", "link", "base", "layer", "found", "edits"};
+    "classified", "classify", "link", "base", "layer", "found", "edits", "counts", "kept"};
 /* The fields of a Link this code fills, in the order record_link has them; a link type may
  * order them otherwise (they are put by name). */
 enum { LINK_FIELD_COUNT = 11 };
@@ -521,6 +521,7 @@ static PyObject *search_names[SEARCH_FIELD_COUNT], *link_names[LINK_FIELD_COUNT]
 typedef struct {
     PyObject *args[SEARCH_FIELD_COUNT]; /* new references */
     Py_ssize_t slot[LINK_FIELD_COUNT];  /* where each of LINK_FIELDS goes in a link */
+    PyObject *prefixes;                 /* each edit's text, once: a page's prefixes repeat (a new reference) */
 } Search;
 
 enum { CODE_URL = 1, CODE_LAZY_URL = 2, CODE_OTHER = 3, CODE_STYLE = 4, CODE_SRCSET = 5 };
@@ -774,8 +775,41 @@ append_edit(PyObject *edits, Py_ssize_t at, Py_ssize_t end, PyObject *text)
     return done;
 }
 
-/* A new reference to the Link (tag, name, kind, reference, resolved, status, reason, base, layer, at, until),
- * appended to found; the edit (at, end, text) appended to edits when text is not NULL. The
+/* A lean search's link of status (search.counts a dict): counted in counts; 1 when it is kept
+ * as a record (its status in search.kept), 0 when not, -1 on error. */
+static int
+counted(const Search *s, PyObject *status)
+{
+    PyObject *counts = s->args[SEARCH_COUNTS];
+    PyObject *count = PyDict_GetItemWithError(counts, status);
+    if (count == NULL && PyErr_Occurred())
+        return -1;
+    PyObject *one = PyLong_FromLong(1);
+    if (one == NULL)
+        return -1;
+    PyObject *sum = count == NULL ? Py_NewRef(one) : PyNumber_Add(count, one);
+    Py_DECREF(one);
+    if (sum == NULL)
+        return -1;
+    int done = PyDict_SetItem(counts, status, sum);
+    Py_DECREF(sum);
+    if (done < 0)
+        return -1;
+    return PySet_Contains(s->args[SEARCH_KEPT], status);
+}
+
+/* Appends the edit (at, end, text) to the search's edits, text (a str) the one equal str
+ * this call has written before, when there is one: 0, or -1 on error. */
+static int
+append_shared_edit(const Search *s, Py_ssize_t at, Py_ssize_t end, PyObject *text)
+{
+    PyObject *shared = PyDict_SetDefault(s->prefixes, text, text); /* borrowed */
+    return shared == NULL ? -1 : append_edit(s->args[SEARCH_EDITS], at, end, shared);
+}
+
+/* The Link (tag, name, kind, reference, resolved, status, reason, base, layer, at, until),
+ * appended to found (in a lean search, counted and appended only when kept); the edit (at,
+ * end, text) appended to edits when text is not NULL. The
  * Link is made as tuple.__new__(search.link, ...) makes it: plain_links has checked that
  * tuple.__new__ makes that type (a struct sequence, whose fields go past a tuple's items,
  * it refuses), so that its tp_alloc gives a tuple's layout of 11 items. */
@@ -783,7 +817,14 @@ static int
 record_link(const Search *s, PyObject *tag, PyObject *name, PyObject *kind, PyObject *reference,
             PyObject *known, Py_ssize_t at, Py_ssize_t until, Py_ssize_t edit_end, PyObject *text)
 {
-    PyObject *link_type = s->args[SEARCH_LINK], *found = s->args[SEARCH_FOUND], *edits = s->args[SEARCH_EDITS];
+    PyObject *link_type = s->args[SEARCH_LINK], *found = s->args[SEARCH_FOUND];
+    if (s->args[SEARCH_COUNTS] != Py_None) {
+        int kept = counted(s, PyTuple_GET_ITEM(known, 0));
+        if (kept < 0)
+            return -1;
+        if (!kept)
+            return text == NULL ? 0 : append_shared_edit(s, at, edit_end, text);
+    }
     PyObject *start = PyLong_FromSsize_t(at), *end = PyLong_FromSsize_t(until);
     PyObject *link = NULL;
     int done = -1;
@@ -809,7 +850,7 @@ record_link(const Search *s, PyObject *tag, PyObject *name, PyObject *kind, PyOb
         PyTuple_SET_ITEM(link, s->slot[i], Py_NewRef(fields[i]));
     if (PyList_Append(found, link) < 0)
         goto finally;
-    done = text == NULL ? 0 : append_edit(edits, at, edit_end, text);
+    done = text == NULL ? 0 : append_shared_edit(s, at, edit_end, text);
 finally:
     Py_XDECREF(link);
     Py_XDECREF(start);
@@ -1131,12 +1172,15 @@ plain_links(PyObject *module, PyObject *search)
 {
     Search s;
     int i = 0;
+    if ((s.prefixes = PyDict_New()) == NULL)
+        return NULL;
     for (; i < SEARCH_FIELD_COUNT; i++)
         if ((s.args[i] = PyObject_GetAttr(search, search_names[i])) == NULL)
             break;
     PyObject *left = i == SEARCH_FIELD_COUNT ? plain_links_of(&s) : NULL;
     while (i > 0)
         Py_DECREF(s.args[--i]);
+    Py_DECREF(s.prefixes);
     return left;
 }
 
@@ -1153,8 +1197,11 @@ plain_links_of(Search *s)
     /* Exactly dicts and lists: a subclass's methods, which the twin would call, are not. */
     if (!PyDict_CheckExact(html_tables) || !PyDict_CheckExact(foreign_tables) ||
         !PyDict_CheckExact(args[SEARCH_CLASSIFIED]) || !PyList_CheckExact(args[SEARCH_FOUND]) ||
-        !PyList_CheckExact(args[SEARCH_EDITS])) {
-        PyErr_SetString(PyExc_TypeError, "plain_links: the tables and the cache are dicts, found and edits lists");
+        !PyList_CheckExact(args[SEARCH_EDITS]) ||
+        (args[SEARCH_COUNTS] != Py_None && !PyDict_CheckExact(args[SEARCH_COUNTS])) ||
+        !(PySet_CheckExact(args[SEARCH_KEPT]) || PyFrozenSet_CheckExact(args[SEARCH_KEPT]))) {
+        PyErr_SetString(PyExc_TypeError, "plain_links: the tables and the cache are dicts, found and edits lists, "
+                                         "counts None or a dict, kept a set");
         return NULL;
     }
     if (link_slots(args[SEARCH_LINK], s->slot) < 0)
