@@ -182,17 +182,19 @@ def _plain_links(implementation: Any, text: str, elements: list[Any], tables: tu
         )
         return codes
 
-    counts: dict[Any, int] | None = {} if options.get("lean") else None
+    lean = options.get("lean")
+    counts: dict[Any, int] | None = {} if lean else None
+    inserts, insert_texts = (bytearray(), []) if lean else (None, None)
     arguments = (
         text, elements, options.get("line_starts"), options.get("skip"), "html", html_tables, foreign_tables,
         table_of, classified, options.get("classify", _classify), Link, "http://b/", "base-element", found, edits,
-        counts, KEPT_STATUSES,
+        counts, KEPT_STATUSES, inserts, insert_texts,
     )  # fmt: skip
     try:
         outcome: Any = ("value", implementation.plain_links(LinkSearch(*arguments)))
     except Exception as error:
         outcome = ("error", _kind(error))
-    return outcome, html_tables, foreign_tables, classified, found, edits, counts
+    return outcome, html_tables, foreign_tables, classified, found, edits, counts, inserts, insert_texts
 
 
 def _same_plain_links(text: str, elements: list[Any], tables: tuple[Any, ...], **options: Any) -> None:
@@ -209,13 +211,17 @@ def _same_plain_links(text: str, elements: list[Any], tables: tuple[Any, ...], *
 
 
 def _lean_as_full(lean: Any, full: Any) -> None:
-    """A lean search's outcome against a full one's (each (outcome, ..., found, edits, counts)):
-    the same hand-backs, edits and cache; each status counted; the kept links alone recorded."""
+    """A lean search's outcome against a full one's (each (outcome, ..., found, edits, counts,
+    inserts, insert_texts)): the same hand-backs and cache; the same edits, the prefixes'
+    kept compactly; each status counted; the kept links alone recorded."""
     assert lean[:4] == full[:4]
-    found, edits, _ = full[-3:]
-    assert lean[-2] == edits
-    assert lean[-1] == Counter(link.status for link in found)
-    assert lean[-3] == [link for link in found if link.status in KEPT_STATUSES]
+    found, edits = full[-5:-3]
+    lean_found, lean_edits, counts, inserts, insert_texts = lean[-5:]
+    starts = memoryview(inserts).cast("q").tolist()
+    assert len(starts) == len(insert_texts)
+    assert sorted([*lean_edits, *zip(starts, starts, insert_texts, strict=True)]) == sorted(edits)
+    assert counts == Counter(link.status for link in found)
+    assert lean_found == [link for link in found if link.status in KEPT_STATUSES]
 
 
 _tag_names = st.sampled_from(["a", "img", "svg", "div", "x"])
@@ -614,12 +620,13 @@ def _same_on_the_tree(text: str, table: dict[str, int], rng: random.Random) -> N
         line_starts = None if document.flat else document.line_starts
         skip = elements[len(elements) // 2] if elements else None
         counts: dict[Any, int] | None = {} if lean else None
+        inserts, insert_texts = (bytearray(), []) if lean else (None, None)
         search = LinkSearch(
             text, elements, line_starts, skip, html, html_tables, foreign_tables, table_of, classified, _classify,
-            Link, "http://b/", "retrieval-url", found, edits, counts, KEPT_STATUSES,
+            Link, "http://b/", "retrieval-url", found, edits, counts, KEPT_STATUSES, inserts, insert_texts,
         )  # fmt: skip
         left = function(search)
-        outcomes.append((left, classified, html_tables, foreign_tables, found, edits, counts))
+        outcomes.append((left, classified, html_tables, foreign_tables, found, edits, counts, inserts, insert_texts))
     assert outcomes[0] == outcomes[1]
     assert outcomes[2] == outcomes[3]
     _lean_as_full(outcomes[2], outcomes[0])
@@ -920,8 +927,8 @@ def test_every_argument_of_every_wrong_type(name: str) -> None:
 
 
 def _lean_page_arguments() -> list[Any]:
-    """_page_arguments for a lean search: counts and kept after them."""
-    return [*_page_arguments(), {}, KEPT_STATUSES]
+    """_page_arguments for a lean search: counts, kept, inserts and insert_texts after them."""
+    return [*_page_arguments(), {}, KEPT_STATUSES, bytearray(), []]
 
 
 @pytest.mark.parametrize("position", range(len(_lean_page_arguments())))
@@ -929,7 +936,8 @@ def test_a_lean_plain_links_meets_hostile_arguments(position: int) -> None:
     """A lean search (counts and kept given) against every hostile value in each field: the
     same result or exception kind in C and in Python, and the same fields after."""
     _same_outcome("plain_links", _lean_page_arguments)
-    for value in [*_HOSTILE, {"rewritten": 1.5}, {"rewritten": "x"}, set(), frozenset({"absolute"}), {"no-base"}]:
+    extra = [{"rewritten": 1.5}, {"rewritten": "x"}, set(), frozenset({"absolute"}), {"no-base"}, bytearray(b"x")]
+    for value in [*_HOSTILE, *extra]:
 
         def make(value: Any = value) -> tuple[Any, ...]:
             arguments = _lean_page_arguments()

@@ -506,11 +506,13 @@ tag_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 enum {
     SEARCH_TEXT, SEARCH_ELEMENTS, SEARCH_LINE_STARTS, SEARCH_SKIP, SEARCH_HTML, SEARCH_HTML_TABLES,
     SEARCH_FOREIGN_TABLES, SEARCH_TABLE_OF, SEARCH_CLASSIFIED, SEARCH_CLASSIFY, SEARCH_LINK, SEARCH_BASE,
-    SEARCH_LAYER, SEARCH_FOUND, SEARCH_EDITS, SEARCH_COUNTS, SEARCH_KEPT, SEARCH_FIELD_COUNT
+    SEARCH_LAYER, SEARCH_FOUND, SEARCH_EDITS, SEARCH_COUNTS, SEARCH_KEPT, SEARCH_INSERTS,
+    SEARCH_INSERT_TEXTS, SEARCH_FIELD_COUNT
 };
 static const char *const SEARCH_FIELDS[SEARCH_FIELD_COUNT] = {
     "text", "elements", "line_starts", "skip", "html", "html_tables", "foreign_tables", "table_of",
-    "classified", "classify", "link", "base", "layer", "found", "edits", "counts", "kept"};
+    "classified", "classify", "link", "base", "layer", "found", "edits", "counts", "kept",
+    "inserts", "insert_texts"};
 /* The fields of a Link this code fills, in the order record_link has them; a link type may
  * order them otherwise (they are put by name). */
 enum { LINK_FIELD_COUNT = 11 };
@@ -798,24 +800,35 @@ counted(const Search *s, PyObject *status)
     return PySet_Contains(s->args[SEARCH_KEPT], status);
 }
 
-/* Appends the edit (at, end, text) to the search's edits, text (a str) the one equal str
- * this call has written before, when there is one: 0, or -1 on error. */
+/* The edit (at, at, text) that puts a prefix before a URL, text (a str) the one equal str this
+ * call has written before, when there is one: appended to the search's edits, or kept compactly
+ * (at as 8 bytes appended to inserts, text to insert_texts) when those are given: 0, or -1. */
 static int
-append_shared_edit(const Search *s, Py_ssize_t at, Py_ssize_t end, PyObject *text)
+append_insert(const Search *s, Py_ssize_t at, PyObject *text)
 {
     PyObject *shared = PyDict_SetDefault(s->prefixes, text, text); /* borrowed */
-    return shared == NULL ? -1 : append_edit(s->args[SEARCH_EDITS], at, end, shared);
+    if (shared == NULL)
+        return -1;
+    PyObject *inserts = s->args[SEARCH_INSERTS];
+    if (inserts == Py_None)
+        return append_edit(s->args[SEARCH_EDITS], at, at, shared);
+    Py_ssize_t size = PyByteArray_GET_SIZE(inserts);
+    if (PyByteArray_Resize(inserts, size + 8) < 0)
+        return -1;
+    int64_t value = (int64_t)at;
+    memcpy(PyByteArray_AS_STRING(inserts) + size, &value, 8);
+    return PyList_Append(s->args[SEARCH_INSERT_TEXTS], shared);
 }
 
 /* The Link (tag, name, kind, reference, resolved, status, reason, base, layer, at, until),
  * appended to found (in a lean search, counted and appended only when kept); the edit (at,
- * end, text) appended to edits when text is not NULL. The
+ * at, text) made when text is not NULL (append_insert). The
  * Link is made as tuple.__new__(search.link, ...) makes it: plain_links has checked that
  * tuple.__new__ makes that type (a struct sequence, whose fields go past a tuple's items,
  * it refuses), so that its tp_alloc gives a tuple's layout of 11 items. */
 static int
 record_link(const Search *s, PyObject *tag, PyObject *name, PyObject *kind, PyObject *reference,
-            PyObject *known, Py_ssize_t at, Py_ssize_t until, Py_ssize_t edit_end, PyObject *text)
+            PyObject *known, Py_ssize_t at, Py_ssize_t until, PyObject *text)
 {
     PyObject *link_type = s->args[SEARCH_LINK], *found = s->args[SEARCH_FOUND];
     if (s->args[SEARCH_COUNTS] != Py_None) {
@@ -823,7 +836,7 @@ record_link(const Search *s, PyObject *tag, PyObject *name, PyObject *kind, PyOb
         if (kept < 0)
             return -1;
         if (!kept)
-            return text == NULL ? 0 : append_shared_edit(s, at, edit_end, text);
+            return text == NULL ? 0 : append_insert(s, at, text);
     }
     PyObject *start = PyLong_FromSsize_t(at), *end = PyLong_FromSsize_t(until);
     PyObject *link = NULL;
@@ -850,7 +863,7 @@ record_link(const Search *s, PyObject *tag, PyObject *name, PyObject *kind, PyOb
         PyTuple_SET_ITEM(link, s->slot[i], Py_NewRef(fields[i]));
     if (PyList_Append(found, link) < 0)
         goto finally;
-    done = text == NULL ? 0 : append_shared_edit(s, at, edit_end, text);
+    done = text == NULL ? 0 : append_insert(s, at, text);
 finally:
     Py_XDECREF(link);
     Py_XDECREF(start);
@@ -971,7 +984,7 @@ plain_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, const S
     }
     /* The span: with "&amp;" decoded, the reference's ends are still at the raw text's first
      * and last (an "&amp;" that ends it ends where its ";" does). */
-    int done = record_link(s, tag, one->name, s_url, reference, known, vs + first, vs + last, vs + first, escaped);
+    int done = record_link(s, tag, one->name, s_url, reference, known, vs + first, vs + last, escaped);
     Py_XDECREF(escaped);
     Py_XDECREF(prefix);
     Py_DECREF(known);
@@ -1078,7 +1091,7 @@ srcset_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, const 
         PyObject *status = PyTuple_GET_ITEM(known, 0), *resolved = PyTuple_GET_ITEM(known, 1), *text = NULL;
         Py_ssize_t edit_end = start;
         /* The link first, then its edit, as the twin: the status's comparison may raise. */
-        if (record_link(s, tag, one->name, s_srcset, reference, known, start, end, start, NULL) < 0)
+        if (record_link(s, tag, one->name, s_srcset, reference, known, start, end, NULL) < 0)
             goto error;
         int rewritten = is_rewritten(status);
         int same = rewritten > 0 && resolved != Py_None ? PyObject_RichCompareBool(resolved, reference, Py_EQ) : 1;
@@ -1199,9 +1212,12 @@ plain_links_of(Search *s)
         !PyDict_CheckExact(args[SEARCH_CLASSIFIED]) || !PyList_CheckExact(args[SEARCH_FOUND]) ||
         !PyList_CheckExact(args[SEARCH_EDITS]) ||
         (args[SEARCH_COUNTS] != Py_None && !PyDict_CheckExact(args[SEARCH_COUNTS])) ||
-        !(PySet_CheckExact(args[SEARCH_KEPT]) || PyFrozenSet_CheckExact(args[SEARCH_KEPT]))) {
+        !(PySet_CheckExact(args[SEARCH_KEPT]) || PyFrozenSet_CheckExact(args[SEARCH_KEPT])) ||
+        !((args[SEARCH_INSERTS] == Py_None && args[SEARCH_INSERT_TEXTS] == Py_None) ||
+          (PyByteArray_CheckExact(args[SEARCH_INSERTS]) && PyList_CheckExact(args[SEARCH_INSERT_TEXTS])))) {
         PyErr_SetString(PyExc_TypeError, "plain_links: the tables and the cache are dicts, found and edits lists, "
-                                         "counts None or a dict, kept a set");
+                                         "counts None or a dict, kept a set, inserts and insert_texts None or a "
+                                         "bytearray and a list");
         return NULL;
     }
     if (link_slots(args[SEARCH_LINK], s->slot) < 0)

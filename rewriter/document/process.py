@@ -88,8 +88,11 @@ class TextResult:
 
     A lean result (*counts* a dict, not None) holds no record for most links: *counts* has
     how many links have each status, every link counted, and *found* only the links whose
-    status is one of :data:`KEPT_STATUSES`, in the order they were found. The command line's
-    rewrite path asks for it (a page of 460,000 links kept about 300 bytes a link in records)."""
+    status is one of :data:`KEPT_STATUSES`, in the order they were found; and the edits that
+    put a prefix before a URL (most of a page's) are kept compactly, outside *edits*: their
+    offsets in *inserts* (8 bytes each, an array's "q") and their texts in *insert_texts*
+    (:meth:`all_edits` makes them edits). The command line's rewrite path asks for it (a page
+    of 460,000 links kept about 300 bytes a link in records and 100 in edits)."""
 
     edits: list[tuple[int, int, str]] = field(default_factory=list)
     found: list[Link] = field(default_factory=list)
@@ -97,6 +100,22 @@ class TextResult:
     layer: Layer | None = None
     problems: list[Problem] = field(default_factory=list)
     counts: dict[Status, int] | None = None
+    inserts: bytearray | None = None
+    insert_texts: list[str] | None = None
+
+    @classmethod
+    def lean(cls) -> TextResult:
+        """An empty lean result."""
+        return cls(counts={}, inserts=bytearray(), insert_texts=[])
+
+    def all_edits(self) -> list[tuple[int, int, str]]:
+        """:attr:`edits`, with the compact ones (a lean result's inserts) made edits and moved there."""
+        if self.inserts and self.insert_texts:
+            starts = memoryview(self.inserts).cast("q").tolist()
+            self.edits.extend(zip(starts, starts, self.insert_texts, strict=True))
+        if self.inserts is not None:
+            self.inserts, self.insert_texts = bytearray(), []
+        return self.edits
 
     def record(
         self, context: Context, element: str, attribute: str, kind: Kind, reference: str, start: int, end: int
@@ -115,7 +134,7 @@ class TextResult:
 
     def inner(self) -> TextResult:
         """An empty result for a document inside this one's text, lean when this one is."""
-        return TextResult(counts=None if self.counts is None else {})
+        return TextResult() if self.counts is None else TextResult.lean()
 
     def take(self, inner: TextResult, shift: Callable[[Link], Link]) -> None:
         """The links of *inner* (a document inside this one's text, lean or not), each moved by
@@ -462,6 +481,8 @@ def process(
         )
 
     output = document if isinstance(document, bytes) else body
+    if rewrite:
+        found.all_edits()  # the engine is done: its tree is gone, and a tuple for each edit costs less now
     in_c = rewrite and found.edits and COMPILED and byte_map.utf8
     if in_c:
         # One call in C: the edits sorted, their offsets mapped, the new text encoded, the bytes joined.
@@ -485,7 +506,7 @@ def process(
         pieces.append(tail)
         output = b"".join(pieces)
 
-    found.edits = []  # spliced: the result holds the links, not the edits
+    found.edits, found.inserts, found.insert_texts = [], None, None  # spliced: the result holds no edit
     return DocumentResult(output, links_of, label, found.base, found.layer, tuple(found.problems), found.status_counts)
 
 

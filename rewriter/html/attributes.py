@@ -87,7 +87,7 @@ def attribute_links(
             lean=result.counts is not None,
         )
         result.take(nested, partial(shifted, offsets=offsets, shift=raw_start))
-        for edit_start, edit_end, new in nested.edits:
+        for edit_start, edit_end, new in nested.all_edits():
             replacements.append((edit_start, edit_end, new, None))
         result.problems.extend(problem.at("in srcdoc") for problem in nested.problems)
     else:

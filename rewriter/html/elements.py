@@ -94,8 +94,8 @@ def elements_links(
         return kept(foreign_tables, (namespace, tag), tag, codes)
 
     # Positional, in LinkSearch's field order (text, elements, line_starts, skip, html, the
-    # two tables, table_of, classified, classify, link, base, layer, found, edits, counts, kept): keyword
-    # arguments cost the call twice the time.
+    # two tables, table_of, classified, classify, link, base, layer, found, edits, counts, kept,
+    # inserts, insert_texts): keyword arguments cost the call twice the time.
     search = LinkSearch(
         document.text,
         elements,
@@ -114,6 +114,8 @@ def elements_links(
         result.edits,
         result.counts,
         KEPT_STATUSES,
+        result.inserts,
+        result.insert_texts,
     )
     left = plain_links(search)
     text = document.text

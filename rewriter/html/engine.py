@@ -132,7 +132,7 @@ def rewrite_text(
     then the text is read again, each link a record).
     """
     document = ParsedDocument(text, readable)
-    result = TextResult(counts={} if lean else None)
+    result = TextResult.lean() if lean else TextResult()
     if context is not None:
         result.base, result.layer = context.base, context.layer
         _document_links(document, None, context, result)
@@ -243,7 +243,7 @@ def _noscript_links(document: ParsedDocument, context: Context, result: TextResu
         fragment = ParsedDocument(text[start:end], noscript_fragment=True)
         inner = result.inner()
         _document_links(fragment, None, inner_context, inner)
-        if inner.edits:
+        if inner.all_edits():
             written = spliced(fragment.text, inner.edits)
             if end_tag(written, "noscript", 0) != len(written):
                 # Never reached while no new value holds "<"; kept as the last guard.
@@ -290,7 +290,7 @@ def _left_where_readings_differ(document: ParsedDocument, result: TextResult) ->
         f"left as it is: after the <noscript> that ends at character {at}, a browser with scripting off "
         "reads the page differently from one with scripting on"
     )
-    result.edits = [edit for edit in result.edits if edit[0] < at]
+    result.edits = [edit for edit in result.all_edits() if edit[0] < at]
     for index, found in enumerate(result.found):
         if found.start >= at and found.status in ("rewritten", "relinked"):
             result.found[index] = found._replace(resolved=None, status="unresolvable", reason=reason)
@@ -396,7 +396,7 @@ def _conditional_comments(document: ParsedDocument, context: Context, result: Te
             lean=result.counts is not None,
         )
         result.take(nested, partial(shifted, offsets=None, shift=inner_start))
-        for edit_start, edit_end, new in nested.edits:
+        for edit_start, edit_end, new in nested.all_edits():
             # The new text lands inside a comment: a ">" could end it ("-->", "--!>") and
             # turn the rest of the URL into live markup. Browsers percent-encode ">" in a
             # URL's path, query and fragment anyway.

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import operator
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, cast
@@ -292,7 +293,10 @@ class LinkSearch:
     (*link*, a named tuple type with Link's fields in any order, filled by name) and with
     (*base*, *layer*); and the lists filled (*found*, *edits*). With *counts* a dict (not
     None), the search is lean: each link is counted in it by status, and only one whose
-    status is in *kept* (a set or a frozenset) is made and appended to *found*."""
+    status is in *kept* (a set or a frozenset) is made and appended to *found*. With *inserts*
+    a bytearray and *insert_texts* a list (not None), an edit that puts a prefix before a URL,
+    (at, at, text), is kept compactly: *at* appended to *inserts* as 8 bytes (a signed
+    integer in the machine's byte order, an array's "q"), *text* to *insert_texts*."""
 
     text: str
     elements: Iterable[Any]
@@ -311,6 +315,8 @@ class LinkSearch:
     edits: list[tuple[int, int, str]]
     counts: dict[Any, int] | None = None
     kept: frozenset[Any] = frozenset()
+    inserts: bytearray | None = None
+    insert_texts: list[str] | None = None
 
 
 # The fields of LinkSearch in the order both twins read them (once per call), and the fields
@@ -428,7 +434,7 @@ def _links(run: _Search) -> list[Left]:
     any other element by :func:`_by_text`."""
     text, line_starts, skip, seen, left, size = run.text, run.line_starts, run.skip, run.seen, run.left, len(run.text)
     html, html_tables, table_of = run.html, run.html_tables, run.table_of
-    classified, classify, found, edits, make_link = run.classified, run.classify, run.found, run.edits, run.make_link
+    classified, classify, found, make_link = run.classified, run.classify, run.found, run.make_link
     counts, kept, prefixes = run.counts, run.kept, run.prefixes
     base, layer, value_of = run.base, run.layer, VALUE_OF
     for element in run.elements:
@@ -498,7 +504,7 @@ def _links(run: _Search) -> list[Left]:
                             )
                         if prefix is not None:
                             new = escape_attribute(prefix, quote)
-                            edits.append((start, start, prefixes.setdefault(new, new)))
+                            run.insert(start, prefixes.setdefault(new, new))
                         continue
         if not _by_names(run, element, tag, offset, attrs, codes, names):
             _by_text(run, element, offset, (tag, codes))
@@ -607,7 +613,7 @@ def _value(run: _Search, element: Any, tag: str, name: str, start: int, end: int
         )
     if prefix is not None:
         new = escape_attribute(prefix, quote)
-        run.edits.append((start, start, run.prefixes.setdefault(new, new)))
+        run.insert(start, run.prefixes.setdefault(new, new))
 
 
 class _Search:
@@ -633,6 +639,8 @@ class _Search:
         edits: list[tuple[int, int, str]],
         counts: dict[Any, int] | None,
         kept: frozenset[Any],
+        inserts: bytearray | None,
+        insert_texts: list[str] | None,
     ) -> None:
         self.text = str_argument(text)
         if (
@@ -640,10 +648,11 @@ class _Search:
             or not (type(found) is type(edits) is list)
             or not (counts is None or type(counts) is dict)
             or type(kept) not in (set, frozenset)
+            or not (inserts is insert_texts is None or (type(inserts) is bytearray and type(insert_texts) is list))
         ):
             raise TypeError(
                 "plain_links: the tables and the cache are dicts, found and edits lists, counts None or a dict, "
-                "kept a set"
+                "kept a set, inserts and insert_texts None or a bytearray and a list"
             )
         self.make_link: Callable[[tuple[Any, ...]], tuple[Any, ...]] = _link_maker(link_type)
         self.elements: Iterable[Any] = elements
@@ -661,11 +670,21 @@ class _Search:
         self.edits: list[tuple[int, int, str]] = edits
         self.counts: dict[Any, int] | None = counts
         self.kept: frozenset[Any] = kept
+        self.inserts: bytearray | None = inserts
+        self.insert_texts: list[str] | None = insert_texts
         self.seen: set[int] = set()
         # Each edit's text once (the C's too): a page's prefixes repeat, one str a link held
         # about 80 bytes for each.
         self.prefixes: dict[str, str] = {}
         self.left: list[Left] = []
+
+    def insert(self, at: int, text: str) -> None:
+        """The edit (at, at, text): in *edits*, or kept compactly (see :class:`LinkSearch`)."""
+        if self.inserts is None or self.insert_texts is None:
+            self.edits.append((at, at, text))
+        else:
+            self.inserts += at.to_bytes(8, sys.byteorder, signed=True)
+            self.insert_texts.append(text)
 
     def value(self, element: Any, tag: str, name: str, start: int, end: int, quote: str, code: int) -> None:
         """One URL, LAZY_URL or SRCSET value of *element* at *start*: recorded (its edits
@@ -710,5 +729,5 @@ class _Search:
             )
         if prefix is not None:
             new = escape_attribute(prefix, quote)
-            self.edits.append((at, at, self.prefixes.setdefault(new, new)))
+            self.insert(at, self.prefixes.setdefault(new, new))
         return True
