@@ -277,6 +277,7 @@ def rewrite(
     charset: str | None = None,
     policy: Policy = DEFAULT_POLICY,
     format: DocumentFormat,
+    links: bool = True,
 ) -> DocumentResult: ...
 @overload
 def rewrite(
@@ -285,6 +286,7 @@ def rewrite(
     url: str | None = None,
     policy: Policy = DEFAULT_POLICY,
     format: MessageFormat,
+    links: bool = True,
 ) -> MessageResult: ...
 @overload
 def rewrite(
@@ -295,6 +297,7 @@ def rewrite(
     charset: str | None = None,
     policy: Policy = DEFAULT_POLICY,
     format: str | None = None,
+    links: bool = True,
 ) -> DocumentResult | MessageResult: ...
 
 
@@ -307,6 +310,7 @@ def rewrite(
     charset: str | None = None,
     policy: Policy = DEFAULT_POLICY,
     format: str | None = None,
+    links: bool = True,
 ) -> DocumentResult | MessageResult:
     """Make every relative link of one document or message absolute, changing no other byte.
 
@@ -322,6 +326,11 @@ def rewrite(
     :param policy: the :class:`Policy`: the resolution rules and what is rewritten.
     :param format: ``"html"``, ``"css"``, ``"message"`` (.eml, .mht) or ``"emlx"`` (Apple
         Mail's message file); told from the content when not given.
+    :param links: False when the caller will not read the result's links (only its output,
+        its ``status_counts`` and the links left relative): a page's engine then keeps no
+        record for each link, which on a link-dense page is most of the memory it takes.
+        The result gives the same links all the same, found again when asked for. A
+        message's parts ignore it.
     :returns: a :class:`DocumentResult` for a page or a style sheet, a
         :class:`MessageResult` for a message (its parts as a tree of :class:`Part` records).
     :raises TypeError: an unknown keyword or an argument of the wrong type.
@@ -329,7 +338,9 @@ def rewrite(
         like a file name, or a document that is not one page, style sheet or message.
     """
     _checked(url, base, charset, policy, format)
-    result: DocumentResult | MessageResult = _run(source, url, base, charset, policy, format, "rewrite", True)
+    if not isinstance(links, bool):
+        raise TypeError(f"links= takes True or False, not {type(links).__name__}")
+    result: DocumentResult | MessageResult = _run(source, url, base, charset, policy, format, "rewrite", True, links)
     return result
 
 
@@ -362,6 +373,7 @@ def _run(
     format: str | None,
     function: str,
     rewrite: bool,
+    links: bool = True,
 ) -> Any:
     """The engine of *source*'s format run on it: rewriting, or only finding its links."""
     document, format, engine = _engine(source, format, function)
@@ -371,6 +383,8 @@ def _run(
             raise ValueError("a message's parts take their base and charset from its headings: give url= only")
     else:
         arguments.update(base=base, charset=charset)
+        if rewrite and not links:
+            arguments["links"] = False
     if format == "emlx":  # Apple Mail's: a byte count, the message, a property list
         from rewriter.containers.emlx import run_emlx
 

@@ -241,7 +241,7 @@ def test_text_of_bytes_in_is_decoded_from_the_documents_encoding() -> None:
 @pytest.mark.parametrize(
     ("function", "options"),
     [
-        (rewrite, ["url", "base", "charset", "policy", "format"]),
+        (rewrite, ["url", "base", "charset", "policy", "format", "links"]),
         (find_links, ["url", "base", "charset", "policy", "format"]),
         (rewrite_tree, ["url", "base", "policy"]),
     ],

@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -40,7 +41,7 @@ import rewriter.html.tags
 from rewriter.document import speedups
 from rewriter.document.encoding import ESCAPE, decode_checked, encode_url_text, sniff
 from rewriter.document.model import Link
-from rewriter.document.process import shared_key, with_fragment
+from rewriter.document.process import KEPT_STATUSES, shared_key, with_fragment
 from rewriter.html.engine import ParsedDocument
 from rewriter.html.plain import LAZY_URL, OTHER, SRCSET, STYLE, URL, LinkSearch
 from rewriter.html.table import attributes_of, selector
@@ -181,23 +182,46 @@ def _plain_links(implementation: Any, text: str, elements: list[Any], tables: tu
         )
         return codes
 
+    lean = options.get("lean")
+    counts: dict[Any, int] | None = {} if lean else None
+    inserts, insert_texts = (bytearray(), []) if lean else (None, None)
     arguments = (
         text, elements, options.get("line_starts"), options.get("skip"), "html", html_tables, foreign_tables,
         table_of, classified, options.get("classify", _classify), Link, "http://b/", "base-element", found, edits,
+        counts, KEPT_STATUSES, inserts, insert_texts,
     )  # fmt: skip
     try:
         outcome: Any = ("value", implementation.plain_links(LinkSearch(*arguments)))
     except Exception as error:
         outcome = ("error", _kind(error))
-    return outcome, html_tables, foreign_tables, classified, found, edits
+    return outcome, html_tables, foreign_tables, classified, found, edits, counts, inserts, insert_texts
 
 
 def _same_plain_links(text: str, elements: list[Any], tables: tuple[Any, ...], **options: Any) -> None:
+    """The same in C and in Python, in a full search and in a lean one; and the lean one's
+    counts, records and edits are what the full one's links give."""
     _needs_extension()
     python = SimpleNamespace(plain_links=reference["plain_links"])
-    assert _plain_links(compiled, text, elements, tables, **options) == _plain_links(
-        python, text, elements, tables, **options
-    ), (text, elements, tables)
+    full = _plain_links(compiled, text, elements, tables, **options)
+    assert full == _plain_links(python, text, elements, tables, **options), (text, elements, tables)
+    lean = _plain_links(compiled, text, elements, tables, lean=True, **options)
+    assert lean == _plain_links(python, text, elements, tables, lean=True, **options), (text, elements, tables)
+    if full[0][0] == "value":
+        _lean_as_full(lean, full)
+
+
+def _lean_as_full(lean: Any, full: Any) -> None:
+    """A lean search's outcome against a full one's (each (outcome, ..., found, edits, counts,
+    inserts, insert_texts)): the same hand-backs and cache; the same edits, the prefixes'
+    kept compactly; each status counted; the kept links alone recorded."""
+    assert lean[:4] == full[:4]
+    found, edits = full[-5:-3]
+    lean_found, lean_edits, counts, inserts, insert_texts = lean[-5:]
+    starts = memoryview(inserts).cast("q").tolist()
+    assert len(starts) == len(insert_texts)
+    assert sorted([*lean_edits, *zip(starts, starts, insert_texts, strict=True)]) == sorted(edits)
+    assert counts == Counter(link.status for link in found)
+    assert lean_found == [link for link in found if link.status in KEPT_STATUSES]
 
 
 _tag_names = st.sampled_from(["a", "img", "svg", "div", "x"])
@@ -609,7 +633,8 @@ def _same_on_the_tree(text: str, table: dict[str, int], rng: random.Random) -> N
     html = turbohtml.Namespace.HTML
     codes = {tag: None if rng.random() < 0.05 else table for tag in {element.tag for element in elements}}
     outcomes = []
-    for function in (compiled.plain_links, reference["plain_links"]):
+    runs = [(function, lean) for lean in (False, True) for function in (compiled.plain_links, reference["plain_links"])]
+    for function, lean in runs:
         html_tables: dict[Any, Any] = {}
         foreign_tables: dict[Any, Any] = {}
 
@@ -622,13 +647,17 @@ def _same_on_the_tree(text: str, table: dict[str, int], rng: random.Random) -> N
         classified: dict[str, Any] = {}
         line_starts = None if document.flat else document.line_starts
         skip = elements[len(elements) // 2] if elements else None
+        counts: dict[Any, int] | None = {} if lean else None
+        inserts, insert_texts = (bytearray(), []) if lean else (None, None)
         search = LinkSearch(
             text, elements, line_starts, skip, html, html_tables, foreign_tables, table_of, classified, _classify,
-            Link, "http://b/", "retrieval-url", found, edits,
+            Link, "http://b/", "retrieval-url", found, edits, counts, KEPT_STATUSES, inserts, insert_texts,
         )  # fmt: skip
         left = function(search)
-        outcomes.append((left, found, edits, classified, html_tables, foreign_tables))
+        outcomes.append((left, classified, html_tables, foreign_tables, found, edits, counts, inserts, insert_texts))
     assert outcomes[0] == outcomes[1]
+    assert outcomes[2] == outcomes[3]
+    _lean_as_full(outcomes[2], outcomes[0])
     for name in ("base", "noscript", "a"):
         assert compiled.named_start_tags(text, elements, line_starts, name) == reference["named_start_tags"](
             text, elements, line_starts, name
@@ -923,6 +952,27 @@ def test_every_argument_of_every_wrong_type(name: str) -> None:
                 return tuple(arguments)
 
             _same_outcome(name, make)
+
+
+def _lean_page_arguments() -> list[Any]:
+    """_page_arguments for a lean search: counts, kept, inserts and insert_texts after them."""
+    return [*_page_arguments(), {}, KEPT_STATUSES, bytearray(), []]
+
+
+@pytest.mark.parametrize("position", range(len(_lean_page_arguments())))
+def test_a_lean_plain_links_meets_hostile_arguments(position: int) -> None:
+    """A lean search (counts and kept given) against every hostile value in each field: the
+    same result or exception kind in C and in Python, and the same fields after."""
+    _same_outcome("plain_links", _lean_page_arguments)
+    extra = [{"rewritten": 1.5}, {"rewritten": "x"}, set(), frozenset({"absolute"}), {"no-base"}, bytearray(b"x")]
+    for value in [*_HOSTILE, *extra]:
+
+        def make(value: Any = value) -> tuple[Any, ...]:
+            arguments = _lean_page_arguments()
+            arguments[position] = type(value)(value) if type(value) in (list, dict, set, bytearray) else value
+            return tuple(arguments)
+
+        _same_outcome("plain_links", make)
 
 
 # Texts of each str kind, the empty one, and huge ones (a mebibyte of each kind).

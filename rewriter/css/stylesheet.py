@@ -101,20 +101,25 @@ def css_links(
 
 
 def _rewrite_stylesheet_text(
-    text: str, fallback: str | None, fallback_layer: Layer | None, policy: Policy, *_codec_and_readable: object
+    text: str,
+    fallback: str | None,
+    fallback_layer: Layer | None,
+    policy: Policy,
+    *_codec_and_readable: object,
+    lean: bool = False,
 ) -> TextResult:
     """The text engine for a whole style sheet: its base is the one handed down (RFC 1808 §3.2)
     or its own URL (§3.3). The codec the pipeline passes is not used: CSS parses every URL, query included, as
     UTF-8 whatever the sheet's encoding (CSSWG resolution, w3c/csswg-drafts#9301)."""
     context = Context(fallback, fallback_layer, policy, "utf-8")
-    result = TextResult(base=fallback, layer=fallback_layer)
+    result = TextResult(base=fallback, layer=fallback_layer, counts={} if lean else None)
     # Not in an HTML <style> element: "<" needs no escaping, "&" is no reference.
     css_links(text, 0, "", "#stylesheet", context, result, in_style_element=False)
     require_base(policy, result)
     return result
 
 
-def rewrite_css(document: bytes | str, **options: Unpack[DocumentOptions]) -> DocumentResult:
+def rewrite_css(document: bytes | str, *, links: bool = True, **options: Unpack[DocumentOptions]) -> DocumentResult:
     """Make every relative URL of a style sheet absolute, changing no other byte.
 
     *options* (:class:`~rewriter.document.process.DocumentOptions`): *url* is the sheet's
@@ -123,14 +128,18 @@ def rewrite_css(document: bytes | str, **options: Unpack[DocumentOptions]) -> Do
     (:func:`sniff_stylesheet`). The output is bytes in the sheet's own
     encoding; a ``str`` sheet is taken as decoded and comes back as UTF-8. Without a
     base, relative URLs stay as they are and are reported ``"no-base"``
-    (``policy.require_base``: :class:`~rewriter.document.model.NoBaseError`).
+    (``policy.require_base``: :class:`~rewriter.document.model.NoBaseError`). *links* False:
+    the caller asks for no links, and the engine keeps no record for each (see
+    :func:`~rewriter.document.process.process`).
 
     >>> rewrite_css("a { background: url('b c.png') }", url="http://h/s/x.css").output
     b"a { background: url('http://h/s/b c.png') }"
     >>> [link.status for link in rewrite_css(b"@import url(x.css);").links]
     ['no-base']
     """
-    return process(document, rewrite=True, engine=_rewrite_stylesheet_text, sniffer=sniff_stylesheet, **options)
+    return process(
+        document, rewrite=True, engine=_rewrite_stylesheet_text, sniffer=sniff_stylesheet, links=links, **options
+    )
 
 
 def find_css_links(document: bytes | str, **options: Unpack[DocumentOptions]) -> DocumentResult:

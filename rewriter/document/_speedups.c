@@ -506,11 +506,13 @@ tag_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 enum {
     SEARCH_TEXT, SEARCH_ELEMENTS, SEARCH_LINE_STARTS, SEARCH_SKIP, SEARCH_HTML, SEARCH_HTML_TABLES,
     SEARCH_FOREIGN_TABLES, SEARCH_TABLE_OF, SEARCH_CLASSIFIED, SEARCH_CLASSIFY, SEARCH_LINK, SEARCH_BASE,
-    SEARCH_LAYER, SEARCH_FOUND, SEARCH_EDITS, SEARCH_FIELD_COUNT
+    SEARCH_LAYER, SEARCH_FOUND, SEARCH_EDITS, SEARCH_COUNTS, SEARCH_KEPT, SEARCH_INSERTS,
+    SEARCH_INSERT_TEXTS, SEARCH_FIELD_COUNT
 };
 static const char *const SEARCH_FIELDS[SEARCH_FIELD_COUNT] = {
     "text", "elements", "line_starts", "skip", "html", "html_tables", "foreign_tables", "table_of",
-    "classified", "classify", "link", "base", "layer", "found", "edits"};
+    "classified", "classify", "link", "base", "layer", "found", "edits", "counts", "kept",
+    "inserts", "insert_texts"};
 /* The fields of a Link this code fills, in the order record_link has them; a link type may
  * order them otherwise (they are put by name). */
 enum { LINK_FIELD_COUNT = 11 };
@@ -521,6 +523,7 @@ static PyObject *search_names[SEARCH_FIELD_COUNT], *link_names[LINK_FIELD_COUNT]
 typedef struct {
     PyObject *args[SEARCH_FIELD_COUNT]; /* new references */
     Py_ssize_t slot[LINK_FIELD_COUNT];  /* where each of LINK_FIELDS goes in a link */
+    PyObject *prefixes;                 /* each edit's text, once: a page's prefixes repeat (a new reference) */
 } Search;
 
 enum { CODE_URL = 1, CODE_LAZY_URL = 2, CODE_OTHER = 3, CODE_STYLE = 4, CODE_SRCSET = 5 };
@@ -774,16 +777,67 @@ append_edit(PyObject *edits, Py_ssize_t at, Py_ssize_t end, PyObject *text)
     return done;
 }
 
-/* A new reference to the Link (tag, name, kind, reference, resolved, status, reason, base, layer, at, until),
- * appended to found; the edit (at, end, text) appended to edits when text is not NULL. The
+/* A lean search's link of status (search.counts a dict): counted in counts; 1 when it is kept
+ * as a record (its status in search.kept), 0 when not, -1 on error. */
+static int
+counted(const Search *s, PyObject *status)
+{
+    PyObject *counts = s->args[SEARCH_COUNTS];
+    PyObject *count = PyDict_GetItemWithError(counts, status);
+    if (count == NULL && PyErr_Occurred())
+        return -1;
+    PyObject *one = PyLong_FromLong(1);
+    if (one == NULL)
+        return -1;
+    PyObject *sum = count == NULL ? Py_NewRef(one) : PyNumber_Add(count, one);
+    Py_DECREF(one);
+    if (sum == NULL)
+        return -1;
+    int done = PyDict_SetItem(counts, status, sum);
+    Py_DECREF(sum);
+    if (done < 0)
+        return -1;
+    return PySet_Contains(s->args[SEARCH_KEPT], status);
+}
+
+/* The edit (at, at, text) that puts a prefix before a URL, text (a str) the one equal str this
+ * call has written before, when there is one: appended to the search's edits, or kept compactly
+ * (at as 8 bytes appended to inserts, text to insert_texts) when those are given: 0, or -1. */
+static int
+append_insert(const Search *s, Py_ssize_t at, PyObject *text)
+{
+    PyObject *shared = PyDict_SetDefault(s->prefixes, text, text); /* borrowed */
+    if (shared == NULL)
+        return -1;
+    PyObject *inserts = s->args[SEARCH_INSERTS];
+    if (inserts == Py_None)
+        return append_edit(s->args[SEARCH_EDITS], at, at, shared);
+    Py_ssize_t size = PyByteArray_GET_SIZE(inserts);
+    if (PyByteArray_Resize(inserts, size + 8) < 0)
+        return -1;
+    int64_t value = (int64_t)at;
+    memcpy(PyByteArray_AS_STRING(inserts) + size, &value, 8);
+    return PyList_Append(s->args[SEARCH_INSERT_TEXTS], shared);
+}
+
+/* The Link (tag, name, kind, reference, resolved, status, reason, base, layer, at, until),
+ * appended to found (in a lean search, counted and appended only when kept); the edit (at,
+ * at, text) made when text is not NULL (append_insert). The
  * Link is made as tuple.__new__(search.link, ...) makes it: plain_links has checked that
  * tuple.__new__ makes that type (a struct sequence, whose fields go past a tuple's items,
  * it refuses), so that its tp_alloc gives a tuple's layout of 11 items. */
 static int
 record_link(const Search *s, PyObject *tag, PyObject *name, PyObject *kind, PyObject *reference,
-            PyObject *known, Py_ssize_t at, Py_ssize_t until, Py_ssize_t edit_end, PyObject *text)
+            PyObject *known, Py_ssize_t at, Py_ssize_t until, PyObject *text)
 {
-    PyObject *link_type = s->args[SEARCH_LINK], *found = s->args[SEARCH_FOUND], *edits = s->args[SEARCH_EDITS];
+    PyObject *link_type = s->args[SEARCH_LINK], *found = s->args[SEARCH_FOUND];
+    if (s->args[SEARCH_COUNTS] != Py_None) {
+        int kept = counted(s, PyTuple_GET_ITEM(known, 0));
+        if (kept < 0)
+            return -1;
+        if (!kept)
+            return text == NULL ? 0 : append_insert(s, at, text);
+    }
     PyObject *start = PyLong_FromSsize_t(at), *end = PyLong_FromSsize_t(until);
     PyObject *link = NULL;
     int done = -1;
@@ -809,7 +863,7 @@ record_link(const Search *s, PyObject *tag, PyObject *name, PyObject *kind, PyOb
         PyTuple_SET_ITEM(link, s->slot[i], Py_NewRef(fields[i]));
     if (PyList_Append(found, link) < 0)
         goto finally;
-    done = text == NULL ? 0 : append_edit(edits, at, edit_end, text);
+    done = text == NULL ? 0 : append_insert(s, at, text);
 finally:
     Py_XDECREF(link);
     Py_XDECREF(start);
@@ -930,7 +984,7 @@ plain_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, const S
     }
     /* The span: with "&amp;" decoded, the reference's ends are still at the raw text's first
      * and last (an "&amp;" that ends it ends where its ";" does). */
-    int done = record_link(s, tag, one->name, s_url, reference, known, vs + first, vs + last, vs + first, escaped);
+    int done = record_link(s, tag, one->name, s_url, reference, known, vs + first, vs + last, escaped);
     Py_XDECREF(escaped);
     Py_XDECREF(prefix);
     Py_DECREF(known);
@@ -1037,7 +1091,7 @@ srcset_value(const Text *t, PyObject *element, PyObject *tag, Taken *one, const 
         PyObject *status = PyTuple_GET_ITEM(known, 0), *resolved = PyTuple_GET_ITEM(known, 1), *text = NULL;
         Py_ssize_t edit_end = start;
         /* The link first, then its edit, as the twin: the status's comparison may raise. */
-        if (record_link(s, tag, one->name, s_srcset, reference, known, start, end, start, NULL) < 0)
+        if (record_link(s, tag, one->name, s_srcset, reference, known, start, end, NULL) < 0)
             goto error;
         int rewritten = is_rewritten(status);
         int same = rewritten > 0 && resolved != Py_None ? PyObject_RichCompareBool(resolved, reference, Py_EQ) : 1;
@@ -1131,12 +1185,15 @@ plain_links(PyObject *module, PyObject *search)
 {
     Search s;
     int i = 0;
+    if ((s.prefixes = PyDict_New()) == NULL)
+        return NULL;
     for (; i < SEARCH_FIELD_COUNT; i++)
         if ((s.args[i] = PyObject_GetAttr(search, search_names[i])) == NULL)
             break;
     PyObject *left = i == SEARCH_FIELD_COUNT ? plain_links_of(&s) : NULL;
     while (i > 0)
         Py_DECREF(s.args[--i]);
+    Py_DECREF(s.prefixes);
     return left;
 }
 
@@ -1153,8 +1210,14 @@ plain_links_of(Search *s)
     /* Exactly dicts and lists: a subclass's methods, which the twin would call, are not. */
     if (!PyDict_CheckExact(html_tables) || !PyDict_CheckExact(foreign_tables) ||
         !PyDict_CheckExact(args[SEARCH_CLASSIFIED]) || !PyList_CheckExact(args[SEARCH_FOUND]) ||
-        !PyList_CheckExact(args[SEARCH_EDITS])) {
-        PyErr_SetString(PyExc_TypeError, "plain_links: the tables and the cache are dicts, found and edits lists");
+        !PyList_CheckExact(args[SEARCH_EDITS]) ||
+        (args[SEARCH_COUNTS] != Py_None && !PyDict_CheckExact(args[SEARCH_COUNTS])) ||
+        !(PySet_CheckExact(args[SEARCH_KEPT]) || PyFrozenSet_CheckExact(args[SEARCH_KEPT])) ||
+        !((args[SEARCH_INSERTS] == Py_None && args[SEARCH_INSERT_TEXTS] == Py_None) ||
+          (PyByteArray_CheckExact(args[SEARCH_INSERTS]) && PyList_CheckExact(args[SEARCH_INSERT_TEXTS])))) {
+        PyErr_SetString(PyExc_TypeError, "plain_links: the tables and the cache are dicts, found and edits lists, "
+                                         "counts None or a dict, kept a set, inserts and insert_texts None or a "
+                                         "bytearray and a list");
         return NULL;
     }
     if (link_slots(args[SEARCH_LINK], s->slot) < 0)

@@ -46,6 +46,7 @@ from rewriter.url.resolve import (
 )
 
 __all__ = [
+    "KEPT_STATUSES",
     "Context",
     "DocumentOptions",
     "SharedClassifications",
@@ -84,25 +85,91 @@ def shifted(found: Link, offsets: list[int] | None, shift: int) -> Link:
     return new_link(Link, (*found[:9], start + shift, end + shift))  # not _replace: a Python-level call
 
 
+# The statuses of the links a lean result (TextResult.counts) keeps as records: those left
+# relative, which a run names one by one. Every other link is only counted.
+KEPT_STATUSES: frozenset[Status] = frozenset({"no-base", "unresolvable"})
+
+
 @dataclass(slots=True)
 class TextResult:
     """What an engine found in one document's text: the edits to make (text spans and
     their new text), every link (a :class:`Link` whose span is in text offsets), the
-    document's base and its layer, and the problems."""
+    document's base and its layer, and the problems.
+
+    A lean result (*counts* a dict, not None) holds no record for most links: *counts* has
+    how many links have each status, every link counted, and *found* only the links whose
+    status is one of :data:`KEPT_STATUSES`, in the order they were found; and the edits that
+    put a prefix before a URL (most of a page's) are kept compactly, outside *edits*: their
+    offsets in *inserts* (8 bytes each, an array's "q") and their texts in *insert_texts*
+    (:meth:`all_edits` makes them edits). The command line's rewrite path asks for it (a page
+    of 460,000 links kept about 300 bytes a link in records and 100 in edits)."""
 
     edits: list[tuple[int, int, str]] = field(default_factory=list)
     found: list[Link] = field(default_factory=list)
     base: str | None = None
     layer: Layer | None = None
     problems: list[Problem] = field(default_factory=list)
+    counts: dict[Status, int] | None = None
+    inserts: bytearray | None = None
+    insert_texts: list[str] | None = None
+
+    @classmethod
+    def lean(cls) -> TextResult:
+        """An empty lean result."""
+        return cls(counts={}, inserts=bytearray(), insert_texts=[])
+
+    def all_edits(self) -> list[tuple[int, int, str]]:
+        """:attr:`edits`, with the compact ones (a lean result's inserts) made edits and moved there."""
+        if self.inserts and self.insert_texts:
+            starts = memoryview(self.inserts).cast("q").tolist()
+            self.edits.extend(zip(starts, starts, self.insert_texts, strict=True))
+        if self.inserts is not None:
+            self.inserts, self.insert_texts = bytearray(), []
+        return self.edits
 
     def record(
         self, context: Context, element: str, attribute: str, kind: Kind, reference: str, start: int, end: int
     ) -> str | None:
         """Classify one reference, note it as found, and give the URL to write (None: leave it)."""
         link, new = context.link(element, attribute, kind, reference, start, end)
-        self.found.append(link)
+        counts = self.counts
+        if counts is None:
+            self.found.append(link)
+        else:
+            status = link.status
+            counts[status] = counts.get(status, 0) + 1
+            if status in KEPT_STATUSES:
+                self.found.append(link)
         return new
+
+    def inner(self) -> TextResult:
+        """An empty result for a document inside this one's text, lean when this one is."""
+        return TextResult() if self.counts is None else TextResult.lean()
+
+    def take(self, inner: TextResult, shift: Callable[[Link], Link]) -> None:
+        """The links of *inner* (a document inside this one's text, lean or not), each moved by
+        *shift*, added to this result's (its edits and problems are the caller's)."""
+        counts = self.counts
+        if counts is None:
+            self.found.extend(map(shift, inner.found))
+            return
+        kept = inner.found
+        if inner.counts is None:  # every link a record (its readings differ, see the HTML engine)
+            kept = []
+            for link in inner.found:
+                counts[link.status] = counts.get(link.status, 0) + 1
+                if link.status in KEPT_STATUSES:
+                    kept.append(link)
+        else:
+            for status, count in inner.counts.items():
+                counts[status] = counts.get(status, 0) + count
+        self.found.extend(map(shift, kept))
+
+    def status_counts(self) -> dict[Status, int]:
+        """How many links have each status."""
+        if self.counts is not None:
+            return dict(self.counts)
+        return dict(Counter(map(attrgetter("status"), self.found)))
 
 
 _ABSOLUTE: tuple[Status, None, None] = ("absolute", None, None)
@@ -504,8 +571,8 @@ class DocumentOptions(TypedDict, total=False):
 
 
 # A text engine (HTML or CSS): text, fallback base, its layer, policy, codec, and
-# whether every byte was readable.
-TextEngine = Callable[[str, str | None, Layer | None, Policy, str, bool], TextResult]
+# whether every byte was readable; with the keyword lean=True, a lean result (TextResult.counts).
+TextEngine = Callable[..., TextResult]
 
 
 def process(
@@ -518,10 +585,16 @@ def process(
     base: str | None = None,
     charset: str | None = None,
     policy: Policy = DEFAULT_POLICY,
+    links: bool = True,
 ) -> DocumentResult:
     """Decode, run *engine* on the text, map its text offsets to bytes, and splice its edits
     into the original bytes. *sniffer* chooses the encoding (HTML's or CSS's rules). The
-    rest are :class:`DocumentOptions`, as the engines' functions take them."""
+    rest are :class:`DocumentOptions`, as the engines' functions take them.
+
+    *links* False: the caller asks for no links (the command line's rewrite path), so the
+    engine keeps a lean result: each link counted by status, a record kept only for the
+    links left relative (:data:`KEPT_STATUSES`). The result gives the same links, counts and
+    output all the same; asking it for other links runs the engine on the text again."""
     fallback, layer = handed_down(url=url, base=base)
     if isinstance(document, str):
         # A decoded document may hold any lone surrogate; it goes out as UTF-8 with them.
@@ -536,13 +609,20 @@ def process(
         body, tail = split(document, sniffed)
     # The cyclic garbage collector is left as the caller has it: it is the process's, not the
     # library's (pausing it here saved 0.1-0.3 % of the instructions over the corpus).
-    found = engine(_as_browsers_read(text, codec, policy), fallback, layer, policy, codec, readable)
+    read = _as_browsers_read(text, codec, policy)
+    found = engine(read, fallback, layer, policy, codec, readable, **({} if links else {"lean": True}))
     byte_map = ByteMap(text, body, codec, errors)
     shift = len(bom)
+    every: list[TextResult] = []  # a lean result's links made again, each one a record, when asked for
 
-    def links(statuses: frozenset[Status] | None) -> tuple[Link, ...]:
-        found.found.sort(key=attrgetter("start"))  # document order (conditional comments come last)
-        chosen = found.found if statuses is None else [item for item in found.found if item.status in statuses]
+    def links_of(statuses: frozenset[Status] | None) -> tuple[Link, ...]:
+        records = found
+        if found.counts is not None and (statuses is None or not statuses <= KEPT_STATUSES):
+            if not every:
+                every.append(engine(read, fallback, layer, policy, codec, readable))
+            records = every[0]
+        records.found.sort(key=attrgetter("start"))  # document order (conditional comments come last)
+        chosen = records.found if statuses is None else [item for item in records.found if item.status in statuses]
         positions = sorted({p for item in chosen for p in (item.start, item.end)})
         mapped = dict(zip(positions, byte_map.byte_offsets(positions), strict=True))
         # Each link with its span in bytes: its fields but the span (item[:-2]), then the span.
@@ -551,6 +631,8 @@ def process(
         )
 
     output = document if isinstance(document, bytes) else body
+    if rewrite:
+        found.all_edits()  # the engine is done: its tree is gone, and a tuple for each edit costs less now
     in_c = rewrite and found.edits and COMPILED and byte_map.utf8
     if in_c:
         # One call in C: the edits sorted, their offsets mapped, the new text encoded, the bytes joined.
@@ -574,10 +656,8 @@ def process(
         pieces.append(tail)
         output = b"".join(pieces)
 
-    def status_counts() -> dict[Status, int]:
-        return dict(Counter(map(attrgetter("status"), found.found)))
-
-    return DocumentResult(output, links, label, found.base, found.layer, tuple(found.problems), status_counts)
+    found.edits, found.inserts, found.insert_texts = [], None, None  # spliced: the result holds no edit
+    return DocumentResult(output, links_of, label, found.base, found.layer, tuple(found.problems), found.status_counts)
 
 
 def _as_browsers_read(text: str, codec: str, policy: Policy) -> str:

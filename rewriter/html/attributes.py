@@ -5,6 +5,8 @@ its new text spliced into the attribute as the value's quoting allows.
 
 from __future__ import annotations
 
+from functools import partial
+
 import turbohtml
 
 from rewriter.css import syntax as css
@@ -76,9 +78,16 @@ def attribute_links(
         # engine (which imports this module) is there to import.
         from rewriter.html.engine import rewrite_text
 
-        nested = rewrite_text(value, context.base, context.layer, context.policy, in_noscript=context.in_noscript)
-        result.found.extend(shifted(found, offsets, raw_start) for found in nested.found)
-        for edit_start, edit_end, new in nested.edits:
+        nested = rewrite_text(
+            value,
+            context.base,
+            context.layer,
+            context.policy,
+            in_noscript=context.in_noscript,
+            lean=result.counts is not None,
+        )
+        result.take(nested, partial(shifted, offsets=offsets, shift=raw_start))
+        for edit_start, edit_end, new in nested.all_edits():
             replacements.append((edit_start, edit_end, new, None))
         result.problems.extend(problem.at("in srcdoc") for problem in nested.problems)
     else:

@@ -14,7 +14,7 @@ from typing import TypeVar, cast
 import turbohtml
 
 from rewriter.document.model import Kind, Link
-from rewriter.document.process import Context, TextResult
+from rewriter.document.process import KEPT_STATUSES, Context, TextResult
 from rewriter.html.attributes import attribute_links, style_element
 from rewriter.html.links import applies, looks_like_url
 from rewriter.html.microsyntax import decode_attribute, strip_whitespace
@@ -94,8 +94,8 @@ def elements_links(
         return kept(foreign_tables, (namespace, tag), tag, codes)
 
     # Positional, in LinkSearch's field order (text, elements, line_starts, skip, html, the
-    # two tables, table_of, classified, classify, link, base, layer, found, edits): keyword
-    # arguments cost the call twice the time.
+    # two tables, table_of, classified, classify, link, base, layer, found, edits, counts, kept,
+    # inserts, insert_texts): keyword arguments cost the call twice the time.
     search = LinkSearch(
         document.text,
         elements,
@@ -112,6 +112,10 @@ def elements_links(
         context.layer,
         result.found,
         result.edits,
+        result.counts,
+        KEPT_STATUSES,
+        result.inserts,
+        result.insert_texts,
     )
     left = plain_links(search)
     text = document.text

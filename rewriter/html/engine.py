@@ -32,6 +32,7 @@ import bisect
 import re
 from collections import deque
 from collections.abc import Iterator
+from functools import partial
 from typing import TYPE_CHECKING
 
 import turbohtml
@@ -116,6 +117,7 @@ def rewrite_text(
     base_elements: bool = True,
     context: Context | None = None,
     in_noscript: bool = False,
+    lean: bool = False,
 ) -> TextResult:
     """Find and resolve every link of one document's text; the edits are text spans.
 
@@ -124,13 +126,18 @@ def rewrite_text(
     never the base (conditional comments: markup only old IE read). A *context* given
     is the text's base as it is (the enclosing document's, whose references are
     classified once for all its conditional comments): no base is looked for.
-    *in_noscript*: the text is itself inside a ``<noscript>`` (a srcdoc there).
+    *in_noscript*: the text is itself inside a ``<noscript>`` (a srcdoc there). *lean*: a
+    lean result (:class:`~rewriter.document.process.TextResult`), unless the page's two
+    readings differ (:func:`_left_where_readings_differ` changes links by where they are:
+    then the text is read again, each link a record).
     """
     document = ParsedDocument(text, readable)
-    result = TextResult()
+    result = TextResult.lean() if lean else TextResult()
     if context is not None:
         result.base, result.layer = context.base, context.layer
         _document_links(document, None, context, result)
+        if lean and document.diverges_at is not None:
+            return rewrite_text(text, fallback, fallback_layer, policy, codec, readable, context=context)
         _left_where_readings_differ(document, result)
         require_base(policy, result)
         return result
@@ -148,6 +155,17 @@ def rewrite_text(
     result.base, result.layer = base, layer
 
     _document_links(document, base_element, context, result)
+    if lean and document.diverges_at is not None:
+        return rewrite_text(
+            text,
+            fallback,
+            fallback_layer,
+            policy,
+            codec,
+            readable,
+            base_elements=base_elements,
+            in_noscript=in_noscript,
+        )
     if base_element is not None and usable_base:
         _base_element(document, base_element, fallback_context, result)
     _left_where_readings_differ(document, result)
@@ -223,9 +241,9 @@ def _noscript_links(document: ParsedDocument, context: Context, result: TextResu
         if start >= end:
             continue
         fragment = ParsedDocument(text[start:end], noscript_fragment=True)
-        inner = TextResult()
+        inner = result.inner()
         _document_links(fragment, None, inner_context, inner)
-        if inner.edits:
+        if inner.all_edits():
             written = spliced(fragment.text, inner.edits)
             if end_tag(written, "noscript", 0) != len(written):
                 # Never reached while no new value holds "<"; kept as the last guard.
@@ -233,7 +251,7 @@ def _noscript_links(document: ParsedDocument, context: Context, result: TextResu
                     Problem("left-as-is", f"links in the <noscript> at character {start} were left as they are")
                 )
                 inner.edits.clear()
-        result.found.extend(shifted(found, None, start) for found in inner.found)
+        result.take(inner, partial(shifted, offsets=None, shift=start))
         result.edits.extend((edit_start + start, edit_end + start, new) for edit_start, edit_end, new in inner.edits)
         result.problems.extend(problem.at("in <noscript>") for problem in inner.problems)
         if document.diverges_at is None and not _reads_on_alike(fragment):
@@ -272,7 +290,7 @@ def _left_where_readings_differ(document: ParsedDocument, result: TextResult) ->
         f"left as it is: after the <noscript> that ends at character {at}, a browser with scripting off "
         "reads the page differently from one with scripting on"
     )
-    result.edits = [edit for edit in result.edits if edit[0] < at]
+    result.edits = [edit for edit in result.all_edits() if edit[0] < at]
     for index, found in enumerate(result.found):
         if found.start >= at and found.status in ("rewritten", "relinked"):
             result.found[index] = found._replace(resolved=None, status="unresolvable", reason=reason)
@@ -375,9 +393,10 @@ def _conditional_comments(document: ParsedDocument, context: Context, result: Te
             context.codec,
             base_elements=False,
             context=nested_context,
+            lean=result.counts is not None,
         )
-        result.found.extend(shifted(found, None, inner_start) for found in nested.found)
-        for edit_start, edit_end, new in nested.edits:
+        result.take(nested, partial(shifted, offsets=None, shift=inner_start))
+        for edit_start, edit_end, new in nested.all_edits():
             # The new text lands inside a comment: a ">" could end it ("-->", "--!>") and
             # turn the rest of the URL into live markup. Browsers percent-encode ">" in a
             # URL's path, query and fragment anyway.
@@ -406,16 +425,18 @@ _NESTED_POLICY: list[tuple[Policy, Policy] | None] = [None]
 # --------------------------------------------------------------------------
 
 
-def rewrite_html(document: bytes | str, **options: Unpack[DocumentOptions]) -> DocumentResult:
+def rewrite_html(document: bytes | str, *, links: bool = True, **options: Unpack[DocumentOptions]) -> DocumentResult:
     """Make every relative URL of an HTML document absolute, changing no other byte.
 
     *options* (:class:`~rewriter.document.process.DocumentOptions`): *url* is the retrieval
     URL (RFC 1808 §3.3); *base* a base handed down by an enclosing entity (§3.2, e.g. a MIME
     part's), which takes precedence; *charset* a transport charset (HTTP or MIME); *policy*.
     The output is bytes in the document's own encoding; a ``str`` document is taken as
-    already decoded and comes back as UTF-8.
+    already decoded and comes back as UTF-8. *links* False: the caller asks for no links,
+    and the engine keeps no record for each (see :func:`~rewriter.document.process.process`);
+    the result gives them all the same, found again when asked for.
     """
-    return process(document, rewrite=True, engine=rewrite_text, sniffer=sniff, **options)
+    return process(document, rewrite=True, engine=rewrite_text, sniffer=sniff, links=links, **options)
 
 
 def find_links(document: bytes | str, **options: Unpack[DocumentOptions]) -> DocumentResult:

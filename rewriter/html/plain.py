@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import operator
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, cast
@@ -190,6 +191,8 @@ def _srcset(
     layer: str | None,
     found: list[Any],
     edits: list[tuple[int, int, str]],
+    counts: dict[Any, int] | None,
+    kept: frozenset[Any],
 ) -> None:
     """The links of one quoted srcset value *raw* at *start*, with no "&" and no NUL: each
     candidate's URL (:func:`~rewriter.html.microsyntax.srcset_urls`) recorded, and where it
@@ -199,13 +202,20 @@ def _srcset(
         reference = raw[first:last]
         status, resolved, reason = _classified(reference, classified, classify)
         at, until = start + first, start + last
-        found.append(make_link((tag, name, "srcset", reference, resolved, status, reason, base, layer, at, until)))
+        if counts is None or _counted(counts, kept, status):
+            found.append(make_link((tag, name, "srcset", reference, resolved, status, reason, base, layer, at, until)))
         if (status == "rewritten" or status == "relinked") and resolved is not None and resolved != reference:
             new = for_context("srcset", resolved, raw, first)
             if reference and new.endswith(reference):
                 edits.append((at, at, escape_attribute(new[: len(new) - len(reference)], quote)))
             else:
                 edits.append((at, until, escape_attribute(new, quote)))
+
+
+def _counted(counts: dict[Any, int], kept: frozenset[Any], status: object) -> bool:
+    """A lean search's link of *status*: counted in *counts*; whether it is kept as a record."""
+    counts[status] = counts.get(status, 0) + 1
+    return status in kept
 
 
 def _classified(
@@ -281,7 +291,12 @@ class LinkSearch:
     (*html_tables*, *foreign_tables*, and *table_of* for a miss); the cache of
     classifications (*classified*, filled by *classify*); what each :class:`Link` is made as
     (*link*, a named tuple type with Link's fields in any order, filled by name) and with
-    (*base*, *layer*); and the lists filled (*found*, *edits*)."""
+    (*base*, *layer*); and the lists filled (*found*, *edits*). With *counts* a dict (not
+    None), the search is lean: each link is counted in it by status, and only one whose
+    status is in *kept* (a set or a frozenset) is made and appended to *found*. With *inserts*
+    a bytearray and *insert_texts* a list (not None), an edit that puts a prefix before a URL,
+    (at, at, text), is kept compactly: *at* appended to *inserts* as 8 bytes (a signed
+    integer in the machine's byte order, an array's "q"), *text* to *insert_texts*."""
 
     text: str
     elements: Iterable[Any]
@@ -298,6 +313,10 @@ class LinkSearch:
     layer: str | None
     found: list[Any]
     edits: list[tuple[int, int, str]]
+    counts: dict[Any, int] | None = None
+    kept: frozenset[Any] = frozenset()
+    inserts: bytearray | None = None
+    insert_texts: list[str] | None = None
 
 
 # The fields of LinkSearch in the order both twins read them (once per call), and the fields
@@ -383,6 +402,9 @@ def plain_links(search: LinkSearch) -> list[Left]:
     reference, resolved, status, reason, *base*, *layer*, start, end), put in its fields by
     name (:data:`LINK_FIELDS`), is appended to *found*, the span being the reference's in the
     text, and with a prefix the edit (start, start, the prefix escaped for its quote) to *edits*.
+    A lean search (*counts* a dict) first counts the link's status in *counts*
+    (``counts[status] = counts.get(status, 0) + 1``) and makes and appends the link only when
+    its status is in *kept*; the edit is made all the same.
 
     A SRCSET value is handed back unless it is quoted and holds no "&" and no NUL; then each
     of its candidates' URLs is classified and recorded alike (kind "srcset"), with the edit
@@ -393,7 +415,8 @@ def plain_links(search: LinkSearch) -> list[Left]:
     and quote as :func:`~rewriter.html.tags.tag_attributes` gives them). ValueError for a
     code outside :data:`CODES` (an int) or a start tag that is not there. TypeError for a
     *text* that is no str, tables and a cache that are not dicts, *found* and *edits* that
-    are not lists (exactly: a subclass's methods would be called here and not in C),  a
+    are not lists, *counts* that is neither None nor a dict, *kept* that is no set or
+    frozenset (exactly: a subclass's methods would be called here and not in C),  a
     *link* that is no named tuple type with Link's fields that ``tuple.__new__`` makes, a link table
     that is no dict or None, or a classification that is no (status, resolved, reason)
     with a str or None resolved.
@@ -411,7 +434,8 @@ def _links(run: _Search) -> list[Left]:
     any other element by :func:`_by_text`."""
     text, line_starts, skip, seen, left, size = run.text, run.line_starts, run.skip, run.seen, run.left, len(run.text)
     html, html_tables, table_of = run.html, run.html_tables, run.table_of
-    classified, classify, found, edits, make_link = run.classified, run.classify, run.found, run.edits, run.make_link
+    classified, classify, found, make_link = run.classified, run.classify, run.found, run.make_link
+    counts, kept, prefixes = run.counts, run.kept, run.prefixes
     base, layer, value_of = run.base, run.layer, VALUE_OF
     for element in run.elements:
         if line_starts is None:
@@ -474,11 +498,13 @@ def _links(run: _Search) -> list[Left]:
                             if prefix is None or (not quote and not NEEDS_QUOTES.isdisjoint(prefix)):
                                 left.append((element, tag, name, start, end, quote, code))
                                 continue
-                        found.append(
-                            make_link((tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
-                        )
+                        if counts is None or _counted(counts, kept, status):
+                            found.append(
+                                make_link((tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
+                            )
                         if prefix is not None:
-                            edits.append((start, start, escape_attribute(prefix, quote)))
+                            new = escape_attribute(prefix, quote)
+                            run.insert(start, prefixes.setdefault(new, new))
                         continue
         if not _by_names(run, element, tag, offset, attrs, codes, names):
             _by_text(run, element, offset, (tag, codes))
@@ -581,9 +607,13 @@ def _value(run: _Search, element: Any, tag: str, name: str, start: int, end: int
         if prefix is None or (not quote and not NEEDS_QUOTES.isdisjoint(prefix)):
             run.left.append((element, tag, name, start, end, quote, code))
             return
-    run.found.append(run.make_link((tag, name, "url", raw, resolved, status, reason, run.base, run.layer, start, end)))
+    if run.counts is None or _counted(run.counts, run.kept, status):
+        run.found.append(
+            run.make_link((tag, name, "url", raw, resolved, status, reason, run.base, run.layer, start, end))
+        )
     if prefix is not None:
-        run.edits.append((start, start, escape_attribute(prefix, quote)))
+        new = escape_attribute(prefix, quote)
+        run.insert(start, run.prefixes.setdefault(new, new))
 
 
 class _Search:
@@ -607,12 +637,23 @@ class _Search:
         layer: str | None,
         found: list[Any],
         edits: list[tuple[int, int, str]],
+        counts: dict[Any, int] | None,
+        kept: frozenset[Any],
+        inserts: bytearray | None,
+        insert_texts: list[str] | None,
     ) -> None:
         self.text = str_argument(text)
-        if not (type(html_tables) is type(foreign_tables) is type(classified) is dict) or not (
-            type(found) is type(edits) is list
+        if (
+            not (type(html_tables) is type(foreign_tables) is type(classified) is dict)
+            or not (type(found) is type(edits) is list)
+            or not (counts is None or type(counts) is dict)
+            or type(kept) not in (set, frozenset)
+            or not (inserts is insert_texts is None or (type(inserts) is bytearray and type(insert_texts) is list))
         ):
-            raise TypeError("plain_links: the tables and the cache are dicts, found and edits lists")
+            raise TypeError(
+                "plain_links: the tables and the cache are dicts, found and edits lists, counts None or a dict, "
+                "kept a set, inserts and insert_texts None or a bytearray and a list"
+            )
         self.make_link: Callable[[tuple[Any, ...]], tuple[Any, ...]] = _link_maker(link_type)
         self.elements: Iterable[Any] = elements
         self.line_starts: Sequence[int] | None = line_starts
@@ -627,8 +668,23 @@ class _Search:
         self.layer: str | None = layer
         self.found: list[Any] = found
         self.edits: list[tuple[int, int, str]] = edits
+        self.counts: dict[Any, int] | None = counts
+        self.kept: frozenset[Any] = kept
+        self.inserts: bytearray | None = inserts
+        self.insert_texts: list[str] | None = insert_texts
         self.seen: set[int] = set()
+        # Each edit's text once (the C's too): a page's prefixes repeat, one str a link held
+        # about 80 bytes for each.
+        self.prefixes: dict[str, str] = {}
         self.left: list[Left] = []
+
+    def insert(self, at: int, text: str) -> None:
+        """The edit (at, at, text): in *edits*, or kept compactly (see :class:`LinkSearch`)."""
+        if self.inserts is None or self.insert_texts is None:
+            self.edits.append((at, at, text))
+        else:
+            self.inserts += at.to_bytes(8, sys.byteorder, signed=True)
+            self.insert_texts.append(text)
 
     def value(self, element: Any, tag: str, name: str, start: int, end: int, quote: str, code: int) -> None:
         """One URL, LAZY_URL or SRCSET value of *element* at *start*: recorded (its edits
@@ -640,7 +696,7 @@ class _Search:
             else:
                 _srcset(
                     tag, name, raw, start, quote, self.classified, self.classify, self.make_link, self.base,
-                    self.layer, self.found, self.edits,
+                    self.layer, self.found, self.edits, self.counts, self.kept,
                 )  # fmt: skip
         elif not self.url(tag, name, raw, start, quote, code):
             self.left.append((element, tag, name, start, end, quote, code))
@@ -665,9 +721,13 @@ class _Search:
                 return False
         at = start + (first if offsets is None else offsets[first])
         until = start + (last if offsets is None else offsets[last])
-        self.found.append(
-            self.make_link((tag, name, "url", reference, resolved, status, reason, self.base, self.layer, at, until))
-        )
+        if self.counts is None or _counted(self.counts, self.kept, status):
+            self.found.append(
+                self.make_link(
+                    (tag, name, "url", reference, resolved, status, reason, self.base, self.layer, at, until)
+                )
+            )
         if prefix is not None:
-            self.edits.append((at, at, escape_attribute(prefix, quote)))
+            new = escape_attribute(prefix, quote)
+            self.insert(at, self.prefixes.setdefault(new, new))
         return True
