@@ -41,7 +41,7 @@ import rewriter.html.tags
 from rewriter.document import speedups
 from rewriter.document.encoding import ESCAPE, decode_checked, encode_url_text, sniff
 from rewriter.document.model import Link
-from rewriter.document.process import KEPT_STATUSES, shared_key, with_fragment
+from rewriter.document.process import KEPT_STATUSES, SharedClassifications, shared_key, with_fragment
 from rewriter.html.engine import ParsedDocument
 from rewriter.html.plain import LAZY_URL, OTHER, SRCSET, STYLE, URL, LinkSearch
 from rewriter.html.table import attributes_of, selector
@@ -461,6 +461,20 @@ def test_classified_quickly(reference: str, same: Any, absolute: Any, rfc1808: b
                 kept: dict[str, Any] = {}
                 twin(same, absolute, rfc1808, kept, _classify, reference)
                 assert kept == ({} if key is None else {key: _classify(key)})
+
+
+def test_a_full_shared_dict_is_emptied_before_an_answer_is_kept() -> None:
+    """Both twins bound the folder's memo alike: at SharedClassifications.MOST answers (the C's
+    SHARED_MOST) it is emptied, then the new answer kept; one fewer, and it is only added to."""
+    _needs_extension()
+    most = SharedClassifications.MOST
+    for twin in (speedups.reference["classified_quickly"], speedups.compiled.classified_quickly):
+        full = {f"k{number}": ("absolute", None, None) for number in range(most)}
+        twin(None, None, False, full, _classify, "page.html#s")
+        assert full == {"page.html": _classify("page.html")}
+        almost = {f"k{number}": ("absolute", None, None) for number in range(most - 1)}
+        twin(None, None, False, almost, _classify, "page.html")
+        assert len(almost) == most and almost["page.html"] == _classify("page.html")
 
 
 # --- flattened ------------------------------------------------------------------------------------------------------

@@ -2562,6 +2562,9 @@ is_ascii_alpha(Py_UCS4 c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+/* The most answers a shared dict holds (rewriter.document.process.SharedClassifications.MOST). */
+#define SHARED_MOST 4096
+
 /* rewriter.document.process.shared_key: the length of what of the reference the documents of
    one folder share (the reference, or it without a plain fragment), or -1 (see its docstring). */
 static Py_ssize_t
@@ -2646,6 +2649,9 @@ classified_quickly(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             Py_INCREF(known);
         else if (!PyErr_Occurred()) {
             known = PyObject_CallOneArg(args[4], key);
+            /* Bounded, one page of a million links included: emptied when full (SharedClassifications.MOST). */
+            if (known != NULL && PyDict_GET_SIZE(shared) >= SHARED_MOST)
+                PyDict_Clear(shared);
             if (known != NULL && PyDict_SetItem(shared, key, known) < 0)
                 Py_CLEAR(known);
         }

@@ -198,7 +198,8 @@ def classified_quickly(
     *absolute* (when not None) for one that starts with a scheme and its ":" (RFC 3986 §3.1,
     or RFC 1808's syntax with *rfc1808*), and what *shared* (a dict, or None) holds for the
     reference's :func:`shared_key`: made by *classify* for that key and kept there when it holds
-    nothing yet, its resolved URL given the reference's fragment when the key went without it
+    nothing yet (*shared* emptied first when it holds :attr:`SharedClassifications.MOST`), its
+    resolved URL given the reference's fragment when the key went without it
     (:func:`with_fragment`). :class:`Context` passes what its own classification would answer,
     as a partial: most of a page's references, in C.
 
@@ -220,7 +221,10 @@ def classified_quickly(
         return classify(reference)
     known = shared.get(key, _NOTHING)  # type: ignore[union-attr]
     if known is _NOTHING:
-        known = shared[key] = classify(key)  # type: ignore[index]
+        known = classify(key)
+        if len(shared) >= SharedClassifications.MOST:  # type: ignore[arg-type]
+            shared.clear()  # type: ignore[union-attr]
+        shared[key] = known  # type: ignore[index]
     return known if len(key) == len(reference) else with_fragment(known, reference[len(key) :])
 
 
@@ -290,8 +294,9 @@ class SharedClassifications:
     a memo the run gives each page's :class:`~rewriter.run.collection.LocalCopies` of the folder
     (its ``shared``), read by the page's :class:`Context`. It holds one dict a scope: the
     policy's rules and strictness, the directory of the base, the query's
-    encoding and whether the links are in a ``<noscript>``. A scope starts again at :attr:`MOST`
-    answers, and all of them when there are :attr:`SCOPES`.
+    encoding and whether the links are in a ``<noscript>``. A scope is emptied when it holds
+    :attr:`MOST` answers (whoever adds one to it: a page of a million links included), and all of
+    them go when there are :attr:`SCOPES`.
 
     The one who gives it vouches that ``keep`` answers a shared reference alike for every
     document given it; a policy whose ``keep`` does not carry it shares nothing.
@@ -304,7 +309,7 @@ class SharedClassifications:
     True
     """
 
-    MOST = 4096  # answers a scope (the scopes of a run's folders come one after the other)
+    MOST = 4096  # answers a scope holds, emptied when full (the C spells it SHARED_MOST)
     SCOPES = 16  # so 65,536 answers at most, about 15 MB
 
     def __init__(self) -> None:
@@ -322,8 +327,8 @@ class SharedClassifications:
         key = (policy.rules, policy.strict, directory, query_encoding, in_noscript)
         scopes = self._scopes
         found = scopes.get(key)
-        if found is None or len(found) >= self.MOST:
-            if found is None and len(scopes) >= self.SCOPES:
+        if found is None:
+            if len(scopes) >= self.SCOPES:
                 scopes.clear()  # a document under way keeps its dict, whose answers stay true
             found = scopes[key] = {}
         return found
@@ -466,7 +471,10 @@ class Context:
             return self._classified_here(reference)
         known = shared.get(key)  # type: ignore[union-attr]
         if known is None:
-            known = shared[key] = self._classified_here(key)  # type: ignore[index]
+            known = self._classified_here(key)
+            if len(shared) >= SharedClassifications.MOST:  # type: ignore[arg-type]
+                shared.clear()  # type: ignore[union-attr]
+            shared[key] = known  # type: ignore[index]
         return known if len(key) == len(reference) else with_fragment(known, reference[len(key) :])
 
     def _classified_here(self, reference: str) -> tuple[Status, str | None, str | None]:
