@@ -41,7 +41,13 @@ import rewriter.html.tags
 from rewriter.document import speedups
 from rewriter.document.encoding import ESCAPE, decode_checked, encode_url_text, sniff
 from rewriter.document.model import Link
-from rewriter.document.process import KEPT_STATUSES, SharedClassifications, shared_key, with_fragment
+from rewriter.document.process import (
+    CLASSIFIED_MOST,
+    KEPT_STATUSES,
+    SharedClassifications,
+    shared_key,
+    with_fragment,
+)
 from rewriter.html.engine import ParsedDocument
 from rewriter.html.plain import LAZY_URL, OTHER, SRCSET, STYLE, URL, LinkSearch
 from rewriter.html.table import attributes_of, selector
@@ -475,6 +481,23 @@ def test_a_full_shared_dict_is_emptied_before_an_answer_is_kept() -> None:
         almost = {f"k{number}": ("absolute", None, None) for number in range(most - 1)}
         twin(None, None, False, almost, _classify, "page.html")
         assert len(almost) == most and almost["page.html"] == _classify("page.html")
+
+
+def test_a_document_cache_is_emptied_when_full_in_both_twins() -> None:
+    """A page of more distinct links than CLASSIFIED_MOST: both twins empty the document's cache
+    when it is full and go on (the same hand-backs, cache, records and edits), so that a page of a
+    million links holds no million answers."""
+    _needs_extension()
+    count = CLASSIFIED_MOST + 5
+    text = "".join(f"<a href=p{number}>" for number in range(count))
+    elements = _html_elements(text)
+    tables = ({"a": {"href": URL}}, {}, {})
+    python = SimpleNamespace(plain_links=reference["plain_links"])
+    full = _plain_links(compiled, text, elements, tables)
+    assert full == _plain_links(python, text, elements, tables)
+    classified = full[3]
+    assert len(classified) == count - CLASSIFIED_MOST  # emptied once, at the limit
+    assert len(full[4]) + len(full[0][1]) == count  # every link found or handed back all the same
 
 
 # --- flattened ------------------------------------------------------------------------------------------------------

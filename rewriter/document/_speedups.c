@@ -871,6 +871,10 @@ finally:
     return done;
 }
 
+/* The most classifications a document's cache holds, emptied when full
+   (rewriter.document.process.CLASSIFIED_MOST). */
+#define CLASSIFIED_MOST 65536
+
 /* The classification of reference (a new reference): from the cache (whatever it holds
  * there), or made and cached; TypeError unless it is (status, resolved, reason) with a
  * resolved URL that is a str or None. */
@@ -887,6 +891,8 @@ classified_as(const Search *s, PyObject *reference)
         known = PyObject_CallOneArg(classify, reference);
         if (known == NULL)
             return NULL;
+        if (PyDict_GET_SIZE(classified) >= CLASSIFIED_MOST)
+            PyDict_Clear(classified);
         if (PyDict_SetItem(classified, reference, known) < 0) {
             Py_DECREF(known);
             return NULL;

@@ -46,6 +46,7 @@ from rewriter.url.resolve import (
 )
 
 __all__ = [
+    "CLASSIFIED_MOST",
     "KEPT_STATUSES",
     "Context",
     "DocumentOptions",
@@ -228,6 +229,10 @@ def classified_quickly(
     return known if len(key) == len(reference) else with_fragment(known, reference[len(key) :])
 
 
+# The most classifications a document's cache holds (Context.classified, and the engines' loops
+# over it; the C spells it CLASSIFIED_MOST too): emptied when full, so that a page of a million
+# distinct links holds no million answers (about 250 bytes each) to the end of its call.
+CLASSIFIED_MOST = 65536
 _NOTHING: Any = object()  # what a dict holds under no key (None is a value the C gives back)
 # A reference's first segment (it always matches), where a ":" would make it a scheme.
 _FIRST_SEGMENT = re.compile(r"[^/?#]*").match
@@ -429,9 +434,13 @@ class Context:
 
     def classify(self, reference: str) -> tuple[Status, str | None, str | None]:
         """(status, resolved URL, reason) for one reference (whitespace already stripped)."""
-        known = self.classified.get(reference)
+        classified = self.classified
+        known = classified.get(reference)
         if known is None:
-            known = self.classified[reference] = self._classify(reference)
+            known = self._classify(reference)
+            if len(classified) >= CLASSIFIED_MOST:
+                classified.clear()
+            classified[reference] = known
         return known
 
     def classifier(self) -> Callable[[str], Classification]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, fields
 from typing import Any, cast
 
 from rewriter.document.model import Status
+from rewriter.document.process import CLASSIFIED_MOST
 from rewriter.document.speedups import str_argument, twin
 from rewriter.html.links import for_context
 from rewriter.html.microsyntax import ASCII_WHITESPACE, decode_attribute, srcset_urls, strip_whitespace
@@ -228,10 +229,19 @@ def _classified(
     str or None."""
     known: Any = classified.get(reference, _MISSING)
     if known is _MISSING:
-        known = classified[reference] = classify(reference)
+        known = _kept(classified, reference, classify(reference))
     if not (isinstance(known, tuple) and len(known) == 3 and (known[1] is None or isinstance(known[1], str))):
         raise TypeError("a classification is (status, resolved, reason)")
     return cast(tuple[Status, str | None, str | None], known)
+
+
+def _kept(classified: dict[str, Any], reference: str, known: Any) -> Any:
+    """*known*, kept in the cache *classified* as *reference*'s, which is emptied first when it
+    holds :data:`~rewriter.document.process.CLASSIFIED_MOST` (as the C does)."""
+    if len(classified) >= CLASSIFIED_MOST:
+        classified.clear()
+    classified[reference] = known
+    return known
 
 
 def _offset(element: Any, line_starts: Sequence[int] | None, length: int) -> int | None:
@@ -485,7 +495,7 @@ def _links(run: _Search) -> list[Left]:
                         # _value's common case, inline.
                         known: Any = classified.get(raw, _MISSING)
                         if known is _MISSING:
-                            known = classified[raw] = classify(raw)
+                            known = _kept(classified, raw, classify(raw))
                         if type(known) is not tuple or len(known) != 3:
                             known = _classified(raw, classified, classify)  # its check, and its TypeError
                         status, resolved, reason = known
@@ -597,7 +607,7 @@ def _value(run: _Search, element: Any, tag: str, name: str, start: int, end: int
         return
     known: Any = run.classified.get(raw, _MISSING)
     if known is _MISSING:
-        known = run.classified[raw] = run.classify(raw)
+        known = _kept(run.classified, raw, run.classify(raw))
     if not (type(known) is tuple and len(known) == 3 and (known[1] is None or type(known[1]) is str)):
         known = _classified(raw, run.classified, run.classify)  # its check, and its TypeError
     status, resolved, reason = known
