@@ -15,7 +15,8 @@ the engine decodes them:
 - flattened: every page's text, as the engine makes its parser's one line;
 - named_start_tags: the elements the engine selects in each page, for ``base`` and ``noscript``;
 - classified_quickly: every attribute value of every page that holds a URL (as ``<a>``'s table
-  says), classified as the engine's loop asks, a relative one through a Python function.
+  says), classified as the engine's loop asks, a relative one through a Python function, with a folder memo
+  (SharedClassifications) fresh for each pass.
 
 Each round times both implementations over the whole input (CPU time, the cyclic garbage
 collector paused as the engine pauses it), the order alternating from round to round. It
@@ -180,7 +181,10 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
     same, absolute = ("same-document", None, None), ("absolute", None, None)
 
     def quick(impl: Any) -> Work:
-        return lambda inputs: [impl.classified_quickly(same, absolute, False, relative, value) for value in inputs]
+        # A fresh folder memo each pass, as a run's first page meets it: every shared key a miss, then kept.
+        return lambda inputs: [
+            impl.classified_quickly(same, absolute, False, memo, relative, value) for memo in ({},) for value in inputs
+        ]
 
     values = [
         value.strip(" \t\n\f\r")
