@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol, TypedDict
 from rewriter.containers.formats import detect_format, is_warc
 from rewriter.containers.pieces import PIECE_SIZE, Piece
 from rewriter.disk.files import identity, replacing
-from rewriter.document.model import MessageResult, Unit, placed
+from rewriter.document.model import LEFT_RELATIVE, MessageResult, Unit, placed
 from rewriter.mime.message import rewrite_message
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.problems import Problem
@@ -490,7 +490,7 @@ def _rewrite(
     except Exception as error:  # a bug in the engine: keep the message and go on with the next
         problem = Problem("message", f"not rewritten, kept as it was: internal error: {type(error).__name__}: {error}")
         return data, (0, 0, 0, 0), [problem], 0, None
-    left = sum(part.count("no-base", "unresolvable") for part in result.parts)
+    left = sum(part.count(*LEFT_RELATIVE) for part in result.parts)
     return result.output, _counts(result), list(result.problems), left, result
 
 

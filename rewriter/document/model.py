@@ -20,6 +20,7 @@ from rewriter.problems import Problem, as_problem
 from rewriter.url.base import Layer
 
 __all__ = [
+    "LEFT_RELATIVE",
     "Action",
     "DocumentResult",
     "Kind",
@@ -37,6 +38,9 @@ __all__ = [
 # local file). "local" and "part": the policy's keep kept a relative reference as written
 # (a local copy; a part of the message).
 Status = Literal["rewritten", "relinked", "absolute", "same-document", "local", "part", "no-base", "unresolvable"]
+# The statuses of a link left relative (no base; a base it cannot be resolved against): what a
+# run names link by link, and the only links a lean result keeps as records.
+LEFT_RELATIVE: frozenset[Status] = frozenset({"no-base", "unresolvable"})
 
 # Where a URL was found: how its value holds URLs.
 Kind = Literal[

@@ -30,7 +30,7 @@ from rewriter.document.encoding import (
     split,
     utf8_splice,
 )
-from rewriter.document.model import DocumentResult, Kind, Link, NoBaseError, Status, new_link
+from rewriter.document.model import LEFT_RELATIVE, DocumentResult, Kind, Link, NoBaseError, Status, new_link
 from rewriter.document.speedups import COMPILED, str_argument, twin
 from rewriter.policy import DEFAULT_POLICY, Policy
 from rewriter.problems import Problem
@@ -88,7 +88,7 @@ def shifted(found: Link, offsets: list[int] | None, shift: int) -> Link:
 
 # The statuses of the links a lean result (TextResult.counts) keeps as records: those left
 # relative, which a run names one by one. Every other link is only counted.
-KEPT_STATUSES: frozenset[Status] = frozenset({"no-base", "unresolvable"})
+KEPT_STATUSES: frozenset[Status] = LEFT_RELATIVE
 
 
 @dataclass(slots=True)

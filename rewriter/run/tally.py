@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from rewriter.document.model import DocumentResult, Unit
+from rewriter.document.model import LEFT_RELATIVE, DocumentResult, Unit
 from rewriter.problems import Problem, as_problem
 from rewriter.run.jobs import Outcome, Settings
 
@@ -80,7 +80,7 @@ def located_links(result: DocumentResult | MessageResult, *statuses: Status) -> 
     return [(part.path, link) for part in parts for link in (part.links_with(*statuses) if statuses else part.links)]
 
 
-_RELATIVE: tuple[Status, ...] = ("no-base", "unresolvable")  # links left relative
+_RELATIVE: tuple[Status, ...] = tuple(sorted(LEFT_RELATIVE))  # links left relative
 
 
 def tally(
@@ -111,7 +111,7 @@ def tally(
             for status, count in counted.status_counts.items():
                 counts[status] = counts.get(status, 0) + count
     rewritten, no_base = counts.get("rewritten", 0), counts.get("no-base", 0)
-    relative = no_base + counts.get("unresolvable", 0)  # the statuses of _RELATIVE
+    relative = sum(counts.get(status, 0) for status in _RELATIVE)
     outcome.rewritten += rewritten
     outcome.relative += relative
     outcome.no_base += no_base
