@@ -54,6 +54,7 @@ __all__ = [
     "TextEngine",
     "TextResult",
     "frozen_base",
+    "kept_answer",
     "process",
     "require_base",
     "shared_key",
@@ -233,6 +234,17 @@ def classified_quickly(
 # over it; the C spells it CLASSIFIED_MOST too): emptied when full, so that a page of a million
 # distinct links holds no million answers (about 250 bytes each) to the end of its call.
 CLASSIFIED_MOST = 65536
+
+
+def kept_answer(classified: dict[str, Any], reference: str, known: Any) -> Any:
+    """*known*, kept in a document's cache of classifications *classified* as *reference*'s,
+    the cache emptied first when it holds :data:`CLASSIFIED_MOST` (as the C does)."""
+    if len(classified) >= CLASSIFIED_MOST:
+        classified.clear()
+    classified[reference] = known
+    return known
+
+
 _NOTHING: Any = object()  # what a dict holds under no key (None is a value the C gives back)
 # A reference's first segment (it always matches), where a ":" would make it a scheme.
 _FIRST_SEGMENT = re.compile(r"[^/?#]*").match
@@ -434,13 +446,9 @@ class Context:
 
     def classify(self, reference: str) -> tuple[Status, str | None, str | None]:
         """(status, resolved URL, reason) for one reference (whitespace already stripped)."""
-        classified = self.classified
-        known = classified.get(reference)
+        known = self.classified.get(reference)
         if known is None:
-            known = self._classify(reference)
-            if len(classified) >= CLASSIFIED_MOST:
-                classified.clear()
-            classified[reference] = known
+            known = kept_answer(self.classified, reference, self._classify(reference))
         return known
 
     def classifier(self) -> Callable[[str], Classification]:
@@ -474,17 +482,9 @@ class Context:
     def _classify(self, reference: str) -> tuple[Status, str | None, str | None]:
         """:meth:`classify` for a reference not yet seen: the folder's shared answer, or this
         document's own."""
-        shared = self.shared
-        key = None if shared is None else shared_key(reference)
-        if key is None:
+        if self.shared is None:
             return self._classified_here(reference)
-        known = shared.get(key)  # type: ignore[union-attr]
-        if known is None:
-            known = self._classified_here(key)
-            if len(shared) >= SharedClassifications.MOST:  # type: ignore[arg-type]
-                shared.clear()  # type: ignore[union-attr]
-            shared[key] = known  # type: ignore[index]
-        return known if len(key) == len(reference) else with_fragment(known, reference[len(key) :])
+        return classified_quickly(None, None, False, self.shared, self._classified_here, reference)
 
     def _classified_here(self, reference: str) -> tuple[Status, str | None, str | None]:
         if self.keep_same_document and (not reference or reference[0] == "#"):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, fields
 from typing import Any, cast
 
 from rewriter.document.model import Status
-from rewriter.document.process import CLASSIFIED_MOST
+from rewriter.document.process import kept_answer
 from rewriter.document.speedups import str_argument, twin
 from rewriter.html.links import for_context
 from rewriter.html.microsyntax import ASCII_WHITESPACE, decode_attribute, srcset_urls, strip_whitespace
@@ -229,19 +229,10 @@ def _classified(
     str or None."""
     known: Any = classified.get(reference, _MISSING)
     if known is _MISSING:
-        known = _kept(classified, reference, classify(reference))
+        known = kept_answer(classified, reference, classify(reference))
     if not (isinstance(known, tuple) and len(known) == 3 and (known[1] is None or isinstance(known[1], str))):
         raise TypeError("a classification is (status, resolved, reason)")
     return cast(tuple[Status, str | None, str | None], known)
-
-
-def _kept(classified: dict[str, Any], reference: str, known: Any) -> Any:
-    """*known*, kept in the cache *classified* as *reference*'s, which is emptied first when it
-    holds :data:`~rewriter.document.process.CLASSIFIED_MOST` (as the C does)."""
-    if len(classified) >= CLASSIFIED_MOST:
-        classified.clear()
-    classified[reference] = known
-    return known
 
 
 def _offset(element: Any, line_starts: Sequence[int] | None, length: int) -> int | None:
@@ -445,7 +436,7 @@ def _links(run: _Search) -> list[Left]:
     text, line_starts, skip, seen, left, size = run.text, run.line_starts, run.skip, run.seen, run.left, len(run.text)
     html, html_tables, table_of = run.html, run.html_tables, run.table_of
     classified, classify, found, make_link = run.classified, run.classify, run.found, run.make_link
-    counts, kept, prefixes = run.counts, run.kept, run.prefixes
+    counts, kept = run.counts, run.kept
     base, layer, value_of = run.base, run.layer, VALUE_OF
     for element in run.elements:
         if line_starts is None:
@@ -495,7 +486,7 @@ def _links(run: _Search) -> list[Left]:
                         # _value's common case, inline.
                         known: Any = classified.get(raw, _MISSING)
                         if known is _MISSING:
-                            known = _kept(classified, raw, classify(raw))
+                            known = kept_answer(classified, raw, classify(raw))
                         if type(known) is not tuple or len(known) != 3:
                             known = _classified(raw, classified, classify)  # its check, and its TypeError
                         status, resolved, reason = known
@@ -513,8 +504,7 @@ def _links(run: _Search) -> list[Left]:
                                 make_link((tag, name, "url", raw, resolved, status, reason, base, layer, start, end))
                             )
                         if prefix is not None:
-                            new = escape_attribute(prefix, quote)
-                            run.insert(start, prefixes.setdefault(new, new))
+                            run.insert(start, escape_attribute(prefix, quote))
                         continue
         if not _by_names(run, element, tag, offset, attrs, codes, names):
             _by_text(run, element, offset, (tag, codes))
@@ -607,7 +597,7 @@ def _value(run: _Search, element: Any, tag: str, name: str, start: int, end: int
         return
     known: Any = run.classified.get(raw, _MISSING)
     if known is _MISSING:
-        known = _kept(run.classified, raw, run.classify(raw))
+        known = kept_answer(run.classified, raw, run.classify(raw))
     if not (type(known) is tuple and len(known) == 3 and (known[1] is None or type(known[1]) is str)):
         known = _classified(raw, run.classified, run.classify)  # its check, and its TypeError
     status, resolved, reason = known
@@ -622,8 +612,7 @@ def _value(run: _Search, element: Any, tag: str, name: str, start: int, end: int
             run.make_link((tag, name, "url", raw, resolved, status, reason, run.base, run.layer, start, end))
         )
     if prefix is not None:
-        new = escape_attribute(prefix, quote)
-        run.insert(start, run.prefixes.setdefault(new, new))
+        run.insert(start, escape_attribute(prefix, quote))
 
 
 class _Search:
@@ -689,7 +678,9 @@ class _Search:
         self.left: list[Left] = []
 
     def insert(self, at: int, text: str) -> None:
-        """The edit (at, at, text): in *edits*, or kept compactly (see :class:`LinkSearch`)."""
+        """The edit (at, at, text), *text* the equal str this call wrote before where there is
+        one (:attr:`prefixes`): in *edits*, or kept compactly (see :class:`LinkSearch`)."""
+        text = self.prefixes.setdefault(text, text)
         if self.inserts is None or self.insert_texts is None:
             self.edits.append((at, at, text))
         else:
@@ -738,6 +729,5 @@ class _Search:
                 )
             )
         if prefix is not None:
-            new = escape_attribute(prefix, quote)
-            self.insert(at, self.prefixes.setdefault(new, new))
+            self.insert(at, escape_attribute(prefix, quote))
         return True
