@@ -95,11 +95,10 @@ def process(
         return fmt, found(data, url=settings.url, policy=policy)
     if settings.local is not None:  # a page's copies on disk; never a message's
         policy = policy.with_keep(settings.local)
-    if rewrite and not settings.records and not settings.explain:
-        # The tally needs only each status's count and the links left relative: no record
-        # for each link (issue #36: they were most of a link-dense page's peak memory).
-        return fmt, found(data, url=settings.url, charset=settings.charset, policy=policy, links=False)
-    return fmt, found(data, url=settings.url, charset=settings.charset, policy=policy)
+    # Rewriting with no report or explain, the tally needs only each status's count and the links
+    # left relative: no record for each link (they were most of a link-dense page's peak memory).
+    lean = {"links": False} if rewrite and not settings.records and not settings.explain else {}
+    return fmt, found(data, url=settings.url, charset=settings.charset, policy=policy, **lean)
 
 
 # The copy of a run's policy with url_guessed, made once for the run, not once a file: by the
