@@ -167,14 +167,24 @@ class Journal:
         return found[1]
 
     def record(self, key: str, identity: tuple[int, int] | None, outcome: dict[str, object]) -> int:
-        """Add a finished job; its offset in the journal. Written through at once (a killed
-        run loses at most the job it was recording), not synced: a line lost to a crash of
-        the system only means that job is done again."""
-        offset = self._end
-        line = _line({"key": key, "identity": list(identity or (-1, -1)), "outcome": outcome})
-        write_all(self.stream.fileno(), line)  # one write(2), at the end (the stream's buffer is empty)
-        self._end += len(line)
-        return offset
+        """Add a finished job; its offset in the journal (:meth:`record_all`)."""
+        return self.record_all([(key, identity, outcome)])[0]
+
+    def record_all(self, entries: list[tuple[str, tuple[int, int] | None, dict[str, object]]]) -> list[int]:
+        """Add finished jobs, each a (key, identity, outcome); their offsets in the journal.
+        Written through at once, in one write(2) (a batch's outcomes: a killed run loses at most
+        the jobs it was recording, an unfinished last line being passed over when resumed), not
+        synced: a line lost to a crash of the system only means that job is done again."""
+        offsets, lines = [], []
+        end = self._end
+        for key, identity, outcome in entries:
+            line = _line({"key": key, "identity": list(identity or (-1, -1)), "outcome": outcome})
+            offsets.append(end)
+            lines.append(line)
+            end += len(line)
+        write_all(self.stream.fileno(), b"".join(lines))  # at the end (the stream's buffer is empty)
+        self._end = end
+        return offsets
 
     def read(self, offset: int) -> dict[str, Any]:
         """The entry at *offset* (from :meth:`record` or :meth:`done`), read from the journal
