@@ -424,3 +424,58 @@ def test_a_commit_group_fsyncs_one_by_one_the_files_of_a_file_system_whose_syncf
     assert synced == []  # no syncfs
     assert len(fsync_calls) == 3  # each file before its rename, then their folder
     assert (tmp_path / "a.html").read_bytes() == b"a" and (tmp_path / "b.html").read_bytes() == b"b"
+
+
+@pytest.mark.skipif(files.CommitGroup.create() is None, reason="no syncfs that reports errors here")
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o000])
+def test_a_batch_gives_each_file_its_mode_whatever_the_umask(tmp_path: Path, umask: int) -> None:
+    """A group's file is made with its mode where the umask leaves it whole, else given it:
+    either way the mode asked for, never the umask's, and set-id bits only by chmod."""
+    modes = [0o644, 0o600, 0o755, 0o640, 0o666, 0o2755]
+    old = os.umask(umask)
+    try:
+        group = files.CommitGroup.create()
+        assert group is not None
+        for number, mode in enumerate(modes):
+            group.write(tmp_path / f"f{number}.html", b"<p>", mode=mode, key=number)
+        assert group.commit() == {}
+    finally:
+        os.umask(old)
+    found = [stat.S_IMODE((tmp_path / f"f{number}.html").stat().st_mode) for number in range(len(modes))]
+    assert found == modes
+
+
+def test_temporary_names_differ_in_a_process_and_between_forked_ones(tmp_path: Path) -> None:
+    """A process's names are its random prefix and a count; a forked child draws its own
+    prefix, so that two workers writing in one folder do not meet on each other's names."""
+    mine = [files.temporary_name("page.html") for _ in range(1000)]
+    assert len(set(mine)) == 1000 and all(files.is_temporary(name) for name in mine)
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork here")
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        os.write(writing, files.temporary_name("page.html").encode())
+        os._exit(0)
+    os.close(writing)
+    theirs = os.read(reading, 4096).decode()
+    os.close(reading)
+    os.waitpid(child, 0)
+    prefix = len(".page.html" + files.TEMPORARY_PREFIX)
+    assert files.is_temporary(theirs)
+    assert theirs[prefix : prefix + 8] != mine[-1][prefix : prefix + 8]
+
+
+def test_a_planted_temporary_name_is_passed_over(tmp_path: Path) -> None:
+    """The next names of the count are predictable from one seen: one planted there (a file
+    or a link) is never opened, and the temporary is made under a random name instead, so
+    that names planted for every try (100) cannot stop the write."""
+    seen = files.temporary_name("page.html")
+    digits = seen[len(".page.html" + files.TEMPORARY_PREFIX) :][:16]
+    for ahead in range(1, 101):
+        planted = f".page.html{files.TEMPORARY_PREFIX}{digits[:8]}{int(digits[8:], 16) + ahead:08x}.tmp"
+        os.symlink(tmp_path / "elsewhere", tmp_path / planted)
+    (tmp_path / "elsewhere").write_bytes(b"theirs")
+    files.write_atomically(tmp_path / "page.html", b"<p>mine", root=tmp_path)
+    assert (tmp_path / "page.html").read_bytes() == b"<p>mine"
+    assert (tmp_path / "elsewhere").read_bytes() == b"theirs"

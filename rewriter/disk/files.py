@@ -54,6 +54,7 @@ import contextlib
 import contextvars
 import errno
 import functools
+import itertools
 import os
 import re
 import shutil
@@ -101,6 +102,8 @@ NAME_ROOM = 64
 # The flags of os, or 0 where the system has none (Windows): callers can always OR them in.
 O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
 O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+O_BINARY: int = getattr(os, "O_BINARY", 0)  # Windows'; read once (a miss on a module costs 1 us a call)
+O_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
 _O_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | O_CLOEXEC
 
 # Folders are opened and written through their descriptors where the system allows it
@@ -119,14 +122,39 @@ class Refused(OSError):
 _TEMPORARY = re.compile(rf"\.(.+){re.escape(TEMPORARY_PREFIX)}[0-9a-f]{{16}}{re.escape(TEMPORARY_SUFFIX)}", re.S)
 
 
-def temporary_name(name: str) -> str:
-    """A fresh temporary name for the file *name*: ``.NAME.rewriter-RANDOM.tmp`` with at most
-    the first :data:`NAME_ROOM` bytes of NAME, so that it fits whatever NAME's length."""
+class _Names:
+    """The 16 hex digits of this process's temporary names: 8 random ones drawn once in each
+    process (again in a forked child), then a count, so that a page's name costs no
+    getrandom(2). Names are created with O_EXCL: one taken (by another process, or planted)
+    is passed over, and the next tries are wholly random (:func:`temporary_name`)."""
+
+    def __init__(self) -> None:
+        self.fresh()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self.fresh)
+
+    def fresh(self) -> None:
+        # os.urandom, as secrets.token_hex is: secrets imports hmac and hashlib (3 ms of start-up).
+        self.prefix = os.urandom(4).hex()
+        self.count = itertools.count()
+
+    def next(self) -> str:
+        return f"{self.prefix}{next(self.count) & 0xFFFFFFFF:08x}"
+
+
+_NAMES = _Names()
+
+
+def temporary_name(name: str, *, random: bool = False) -> str:
+    """A fresh temporary name for the file *name*: ``.NAME.rewriter-HEX.tmp`` with at most
+    the first :data:`NAME_ROOM` bytes of NAME, so that it fits whatever NAME's length. HEX is
+    this process's prefix and count, or with *random* 16 random digits."""
     stem = name
-    while len(os.fsencode(stem)) > NAME_ROOM:
-        stem = stem[:-1]
-    # os.urandom, as secrets.token_hex(8) is: secrets imports hmac and hashlib (3 ms of start-up).
-    return f".{stem}{TEMPORARY_PREFIX}{os.urandom(8).hex()}{TEMPORARY_SUFFIX}"
+    if len(stem) > NAME_ROOM // 4:  # a name of NAME_ROOM // 4 characters fits in NAME_ROOM bytes
+        while len(os.fsencode(stem)) > NAME_ROOM:
+            stem = stem[:-1]
+    digits = os.urandom(8).hex() if random else _NAMES.next()
+    return f".{stem}{TEMPORARY_PREFIX}{digits}{TEMPORARY_SUFFIX}"
 
 
 def is_temporary(name: str) -> bool:
@@ -302,9 +330,9 @@ class Folder:
     def create(self, name: str, mode: int = 0o600) -> tuple[int, str]:
         """A new temporary file for *name*: (its descriptor, its name). ``O_EXCL`` and
         ``O_NOFOLLOW``: never an existing file, never through a link."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | getattr(os, "O_BINARY", 0)
-        for _ in range(100):
-            temporary = temporary_name(name)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+        for attempt in range(100):
+            temporary = temporary_name(name, random=attempt > 0)
             try:
                 return os.open(self.at(temporary), flags, mode, dir_fd=self.fd), temporary
             except FileExistsError:
@@ -366,7 +394,7 @@ class Folder:
         """A descriptor of the regular file *name*, opened with *flags* (``O_CREAT|O_EXCL`` for
         a new one), never through a symbolic link; a link, a pipe, a device or a folder of
         that name is refused (:class:`Refused`), and a pipe is never waited on."""
-        flags |= O_NOFOLLOW | O_CLOEXEC | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        flags |= O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_BINARY
         if not _BY_DESCRIPTOR:  # no O_NOFOLLOW to rely on: checked first
             status = self.status(name)
             if status is not None and not stat.S_ISREG(status.st_mode):
@@ -381,7 +409,7 @@ class Folder:
         if not stat.S_ISREG(status.st_mode):
             os.close(handle)
             raise Refused(f"{self.path / name} is {kind_of(status.st_mode)}, not a regular file; it is not read")
-        if flags & getattr(os, "O_NONBLOCK", 0) and hasattr(os, "set_blocking"):
+        if flags & O_NONBLOCK and hasattr(os, "set_blocking"):
             os.set_blocking(handle, True)
         return handle
 
@@ -482,6 +510,20 @@ def _new_file_mode() -> int:
     umask = os.umask(0o022)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def _umask() -> int:
+    """The process's umask, read without setting it (Linux's /proc/self/status: no moment in
+    which another thread's new file gets another mask); 0o777 where it cannot be read, so
+    that every mode is then given by chmod."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o777
 
 
 def _mode_for(folder: Folder, name: str, mode: int | None) -> int:
@@ -621,6 +663,7 @@ class CommitGroup:
         # folders: one open each, not a walk from the root a page), closed by the commit.
         self._folders: dict[tuple[str, str | None], Folder] = {}
         self.key: object = None  # what the caller's next writes belong to (a job), by default
+        self._umask = _umask()  # read once a group: a batch's pages
 
     @classmethod
     def create(cls) -> CommitGroup | None:
@@ -647,11 +690,16 @@ class CommitGroup:
         if folder is None:
             opened = Folder.open(Path(parent), None if top is None else Path(top), make=True)
             folder = self._folders[parent, top] = opened
-        handle, temporary = folder.create(name)
+        wanted = _mode_for(folder, name, mode)
+        # Made with its mode where the umask leaves it whole (no fchmod(2) a page); else 0o600,
+        # then given it. A mode of set-id or sticky bits is always given by chmod, as before.
+        given = not wanted & (0o7000 | self._umask)
+        handle, temporary = folder.create(name, wanted if given else 0o600)
         try:
             try:  # through the descriptor: no buffered file object (its fstat, isatty and seek)
                 write_all(handle, data)
-                _settle(handle, None, _mode_for(folder, name, mode), None)
+                if not given:
+                    _settle(handle, None, wanted, None)
             finally:
                 os.close(handle)
         except BaseException:

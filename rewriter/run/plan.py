@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rewriter.containers.formats import SNIFF_SIZE, Kind, what_file_is
-from rewriter.disk.files import O_CLOEXEC, O_NOFOLLOW, is_temporary, kind_of, same_file
+from rewriter.disk.files import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK, is_temporary, kind_of, same_file
 from rewriter.problems import Problem
 from rewriter.run.jobs import WHOLE_FORMATS, Job
 from rewriter.run.journal import is_work_folder
@@ -177,7 +177,7 @@ def _read(path: str, follow: bool, whole: int) -> _Read | None:
     """What the regular file *path* is, from its head, and its bytes when it is small (read
     once, here, through one descriptor: no buffered file object's own system calls); None
     when it cannot be read, or is no longer a regular file (the job that reads it says why)."""
-    flags = os.O_RDONLY | O_CLOEXEC | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    flags = os.O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_BINARY
     try:
         handle = os.open(path, flags if follow else flags | O_NOFOLLOW)
     except OSError:
