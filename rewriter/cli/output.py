@@ -63,8 +63,9 @@ class RunTotals:
     standard error says for each input; a container done in pieces is said once, at its end."""
 
     def __init__(self) -> None:
-        from rewriter.run.batch import totals
+        from rewriter.run.batch import count_into, totals
 
+        self._count_into = count_into  # kept: an import in add() would cost 1 us an outcome
         self.figures = totals([])
         self.unplanned = 0
         self.retried: list[str] = []
@@ -72,8 +73,6 @@ class RunTotals:
         self.container: Outcome | None = None  # the pieces of one container so far
 
     def add(self, outcome: Outcome, *, quiet: bool, verbose: bool) -> list[str]:
-        from rewriter.run.batch import count_into
-
         if outcome.retried is not None:
             self.retried.append(
                 outcome.shown if outcome.piece is None else f"{outcome.shown} (piece {outcome.piece.number + 1})"
@@ -82,7 +81,7 @@ class RunTotals:
         whole = outcome if outcome.piece is None else self._merged(outcome)
         if whole is None:
             return []
-        count_into(self.figures, whole)
+        self._count_into(self.figures, whole)
         return said(whole, quiet=quiet, verbose=verbose)
 
     def _merged(self, piece: Outcome) -> Outcome | None:

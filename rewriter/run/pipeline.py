@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rewriter.disk.files import Folder, temporaries_in
 from rewriter.policy import copied
 from rewriter.problems import Problem, said_from_json
 from rewriter.run.executors import BATCH_JOBS
@@ -196,8 +197,6 @@ class Leftovers:
         self.folders: dict[str, dict[str, list[str]]] = {}  # each folder read once
 
     def remove(self, job: Job, journal: Journal | None) -> None:
-        from rewriter.disk.files import Folder
-
         if job.dry or job.target is None:
             return
         if job.maildir:  # its messages' temporaries, in its tmp/: the one job writing there
@@ -223,8 +222,6 @@ class Leftovers:
         self._remove_named(os.fspath(path), None if root is None else os.fspath(root))
 
     def _remove_named(self, path: str, root: str | None) -> None:
-        from rewriter.disk.files import Folder, temporaries_in
-
         folder, name = os.path.split(path)
         found = self.folders.get(folder)
         if found is None:  # each folder listed once (paths as strings: a Path a job costs more than the listing)
@@ -305,10 +302,9 @@ def execute(
                     _forget_temporaries(slot.job, work)
                     continue
                 why = f"{result.reason}, and again when it was tried once more" if again else result.reason
-                _done(slot, Outcome(slot.job.shown).fail(f"not rewritten: {why}", "not-done"), state, journal)
+                _done([slot], [Outcome(slot.job.shown).fail(f"not rewritten: {why}", "not-done")], state, journal)
             return
-        for place, outcome in zip(places, result, strict=True):
-            _done(state.slots[place], outcome, state, journal)
+        _done([state.slots[place] for place in places], result, state, journal)
 
     leftovers = Leftovers(settings.backup) if leftovers is None else leftovers
     if not getattr(executor, "in_process", False):
@@ -351,19 +347,28 @@ def _with_work(settings: Settings, work: str | None) -> Settings:
     return settings if settings.work == work else replace(settings, work=work)
 
 
-def _done(slot: _Slot, outcome: Outcome, state: _State, journal: Journal | None) -> None:
-    """A job's outcome: recorded in the journal, and held until its turn (in memory while
-    the outcomes held are small, else read back from the journal then)."""
-    assert slot.job is not None
-    if slot.retried is not None:
-        outcome.retried = slot.retried
-    if journal is not None:
-        slot.offset = journal.record(job_key(slot.job), outcome.identity, outcome_json(outcome))
+def _done(slots: list[_Slot], outcomes: list[Outcome], state: _State, journal: Journal | None) -> None:
+    """The outcomes of a batch's jobs: recorded in the journal (one write for the batch), and
+    each held until its turn (in memory while the outcomes held are small, else read back
+    from the journal then)."""
+    for slot, outcome in zip(slots, outcomes, strict=True):
+        if slot.retried is not None:
+            outcome.retried = slot.retried
+    if journal is None:
+        for slot, outcome in zip(slots, outcomes, strict=True):
+            slot.outcome = outcome
+        return
+    entries = []
+    for slot, outcome in zip(slots, outcomes, strict=True):
+        assert slot.job is not None
+        entries.append((job_key(slot.job), outcome.identity, outcome_json(outcome)))
+    for slot, outcome, offset in zip(slots, outcomes, journal.record_all(entries), strict=True):
+        slot.offset = offset
         size = outcome.weight()
         if state.held + size > HELD_BYTES:
-            return  # read back in its turn
+            continue  # read back in its turn
         state.held += size
-    slot.outcome = outcome
+        slot.outcome = outcome
 
 
 def _taken(slot: _Slot, state: _State, journal: Journal | None) -> Outcome:

@@ -19,6 +19,7 @@ reported in the job's :class:`~rewriter.run.jobs.Outcome`, never raised.
 
 from __future__ import annotations
 
+# What a page's job uses is imported here, not in its functions: an import there costs 1 us a call.
 import contextlib
 import errno
 import os
@@ -29,10 +30,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from rewriter.containers.emlx import EmlxError
 from rewriter.containers.formats import COMPRESSED_MBOXES, SNIFF_SIZE, what_file_is
 from rewriter.disk.files import (
+    O_BINARY,
     O_CLOEXEC,
     O_NOFOLLOW,
+    O_NONBLOCK,
     CommitGroup,
     Folder,
     Refused,
@@ -45,9 +49,12 @@ from rewriter.disk.files import (
     replacing,
     write_atomically,
 )
-from rewriter.document.model import DocumentResult, Unit
+from rewriter.document.engines import engine
+from rewriter.document.model import DocumentResult, NoBaseError, Unit
+from rewriter.document.process import SharedClassifications
 from rewriter.policy import Policy, copied
 from rewriter.problems import Problem, as_problem, report_record
+from rewriter.run.collection import LocalCopies, Places
 from rewriter.run.jobs import WHOLE_FORMATS, Job, Outcome, Settings, Unrecognised, job_key
 from rewriter.run.journal import piece_path
 from rewriter.run.tally import fold
@@ -77,8 +84,6 @@ def process(
     the content, *name* only breaking ties; the engine from :mod:`rewriter.document.engines`):
     (format, result). Raises :class:`Unrecognised` for what is none of them, and the
     engine's :class:`~rewriter.document.model.NoBaseError` when the policy requires a base."""
-    from rewriter.document.engines import engine
-
     told = settings.format not in ("auto", "warc", "arc")  # a web archive is never a document: told by its content
     fmt = format or (settings.format if told else what_file_is(data[:SNIFF_SIZE], name).format)
     if fmt not in ("html", "css", "message", "mbox", "emlx"):
@@ -178,25 +183,23 @@ def job_settings(job: Job, settings: Settings) -> Settings:
     the run's --url) and, for a file in a folder, its local copies."""
     if job.source == "-" or job.tree is None:
         return settings
-    from rewriter.document.process import SharedClassifications
-    from rewriter.run.collection import LocalCopies
-
     url, own = settings.url, None
+    listings = settings.listings
+    places = Places.of_document(job.tree, job.source, listings)  # worked out once for the folder's pages
     if settings.locations is not None:
-        own = settings.locations.url_of(job.source, job.tree)
+        own = settings.locations.url_of(job.source, job.tree, places)
     # A mirror tool's layout (--layout wget): its names are read back to their URLs, with
     # --absolutize-local or without (no file of it is a copy kept as written).
     named = settings.locations is not None and settings.locations.layout.reads_names
     local = None
     if settings.local_copies or named:
-        listings = settings.listings
         # One memo of classifications for the pages of a folder (LocalCopies.shared), kept for the run.
         shared = (
             None
             if listings is None
             else listings.answer(("shared", job.tree, os.path.dirname(job.source)), SharedClassifications)
         )
-        local = LocalCopies(job.source, job.tree, settings.locations, listings, shared)
+        local = LocalCopies(job.source, job.tree, settings.locations, listings, shared, places)
     return copied(settings, url=own or url, local=local, url_from_collection=own is not None)
 
 
@@ -272,9 +275,9 @@ def _opened(job: Job) -> Iterator[tuple[BinaryIO, os.stat_result | None]]:
         return
     # In place: only a regular file, never through a link. O_NONBLOCK: opening a named pipe
     # does not wait for a writer, so that it can be refused.
-    nonblocking = getattr(os, "O_NONBLOCK", 0)
+    nonblocking = O_NONBLOCK
     try:
-        handle = os.open(job.source, os.O_RDONLY | nonblocking | O_NOFOLLOW | O_CLOEXEC | getattr(os, "O_BINARY", 0))
+        handle = os.open(job.source, os.O_RDONLY | nonblocking | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
     except OSError as error:
         if error.errno == errno.ELOOP:
             raise Refused("a symbolic link is not rewritten in place (name its target)") from None
@@ -364,9 +367,6 @@ def _document(
 ) -> Outcome:
     """A document read whole: its engine run, its links tallied, its output written (in place
     only when it changed; *read*: the input's status when it was opened)."""
-    from rewriter.containers.emlx import EmlxError
-    from rewriter.document.model import NoBaseError
-
     try:
         fmt, result = process(data, job.shown, settings, rewrite=not job.dry, format=fmt)
     except (Unrecognised, NoBaseError) as error:
