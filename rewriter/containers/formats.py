@@ -312,10 +312,11 @@ def _content(head: bytes, suffix: str) -> tuple[Format | Literal["text"], str]:
         head = head[2:].decode(_UTF16_BOMS[head[:2]], "replace").encode("utf-8", "replace")
         mail_possible = False
     if mail_possible:
-        lines = head.split(b"\n", 64)[:64]
-        if lines[0].startswith(b"From ") and len(lines) > 1 and _FIELD.match(lines[1]):
+        first = head.split(b"\n", 2)  # a page's head is not split into its lines: the first two tell
+        if first[0].startswith(b"From ") and len(first) > 1 and _FIELD.match(first[1]):
             return "mbox", "an mbox: a From_ line, then a header field"
-        if _is_heading(lines):
+        opening = first[0][:1] in (b" ", b"\t") or _FIELD.match(first[0]) is not None
+        if opening and _is_heading(head.split(b"\n", 64)[:64]):
             return "message", "a message: it opens with header fields (RFC 5322 3.6, RFC 2045 3)"
     text = head.lstrip(b" \t\r\n\f")
     if _MARKUP.match(text) and not (suffix == ".css" and text.startswith(b"<!--")):
