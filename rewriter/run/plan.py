@@ -44,16 +44,16 @@ def matches(relative: str, patterns: Sequence[str]) -> bool:
     >>> [matches(name, ["*.htm", "Drafts/*.CSS"]) for name in ("INDEX.HTM", "a/b.Htm", "Drafts/x.css", "drafts/x.css")]
     [True, True, True, False]
     """
+    if not patterns:
+        return False
     name = relative.rsplit("/", 1)[-1]
+    for pattern in patterns:  # as written first: the folded forms only when none matches (two calls a file)
+        if fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(name, pattern):
+            return True
     folded_relative, folded_name = _extension_folded(relative), _extension_folded(name)
     for pattern in patterns:
         folded = _extension_folded(pattern)
-        if (
-            fnmatch.fnmatchcase(relative, pattern)
-            or fnmatch.fnmatchcase(name, pattern)
-            or fnmatch.fnmatchcase(folded_relative, folded)
-            or fnmatch.fnmatchcase(folded_name, folded)
-        ):
+        if fnmatch.fnmatchcase(folded_relative, folded) or fnmatch.fnmatchcase(folded_name, folded):
             return True
     return False
 
