@@ -324,7 +324,11 @@ def test_a_killed_run_resumed_finishes_without_touching_what_was_done(tmp_path: 
     assert outputs_are_absent_or_new(out, expected) < len(expected), "the run was killed too late to test resuming"
     assert not (tmp_path / "links.jsonl").exists(), "a report is whole or not there"
     done_before = {}
-    for line in journal.read_bytes().splitlines()[1:]:
+    for line in journal.read_bytes().splitlines(keepends=True)[1:]:
+        if not line.endswith(b"\n"):
+            # The line the kill cut (a write(2) crossing a page can stop there on SIGKILL; a batch's
+            # lines are written in a burst, just as this test looks): --resume drops it.
+            continue
         entry = json.loads(line)
         target = entry["key"].split("\0")[1]
         if Path(target).exists() and entry["outcome"].get("piece") is None:
