@@ -516,11 +516,15 @@ def _umask() -> int:
     """The process's umask, read without setting it (Linux's /proc/self/status: no moment in
     which another thread's new file gets another mask); 0o777 where it cannot be read, so
     that every mode is then given by chmod."""
-    try:
-        with open("/proc/self/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"Umask:"):
-                    return int(line.split()[1], 8)
+    try:  # through a descriptor: a buffered file object asks the terminal about it first
+        handle = os.open("/proc/self/status", os.O_RDONLY | O_CLOEXEC)
+        try:
+            status = os.read(handle, 1 << 16)
+        finally:
+            os.close(handle)
+        at = status.find(b"\nUmask:")
+        if at >= 0:
+            return int(status[at + 7 :].split(None, 1)[0], 8)
     except (OSError, ValueError, IndexError):
         pass
     return 0o777
