@@ -315,6 +315,12 @@ MARKED_TESTS: dict[str, tuple[str, str]] = {
         _PROPERTY,
     ),
     "tests/test_html.py::test_the_declared_encoding_is_read_as_bs4_reads_it": ("slow", _PROPERTY),
+    "tests/test_mime_heading.py::test_generated_headings_read_as_the_email_package_reads_them": ("slow", _PROPERTY),
+    "tests/test_refresh_steps.py::test_refresh_url_follows_the_steps": ("slow", _PROPERTY),
+    "tests/test_shared_classifications.py::test_a_shared_key_resolves_alike_against_every_base_of_one_directory": (
+        "slow",
+        _PROPERTY,
+    ),
     "tests/test_pack.py::test_chromium_renders_both_packs_offline": ("browser", "opens both packs in Chromium"),
     "tests/test_pipeline.py::test_a_killed_run_resumed_finishes_without_touching_what_was_done": ("slow", _KILL),
     "tests/test_pipeline.py::test_a_worker_killed_mid_run_costs_a_retry_named_in_the_summary": ("slow", _KILL),
