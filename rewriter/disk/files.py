@@ -507,15 +507,13 @@ def _check_unchanged(folder: Folder, name: str, expect: os.stat_result) -> None:
 
 def _new_file_mode() -> int:
     """What open() would give a new file: 0o666 less the umask (our temporaries are 0o600)."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o666 & ~umask
+    return 0o666 & ~_umask()
 
 
 def _umask() -> int:
-    """The process's umask, read without setting it (Linux's /proc/self/status: no moment in
-    which another thread's new file gets another mask); 0o777 where it cannot be read, so
-    that every mode is then given by chmod."""
+    """The process's umask: where the system shows it (Linux's /proc/self/status), read
+    without setting it, so that no other thread's new file meanwhile gets another mask;
+    elsewhere set and set back, the only way POSIX has to read it."""
     try:  # through a descriptor: a buffered file object asks the terminal about it first
         handle = os.open("/proc/self/status", os.O_RDONLY | O_CLOEXEC)
         try:
@@ -527,7 +525,9 @@ def _umask() -> int:
             return int(status[at + 7 :].split(None, 1)[0], 8)
     except (OSError, ValueError, IndexError):
         pass
-    return 0o777
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
 
 
 def _mode_for(folder: Folder, name: str, mode: int | None) -> int:
