@@ -28,7 +28,7 @@ unfinished last line (a run killed while writing it) is passed over, and cut off
 >>> folder = pathlib.Path(tempfile.mkdtemp()) / ".rewriter-run"
 >>> journal = Journal.open(folder, {"rules": "rfc3986"}, resume=False)
 >>> key = "page.html\\0out/page.html\\0write"  # its input, its output, what is done
->>> offset = journal.record(key, (10, 5), {"shown": "page.html", "state": "rewritten"})
+>>> [offset] = journal.record_all([(key, (10, 5), {"shown": "page.html", "state": "rewritten"})])
 >>> journal.read(offset)["outcome"]
 {'shown': 'page.html', 'state': 'rewritten'}
 >>> again = Journal.open(folder, {"rules": "rfc3986"}, resume=True)
@@ -166,10 +166,6 @@ class Journal:
             return None
         return found[1]
 
-    def record(self, key: str, identity: tuple[int, int] | None, outcome: dict[str, object]) -> int:
-        """Add a finished job; its offset in the journal (:meth:`record_all`)."""
-        return self.record_all([(key, identity, outcome)])[0]
-
     def record_all(self, entries: list[tuple[str, tuple[int, int] | None, dict[str, object]]]) -> list[int]:
         """Add finished jobs, each a (key, identity, outcome); their offsets in the journal.
         Written through at once, in one write(2) (a batch's outcomes: a killed run loses at most
@@ -187,7 +183,7 @@ class Journal:
         return offsets
 
     def read(self, offset: int) -> dict[str, Any]:
-        """The entry at *offset* (from :meth:`record` or :meth:`done`), read from the journal
+        """The entry at *offset* (from :meth:`record_all` or :meth:`done`), read from the journal
         this run holds open (never opened again by its name)."""
         line = b""
         while not line.endswith(b"\n"):
