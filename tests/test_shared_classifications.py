@@ -64,6 +64,8 @@ def test_a_shared_key_resolves_alike_against_every_base_of_one_directory(
     fragment = reference[len(key) :]
     for rules in RULES:
         assert _answer(first, key, rules) == _answer(second, key, rules), (rules, first, second, key)
+        # The directory's own URL is one of its bases: a page's Context resolves its shared keys there.
+        assert _answer(directory, key, rules) == _answer(first, key, rules), (rules, directory, first, key)
         if fragment:  # the reference's own resolution: the key's, its fragment added as it is
             for base in bases:
                 whole, alone = _answer(base, reference, rules), _answer(base, key, rules)

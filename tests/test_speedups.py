@@ -173,6 +173,12 @@ def _classify(reference: str) -> tuple[str, str | None, str | None]:
     return "rewritten", prefix + "http://h/" + reference, None
 
 
+def _classify_shared(key: str) -> tuple[str, str | None, str | None]:
+    """Another classification of a shared key than _classify's, so that a twin calling the
+    wrong one is caught."""
+    return "rewritten", "http://folder/" + key, None
+
+
 def _plain_links(implementation: Any, text: str, elements: list[Any], tables: tuple[Any, ...], **options: Any) -> Any:
     """One run of *implementation*'s plain_links on fresh tables, cache and lists: what it
     returns or raises, and every container after it."""
@@ -452,21 +458,21 @@ def test_classified_quickly(reference: str, same: Any, absolute: Any, rfc1808: b
         "held": {reference if key is None else key: held},
         "odd": {reference if key is None else key: odd},
     }[shared_kind]
-    answer = _same("classified_quickly", same, absolute, rfc1808, shared, _classify, reference)
+    answer = _same("classified_quickly", same, absolute, rfc1808, shared, _classify, _classify_shared, reference)
     if same is None and absolute is None:
         fragment = "" if key is None else reference[len(key) :]
         if key is None or shared_kind == "none":
             expected = _classify(reference)
         elif shared_kind == "empty":
-            expected = with_fragment(_classify(key), fragment) if fragment else _classify(key)
+            expected = with_fragment(_classify_shared(key), fragment) if fragment else _classify_shared(key)
         else:
             expected = with_fragment(held, fragment) if shared_kind == "held" else odd
         assert answer == expected
         if shared_kind == "empty":  # a miss is made and kept, in each twin's own dict
             for twin in (speedups.reference["classified_quickly"], speedups.compiled.classified_quickly):
                 kept: dict[str, Any] = {}
-                twin(same, absolute, rfc1808, kept, _classify, reference)
-                assert kept == ({} if key is None else {key: _classify(key)})
+                twin(same, absolute, rfc1808, kept, _classify, _classify_shared, reference)
+                assert kept == ({} if key is None else {key: _classify_shared(key)})
 
 
 def test_a_full_shared_dict_is_emptied_before_an_answer_is_kept() -> None:
@@ -476,10 +482,10 @@ def test_a_full_shared_dict_is_emptied_before_an_answer_is_kept() -> None:
     most = SharedClassifications.MOST
     for twin in (speedups.reference["classified_quickly"], speedups.compiled.classified_quickly):
         full = {f"k{number}": ("absolute", None, None) for number in range(most)}
-        twin(None, None, False, full, _classify, "page.html#s")
+        twin(None, None, False, full, _classify, _classify, "page.html#s")
         assert full == {"page.html": _classify("page.html")}
         almost = {f"k{number}": ("absolute", None, None) for number in range(most - 1)}
-        twin(None, None, False, almost, _classify, "page.html")
+        twin(None, None, False, almost, _classify, _classify, "page.html")
         assert len(almost) == most and almost["page.html"] == _classify("page.html")
 
 
@@ -966,7 +972,15 @@ _VALID: dict[str, Any] = {
     "conditional_head": lambda: ["<p><!--[if IE]>", 0],
     "flattened": lambda: ["a\nb\r"],
     "scan_css": lambda: ["a{background:url(x)}@import 'y';"],
-    "classified_quickly": lambda: [("same-document", None, None), ("absolute", None, None), False, {}, _classify, "x"],
+    "classified_quickly": lambda: [
+        ("same-document", None, None),
+        ("absolute", None, None),
+        False,
+        {},
+        _classify,
+        _classify_shared,
+        "x",
+    ],
     "utf8_offsets": lambda: ["aé😀", [0, 1, 2, 3], False],
     "utf8_splice": lambda: ["aé😀", "aé😀".encode(), [(0, 0, "é"), (2, 3, "x")], False, str.encode],
     "named_start_tags": lambda: [_PAGE, list(_PAGE_ELEMENTS), None, "base"],

@@ -2557,9 +2557,9 @@ conditional_head(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 /* ------------------------------------------------------------------------ */
 
 PyDoc_STRVAR(classified_quickly_doc,
-             "classified_quickly(same_document, absolute, rfc1808, shared, classify, reference) -> tuple\n\n"
+             "classified_quickly(same_document, absolute, rfc1808, shared, classify, classify_shared, reference) -> tuple\n\n"
              "classify(reference), but same_document for '' or '#...', absolute for 'scheme:...', and "
-             "shared's answer for the reference's shared key, made and kept there on a miss, given the "
+             "shared's answer for the reference's shared key, made by classify_shared and kept there on a miss, given the "
              "reference's fragment where the key went without it (see rewriter.document.process).");
 
 static inline int
@@ -2615,11 +2615,11 @@ shared_key(const Text *t)
 static PyObject *
 classified_quickly(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "classified_quickly takes 6 arguments");
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "classified_quickly takes 7 arguments");
         return NULL;
     }
-    PyObject *same_document = args[0], *absolute = args[1], *shared = args[3], *reference = args[5];
+    PyObject *same_document = args[0], *absolute = args[1], *shared = args[3], *reference = args[6];
     if (shared != Py_None && !PyDict_CheckExact(shared)) {
         PyErr_SetString(PyExc_TypeError, "classified_quickly: shared is a dict or None");
         return NULL;
@@ -2654,7 +2654,7 @@ classified_quickly(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (known != NULL)
             Py_INCREF(known);
         else if (!PyErr_Occurred()) {
-            known = PyObject_CallOneArg(args[4], key);
+            known = PyObject_CallOneArg(args[5], key);
             /* Bounded, one page of a million links included: emptied when full (SharedClassifications.MOST). */
             if (known != NULL && PyDict_GET_SIZE(shared) >= SHARED_MOST)
                 PyDict_Clear(shared);

@@ -193,13 +193,14 @@ def classified_quickly(
     rfc1808: bool,
     shared: dict[str, Classification] | None,
     classify: Callable[[str], Classification],
+    classify_shared: Callable[[str], Classification],
     reference: str,
 ) -> Classification:
     """``classify(reference)``, but without the call for the answers known already:
     *same_document* (when not None) for an empty reference or one that starts with "#",
     *absolute* (when not None) for one that starts with a scheme and its ":" (RFC 3986 §3.1,
     or RFC 1808's syntax with *rfc1808*), and what *shared* (a dict, or None) holds for the
-    reference's :func:`shared_key`: made by *classify* for that key and kept there when it holds
+    reference's :func:`shared_key`: made by *classify_shared* for that key and kept there when it holds
     nothing yet (*shared* emptied first when it holds :attr:`SharedClassifications.MOST`), its
     resolved URL given the reference's fragment when the key went without it
     (:func:`with_fragment`). :class:`Context` passes what its own classification would answer,
@@ -208,7 +209,7 @@ def classified_quickly(
     >>> same, absolute, rewritten = ("same-document", None, None), ("absolute", None, None), ("rewritten", "x", None)
     >>> shared = {"g": ("rewritten", "http://a/g", None)}
     >>> def classify(reference): return rewritten
-    >>> [classified_quickly(same, absolute, False, shared, classify, r)[1] for r in ("#a", "g:h", "g#s", "h")]
+    >>> [classified_quickly(same, absolute, False, shared, classify, classify, r)[1] for r in ("#a", "g:h", "g#s", "h")]
     [None, None, 'http://a/g#s', 'x']
     """
     if shared is not None and type(shared) is not dict:
@@ -223,7 +224,7 @@ def classified_quickly(
         return classify(reference)
     known = shared.get(key, _NOTHING)  # type: ignore[union-attr]
     if known is _NOTHING:
-        known = classify(key)
+        known = classify_shared(key)
         if len(shared) >= SharedClassifications.MOST:  # type: ignore[arg-type]
             shared.clear()  # type: ignore[union-attr]
         shared[key] = known  # type: ignore[index]
@@ -383,6 +384,7 @@ class Context:
             else None
         )
         self.resolve_one = self.resolver.resolve if self.resolver is not None else None
+        self._folder_resolve: Callable[[str], str] | None = None  # see _classified_in_folder
         self.keep_same_document = not policy.same_document
         # The answers this document shares with the others of its folder (shared_key):
         # given by the policy's keep when it answers alike for all of them (the command line's
@@ -466,7 +468,8 @@ class Context:
             _ABSOLUTE if self.scheme_match is not None and self.policy.relink is None else None,
             self.policy.rules == "rfc1808",
             self.shared,
-            self._classified_here,  # a shared reference is looked up and kept by classified_quickly
+            self._classified_here,
+            self._classified_in_folder,  # a shared reference is looked up and kept by classified_quickly
         )
 
     def link(
@@ -484,12 +487,34 @@ class Context:
         document's own."""
         if self.shared is None:
             return self._classified_here(reference)
-        return classified_quickly(None, None, False, self.shared, self._classified_here, reference)
+        return classified_quickly(
+            None, None, False, self.shared, self._classified_here, self._classified_in_folder, reference
+        )
+
+    def _classified_in_folder(self, key: str) -> tuple[Status, str | None, str | None]:
+        """:meth:`_classified_here` for a :func:`shared_key`, which reads no more of the base than
+        its directory: resolved against the directory's URL, whose parse the pages of a folder
+        share (``resolver_for`` keeps it), so a page whose references all have such keys never
+        parses its own URL (about 10 us a page)."""
+        folder = self._folder_resolve
+        if folder is None:
+            directory = directory_of(self.base) if self.base is not None else None
+            if directory is None:  # no shared scope is made for such a base; never so here
+                return self._classified_by(key, self.resolve_one)
+            resolver = Resolver(directory, rules=self.policy.rules, strict=self.policy.strict)
+            folder = self._folder_resolve = resolver.resolve
+        return self._classified_by(key, folder)
 
     def _classified_here(self, reference: str) -> tuple[Status, str | None, str | None]:
+        return self._classified_by(reference, self.resolve_one)
+
+    def _classified_by(
+        self, reference: str, resolve_one: Callable[[str], str] | None
+    ) -> tuple[Status, str | None, str | None]:
+        """The classification of *reference*, resolved by *resolve_one* (None: no base)."""
         if self.keep_same_document and (not reference or reference[0] == "#"):
             return _SAME_DOCUMENT
-        found = self._resolve(reference)
+        found = self._resolve(reference, resolve_one)
         keep = self.policy.keep
         if keep is not None and found[0] in ("rewritten", "no-base", "unresolvable"):
             kept = keep(reference, found[1] if found[0] == "rewritten" else None)
@@ -508,11 +533,12 @@ class Context:
             found = (found[0], found[1].replace("<", "%3C"), found[2])
         return found
 
-    def _resolve(self, reference: str) -> tuple[Status, str | None, str | None]:
+    def _resolve(
+        self, reference: str, resolve_one: Callable[[str], str] | None
+    ) -> tuple[Status, str | None, str | None]:
         scheme_match = self.scheme_match
         if (scheme_match(reference) is not None) if scheme_match is not None else self.is_absolute(reference):
             return _ABSOLUTE
-        resolve_one = self.resolve_one
         if resolve_one is None:
             return _NO_BASE
         try:
