@@ -37,17 +37,15 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import Literal, cast
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
 from rewriter.disk.files import kind_of
 from rewriter.disk.listings import Listings
+from rewriter.document.process import SharedClassifications
 from rewriter.policy import Kept
 from rewriter.url.base import usable_as_base
 from rewriter.url.resolve import scheme_of
-
-if TYPE_CHECKING:
-    from rewriter.document.process import SharedClassifications
 
 __all__ = [
     "AUTO_ROOTS",
@@ -806,10 +804,12 @@ def _saved_copy(path: str, tree: str, document: str) -> bool:
 
 
 class Places:
-    """Where a folder of a collection lies, worked out once for the run's pages of it (the run
-    keeps one for each folder: ``_absolute`` asks the system for the working folder when a
+    """What the run's pages of one folder of a collection share, worked out once for them (the
+    run keeps one for each folder: ``_absolute`` asks the system for the working folder when a
     path is relative): the tree's absolute path (*top*), that path with the separator that
-    starts a path below it (*below*), and the folder's absolute path (*folder*).
+    starts a path below it (*below*), the folder's absolute path (*folder*), and the
+    classifications its pages share (*shared*, :class:`SharedClassifications`; None when not
+    kept for a run).
 
     >>> places = Places.of("/site/", "/site/docs")
     >>> places.below, places.absolute("/site/docs/a.html")
@@ -817,24 +817,25 @@ class Places:
     """
 
     # A plain class, not a dataclass: making one costs 0.7 ms of every run's start-up.
-    __slots__ = ("below", "folder", "top")
+    __slots__ = ("below", "folder", "shared", "top")
 
-    def __init__(self, top: str, below: str, folder: str) -> None:
-        self.top, self.below, self.folder = top, below, folder
+    def __init__(self, top: str, below: str, folder: str, shared: SharedClassifications | None = None) -> None:
+        self.top, self.below, self.folder, self.shared = top, below, folder, shared
 
     @classmethod
-    def of(cls, tree: str, folder: str) -> Places:
+    def of(cls, tree: str, folder: str, shared: SharedClassifications | None = None) -> Places:
         top = _absolute(tree)
-        return cls(top, top if top.endswith(os.sep) else top + os.sep, _absolute(folder))
+        return cls(top, top if top.endswith(os.sep) else top + os.sep, _absolute(folder), shared)
 
     @staticmethod
     def of_document(tree: str, document: str, listings: Listings | None) -> Places | None:
-        """The places of *document*'s folder, kept in the run's *listings*; None for a path
-        whose last name is not a file's (``.``, ``..``): there the folder is not its dirname."""
+        """The places of *document*'s folder, kept in the run's *listings* with one memo of
+        classifications for its pages; None for a path whose last name is not a file's (``.``,
+        ``..``): there the folder is not its dirname."""
         folder, name = os.path.split(document)
         if name in ("", ".", "..") or listings is None:
             return None
-        return listings.answer(("places", tree, folder), lambda: Places.of(tree, folder))
+        return listings.answer(("places", tree, folder), lambda: Places.of(tree, folder, SharedClassifications()))
 
     def absolute(self, document: str) -> str:
         """The absolute path of *document*, a file of this folder (as :meth:`of_document` gave it)."""

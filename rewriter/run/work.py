@@ -51,7 +51,6 @@ from rewriter.disk.files import (
 )
 from rewriter.document.engines import engine
 from rewriter.document.model import DocumentResult, NoBaseError, Unit
-from rewriter.document.process import SharedClassifications
 from rewriter.policy import Policy, copied
 from rewriter.problems import Problem, as_problem, report_record
 from rewriter.run.collection import LocalCopies, Places
@@ -194,11 +193,7 @@ def job_settings(job: Job, settings: Settings) -> Settings:
     local = None
     if settings.local_copies or named:
         # One memo of classifications for the pages of a folder (LocalCopies.shared), kept for the run.
-        shared = (
-            None
-            if listings is None
-            else listings.answer(("shared", job.tree, os.path.dirname(job.source)), SharedClassifications)
-        )
+        shared = None if places is None else places.shared
         local = LocalCopies(job.source, job.tree, settings.locations, listings, shared, places)
     return copied(settings, url=own or url, local=local, url_from_collection=own is not None)
 
