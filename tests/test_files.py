@@ -4,6 +4,7 @@ create, folders opened without following a link, 255-byte names and our temporar
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import signal
@@ -391,6 +392,39 @@ def test_a_commit_group_puts_its_files_in_place_together_after_one_sync(tmp_path
     assert not [path for path in tmp_path.rglob("*") if files.is_temporary(path.name)]
     if sys.platform.startswith("linux") and tuple(map(int, os.uname().release.split(".")[:2])) >= (5, 8):
         assert isinstance(files.CommitGroup.create(), files.CommitGroup)
+
+
+def test_a_commit_group_holds_small_files_to_its_commit_and_names_one_it_cannot_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small files wait for the commit (nothing on disk before it); a large one is written at
+    once, those held before it too; a held file that cannot be written is its key's failure,
+    and the others are put in place."""
+    real = files.Folder.create
+
+    def create(folder: files.Folder, name: str, mode: int = 0o600) -> tuple[int, str]:
+        if name == "b.html":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(folder, name, mode)
+
+    monkeypatch.setattr(files.Folder, "create", create)
+
+    def temporaries() -> list[str]:
+        return sorted(path.name for path in tmp_path.iterdir() if files.is_temporary(path.name))
+
+    group = files.CommitGroup(os.fsync)
+    group.write(tmp_path / "a.html", b"a", key="a")
+    group.write(tmp_path / "b.html", b"b", key="b")
+    assert temporaries() == []  # held
+    large = b"c" * (files.HELD_BYTES + 1)
+    group.write(tmp_path / "c.html", large, key="c")
+    assert len(temporaries()) == 2  # a's, then c's; b's could not be made
+    assert group.commit() == {"b": f"not written: {os.strerror(errno.ENOSPC)}"}
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.html", "c.html"]
+    assert (tmp_path / "a.html").read_bytes() == b"a" and (tmp_path / "c.html").read_bytes() == large
+    group.write(tmp_path / "a.html", b"new", key="a")
+    group.discard()  # a held file goes with the rest
+    assert group.commit() == {} and (tmp_path / "a.html").read_bytes() == b"a"
 
 
 def test_a_commit_group_that_cannot_sync_or_gives_up_leaves_every_file_as_it_was(tmp_path: Path) -> None:

@@ -282,14 +282,12 @@ def _kill_a_worker(site: Path, out: Path, executor: str) -> tuple[str, int, Path
             workers[:] = [child for child in children(runner.pid) if "resource_tracker" not in cmdline(child)]
             if executor == "dask":  # Dask's worker processes, started by their nannies in this process
                 workers[:] = [child for child in workers if "multiprocessing" in cmdline(child)]
-            # A batch's pages are put in place together when it ends (CommitGroup): its temporary
-            # files say that one is under way. The first batches hold 1, 1, 2, 2, 4... pages
-            # (pipeline.Batching), over in a moment: the kill waits for full ones, past 100 pages.
+            # The first batches hold 1, 1, 2, 2, 4... pages (pipeline.Batching), over in a moment:
+            # the kill waits for full ones, past 100 pages, where a worker is inside a batch but for
+            # the moment between two (a batch's pages are written and put in place at its end).
             if not workers or not out.exists():
                 return False
-            names = [path.name for path in out.rglob("*")]
-            done = sum(1 for name in names if name.endswith(".html"))
-            return done >= 100 and any(name.endswith(".tmp") for name in names)
+            return sum(1 for path in out.rglob("*.html")) >= 100
 
         wait_for(working)
         os.kill(workers[0], signal.SIGKILL)
