@@ -666,10 +666,12 @@ def test_no_fsync_writes_the_same_files_and_report_without_a_single_fsync(
 def test_a_serial_run_puts_each_batch_of_pages_in_place_after_one_sync_of_their_content(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fsync_calls: list[int]
 ) -> None:
-    for number in range(40):  # two batches of the serial executor (32 jobs at most)
+    from rewriter.run.executors import BATCH_JOBS
+
+    for number in range(BATCH_JOBS + 8):  # two batches of the serial executor (BATCH_JOBS jobs at most)
         folder = tmp_path / "in" / ("a" if number % 2 else "b")
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"p{number:02}.html").write_bytes(b'<a href="x.html">')
+        (folder / f"p{number:03}.html").write_bytes(b'<a href="x.html">')
     synced: list[int] = []  # at each sync of a batch, how many pages were in place
 
     def group_sync(fd: int) -> None:
@@ -682,7 +684,7 @@ def test_a_serial_run_puts_each_batch_of_pages_in_place_after_one_sync_of_their_
     capsys.readouterr()
     # Each batch: its content synced with none of its pages in place, then renamed in, then synced
     # again (one file system); no page synced on its own.
-    assert synced == [0, 32, 32, 40]
+    assert synced == [0, BATCH_JOBS, BATCH_JOBS, BATCH_JOBS + 8]
     assert len(fsync_calls) == len(synced)  # the batches' syncs (made with fsync here) and no other
     assert not [path for path in (tmp_path / "out").rglob("*") if path.name.startswith(".")]  # no temporary left
     for path in (tmp_path / "in").rglob("*.html"):

@@ -422,7 +422,7 @@ class _Recording:
 
 
 def test_batches_are_sized_in_one_place_by_count_and_bytes_for_every_executor(tmp_path: Path) -> None:
-    # Issue 34: one worker takes up to 32 small pages a batch (8 MiB at most); several take their
+    # Issue 34: one worker takes up to 128 small pages a batch (8 MiB at most); several take their
     # first batches smaller (1, 1, 2, 2, 4, 4... over the workers) and 256 KiB at most, so that
     # a large page goes nearly alone and the workers end together.
     from rewriter.run.executors import DaskExecutor, Processes, Serial
@@ -430,23 +430,23 @@ def test_batches_are_sized_in_one_place_by_count_and_bytes_for_every_executor(tm
     from rewriter.run.pipeline import BATCH_BYTES, BATCH_JOBS, SHARED_BATCH_BYTES, Batching, execute
     from rewriter.run.plan import iter_plan
 
-    assert BATCH_JOBS == 32
+    assert BATCH_JOBS == 128
     assert Batching.of(Serial()) == Batching(BATCH_JOBS, BATCH_BYTES, 1)
     assert Batching.of(Processes(2)) == Batching(BATCH_JOBS, SHARED_BATCH_BYTES, 2)
     if HAS_DASK:
-        assert Batching.of(DaskExecutor(scheduler="synchronous", workers=3)) == Batching(32, SHARED_BATCH_BYTES, 3)
+        assert Batching.of(DaskExecutor(scheduler="synchronous", workers=3)) == Batching(128, SHARED_BATCH_BYTES, 3)
     site = tmp_path / "site"
     site.mkdir()
-    for number in range(80):
+    for number in range(300):
         size = 300 << 10 if number == 70 else 100  # one page larger than a shared batch
-        (site / f"p{number:02}.html").write_bytes(b"<a href=x>" + b" " * size)
+        (site / f"p{number:03}.html").write_bytes(b"<a href=x>" + b" " * size)
     settings = Settings(url="http://h/")
     one = _Recording(workers=1)
     list(execute(iter_plan([str(site)], str(tmp_path / "one")), settings, one))  # type: ignore[arg-type]
-    assert [len(batch) for batch in one.batches] == [32, 32, 16]
+    assert [len(batch) for batch in one.batches] == [128, 128, 44]
     two = _Recording(workers=2)
     list(execute(iter_plan([str(site)], str(tmp_path / "two")), settings, two))  # type: ignore[arg-type]
-    assert [len(batch) for batch in two.batches] == [1, 1, 2, 2, 4, 4, 8, 8, 16, 16, 8, 1, 9]
-    assert two.batches[-2] == ["p70.html"]  # alone: the pages before it went without it
-    assert [name for batch in two.batches for name in batch] == [f"p{number:02}.html" for number in range(80)]
+    assert [len(batch) for batch in two.batches] == [1, 1, 2, 2, 4, 4, 8, 8, 16, 16, 8, 1, 64, 64, 101]
+    assert two.batches[11] == ["p070.html"]  # alone: the pages before it went without it
+    assert [name for batch in two.batches for name in batch] == [f"p{number:03}.html" for number in range(300)]
     assert tree(tmp_path / "one") == tree(tmp_path / "two")

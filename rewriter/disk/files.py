@@ -632,7 +632,7 @@ class _Written:
 
 # The bytes of small files a CommitGroup holds to write at its commit (a batch's pages of
 # 1-30 KB), so that no batch holds more than this beside its input.
-HELD_BYTES = 1 << 20
+HELD_BYTES = 4 << 20
 
 
 class CommitGroup:
