@@ -20,7 +20,8 @@ of the rounds' ratios (lxml CPU / rewriter CPU; the target is 3x or more), and t
 
 The floor: ``floor`` is a script that does only what the kernel must for each page with the
 command line's durability (read it; write it whole under a temporary name, O_EXCL; rename it;
-one syncfs before and one after the renames of each 32 pages), with no parsing: lxml / floor is
+one syncfs before and one after the renames of each batch, as many pages as the command line's
+``BATCH_JOBS``), with no parsing: lxml / floor is
 the most any tool that keeps every output old-or-new after a crash could reach on this machine.
 
 The command line's own cost a file: ``empty`` is 5,000 empty pages (the engine has nothing to do),
@@ -50,6 +51,8 @@ import tempfile
 from pathlib import Path
 
 from bench_cli import DEFAULT_CORPUS, URL_ROOT, _compiled, child_setting, run
+
+from rewriter.run.executors import BATCH_JOBS
 
 SIZES = {"small": (5000, 50, 4, 1600), "medium": (2000, 20, 62, 15600)}
 QUICK_SIZES = {"small": (40, 4, 4, 1600), "medium": (10, 2, 62, 15600)}
@@ -85,10 +88,10 @@ for folder, folders, names in os.walk(source):
         os.write(handle, data)
         os.close(handle)
         pending.append((target, temporary, name))
-        if len(pending) == 32:
+        if len(pending) == BATCH_JOBS:
             commit()
 commit()
-"""
+""".replace("BATCH_JOBS", str(BATCH_JOBS))
 # The engine's own part of a page's cost: every page read first, then each handed to the HTML engine
 # as the command line hands it (its retrieval URL, the policy's url_guessed of --url-root), timed
 # alone by the process's CPU clock; prints the seconds.
