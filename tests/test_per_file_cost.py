@@ -14,7 +14,7 @@ import pytest
 import rewriter
 from rewriter.disk import listings as listings_module
 from rewriter.run.batch import Settings, plan, run
-from rewriter.run.plan import WHOLE_FILE
+from rewriter.run.plan import WHOLE_FILE, read_ahead
 
 URL = "http://example.org/site/"
 PAGE = (
@@ -135,3 +135,34 @@ def test_a_plan_for_other_processes_reads_only_heads(tmp_path: Path) -> None:
         jobs, _ = plan([str(tmp_path / "site")], str(tmp_path / "out"), include=["*.html"], read_whole=read_whole)
         assert {Path(job.source).name: job.data for job in jobs}["a.html"] == expected
         assert all(job.format == "html" for job in jobs)  # told what it is either way
+
+
+def test_a_worker_reads_its_batch_ahead_as_the_planner_would_have(tmp_path: Path) -> None:
+    """read_ahead gives each small document of a heads-only plan its bytes and its descriptor's
+    status, as a plan that reads whole would; a file no longer what the planner told, a link in
+    place of a file rewritten in place, and a large file are left to their jobs; and a batch run
+    from those jobs writes what the serial run writes."""
+    _site(tmp_path / "site")
+    (tmp_path / "site" / "big.html").write_bytes(b"<p>" + b" " * WHOLE_FILE)
+    (tmp_path / "site" / "changed.html").write_bytes(PAGE)
+    jobs, _ = plan([str(tmp_path / "site")], str(tmp_path / "out"), include=["*.html"], read_whole=False)
+    whole, _ = plan([str(tmp_path / "site")], str(tmp_path / "whole"), include=["*.html"])
+    (tmp_path / "site" / "changed.html").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))  # an image since
+    ahead = {Path(job.source).name: job for job in read_ahead(jobs)}
+    read = {Path(job.source).name: job for job in whole}
+    assert ahead["a.html"].data == read["a.html"].data == PAGE
+    status = ahead["a.html"].status
+    assert status is not None and status.st_ino == os.stat(ahead["a.html"].source).st_ino
+    assert ahead["big.html"].data is None and ahead["changed.html"].data is None
+    (tmp_path / "site" / "changed.html").write_bytes(PAGE)
+    in_place, _ = plan([str(tmp_path / "site")], in_place=True, include=["a.html"], read_whole=False)
+    assert [job.data for job in read_ahead(in_place)] == [PAGE]
+    os.replace(tmp_path / "site" / "a.html", tmp_path / "a.html")
+    (tmp_path / "site" / "a.html").symlink_to(tmp_path / "a.html")
+    assert [job.data for job in read_ahead(in_place)] == [None]  # in place, never through a link
+    os.replace(tmp_path / "a.html", tmp_path / "site" / "a.html")
+    jobs, _ = plan([str(tmp_path / "site")], str(tmp_path / "out"), include=["*.html"], read_whole=False)
+    run(jobs, Settings(url=URL))
+    run(whole, Settings(url=URL))
+    for path in (tmp_path / "whole").rglob("*.html"):
+        assert (tmp_path / "out" / path.relative_to(tmp_path / "whole")).read_bytes() == path.read_bytes()

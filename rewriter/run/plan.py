@@ -33,7 +33,7 @@ from rewriter.problems import Problem
 from rewriter.run.jobs import WHOLE_FORMATS, Job
 from rewriter.run.journal import is_work_folder
 
-__all__ = ["Found", "iter_plan", "kinds_of", "matches", "plan"]
+__all__ = ["Found", "iter_plan", "kinds_of", "matches", "plan", "read_ahead"]
 
 
 def matches(relative: str, patterns: Sequence[str]) -> bool:
@@ -199,6 +199,30 @@ def _read(path: str, follow: bool, whole: int) -> _Read | None:
     finally:
         os.close(handle)
     return _Read(kind, data, status) if len(data) == size else _Read(kind, status=status)
+
+
+def read_ahead(jobs: Sequence[Job]) -> list[Job]:
+    """*jobs* (a batch), each small document of a folder that the planner told by its head
+    alone (a run whose jobs go to other processes) given its bytes (``Job.data``), read as
+    :func:`iter_plan` reads one whole, all before any engine runs: the batch's engines then
+    run one after another with no system call between them (their caches stay warm). A file
+    that cannot be read so, or no longer is what the planner told, is left to its job."""
+    ready: list[Job] = []
+    for job in jobs:
+        if (
+            job.data is None
+            and job.format in WHOLE_FORMATS
+            and job.size is not None
+            and job.size <= WHOLE_FILE
+            and job.piece is None
+            and job.tree is not None
+            and not (job.copy or job.mirror or job.maildir)
+        ):
+            read = _read(job.source, not job.in_place, WHOLE_FILE)
+            if read is not None and read.data is not None and read.kind.format == job.format:
+                job = replace(job, data=read.data, status=read.status, size=len(read.data))
+        ready.append(job)
+    return ready
 
 
 def kinds_of(names: Iterable[str]) -> dict[str, Kind | None]:

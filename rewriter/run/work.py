@@ -56,6 +56,7 @@ from rewriter.problems import Problem, as_problem, report_record
 from rewriter.run.collection import LocalCopies, Places
 from rewriter.run.jobs import WHOLE_FORMATS, Job, Outcome, Settings, Unrecognised, job_key
 from rewriter.run.journal import piece_path
+from rewriter.run.plan import read_ahead
 from rewriter.run.tally import fold
 
 if TYPE_CHECKING:
@@ -135,6 +136,7 @@ def run_batch(jobs: Sequence[Job], settings: Settings) -> list[Outcome]:
     failed then, and left as it was); the folders of its other writes are fsynced once each,
     at the end too (:func:`~rewriter.disk.files.folder_syncs_deferred`)."""
     outcomes: list[Outcome] = []
+    jobs = read_ahead(jobs)  # a worker's: its small files read before its engines run
     group = CommitGroup.create() if settings.sync and len(jobs) > 1 else None
     with folder_syncs_deferred(), committing(group):
         try:
