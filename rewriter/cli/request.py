@@ -317,13 +317,15 @@ def _contents(args: argparse.Namespace) -> dict[str, object]:
     """The digests of the files whose content decides the outputs, for the journal's
     fingerprint: the --url-map file the run read, and the configuration file (a resumed run
     whose map or configuration changed would mix old outputs and new)."""
-    import hashlib  # only for a run that keeps a journal
-
     found: dict[str, object] = {}
     content = getattr(args, "url_map_content", None)
+    configuration = getattr(args, "configuration", None)
+    if content is None and configuration is None:
+        return found
+    import hashlib  # only for a run that keeps a journal and reads such a file: it loads OpenSSL (3-4 ms)
+
     if content is not None:
         found["url_map_sha256"] = hashlib.sha256(content).hexdigest()
-    configuration = getattr(args, "configuration", None)
     if configuration is not None:
         from rewriter.cli.config import read_bounded  # a regular file, at most what a configuration is read to
 

@@ -29,7 +29,6 @@ module holds what the command line knows about such a collection:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -493,7 +492,11 @@ def _httrack_query(own: str, reference: str) -> str:
     query = reference.split("#", 1)[0].split("?", 1)[1]
     path = own.split("#", 1)[0]
     match = _HASHED.search(path)
-    if match is None or match.group(1) != hashlib.md5(query.encode("utf-8", "surrogateescape")).hexdigest()[:4]:
+    if match is None:
+        return own
+    import hashlib  # here: only HTTrack's names need it, and it loads OpenSSL (3-4 ms of every start-up)
+
+    if match.group(1) != hashlib.md5(query.encode("utf-8", "surrogateescape")).hexdigest()[:4]:
         return own
     return path[: match.start()] + (match.group(2) or "") + "?" + query
 
