@@ -183,7 +183,9 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
     def quick(impl: Any) -> Work:
         # A fresh folder memo each pass, as a run's first page meets it: every shared key a miss, then kept.
         return lambda inputs: [
-            impl.classified_quickly(same, absolute, False, memo, relative, value) for memo in ({},) for value in inputs
+            impl.classified_quickly(same, absolute, False, memo, relative, relative, value)
+            for memo in ({},)
+            for value in inputs
         ]
 
     values = [

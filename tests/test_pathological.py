@@ -1258,12 +1258,17 @@ def test_resolver_cache_is_bounded_by_the_size_of_its_bases() -> None:
     entries, size = resolver_for.cache_size()
     assert entries <= 11 and size <= 1 << 20, (entries, size)
     for number in range(2000):
-        Resolver(f"http://example.org/{number}/")
+        Resolver(f"http://example.org/{number}/").resolve("x")
     assert resolver_for.cache_size()[0] == 512
+    unused = Resolver("http://example.org/never-used/")
+    assert resolver_for.cache_size()[0] == 512 and unused.base.endswith("never-used/")  # parsed at its first use
     long_base = "http://example.org/" + "b/" * (1 << 20)
     first = Resolver(long_base)
+    first.resolve("x")
     assert resolver_for.cache_size()[0] == 1
-    assert Resolver(long_base)._resolve is first._resolve  # parsed once
+    second = Resolver(long_base)
+    second.resolve("y")
+    assert second._resolve is first._resolve  # parsed once
 
 
 def test_url_key_cache_is_bounded_by_the_size_of_its_urls() -> None:
