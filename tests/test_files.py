@@ -416,7 +416,7 @@ def test_a_commit_group_holds_small_files_to_its_commit_and_names_one_it_cannot_
     group.write(tmp_path / "a.html", b"a", key="a")
     group.write(tmp_path / "b.html", b"b", key="b")
     assert temporaries() == []  # held
-    large = b"c" * (files.HELD_BYTES + 1)
+    large = b"c" * (files.HELD_FILE_BYTES + 1)
     group.write(tmp_path / "c.html", large, key="c")
     assert len(temporaries()) == 2  # a's, then c's; b's could not be made
     assert group.commit() == {"b": f"not written: {os.strerror(errno.ENOSPC)}"}

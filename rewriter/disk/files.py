@@ -633,7 +633,12 @@ class _Written:
 
 # The bytes of small files a CommitGroup holds to write at its commit (a batch's pages of
 # 1-30 KB), so that no batch holds more than this beside its input.
-HELD_BYTES = 4 << 20
+HELD_FILE_BYTES = 4 << 20
+
+
+def _not_written(error: OSError) -> str:
+    """Why a file of a :class:`CommitGroup` was left as it was (its key's failure)."""
+    return f"not written: {error.strerror or error}"
 
 
 class CommitGroup:
@@ -641,7 +646,7 @@ class CommitGroup:
 
     :meth:`write` writes each file in full under its temporary name beside its path, as
     :func:`write_atomically` does, but neither syncs nor renames it; small files are held
-    until the commit (up to :data:`HELD_BYTES` in all) and written together then, so that a
+    until the commit (up to :data:`HELD_FILE_BYTES` in all) and written together then, so that a
     batch's engines run one after another with no system call between them (their caches
     stay warm: about a sixth less user time on pages of 1.7 KB). :meth:`commit` then
     syncs each file system they are on once (``syncfs``: all of their content is on disk),
@@ -708,7 +713,7 @@ class CommitGroup:
             opened = Folder.open(Path(parent), None if top is None else Path(top), make=True)
             folder = self._folders[parent, top] = opened
         wanted = _mode_for(folder, name, mode)
-        if self._held_bytes + len(data) <= HELD_BYTES:
+        if self._held_bytes + len(data) <= HELD_FILE_BYTES:
             self._held.append((folder, name, wanted, data, key))
             self._held_bytes += len(data)
             return
@@ -722,7 +727,7 @@ class CommitGroup:
             try:
                 self._write(folder, name, wanted, data, key)
             except OSError as error:
-                self._failures.setdefault(key, f"not written: {error.strerror or error}")
+                self._failures.setdefault(key, _not_written(error))
 
     def _write(self, folder: Folder, name: str, wanted: int, data: bytes, key: object) -> None:
         # Made with its mode where the umask leaves it whole (no fchmod(2) a page); else 0o600,
@@ -781,7 +786,7 @@ class CommitGroup:
                     entry.folder.replace(entry.temporary, entry.name)
                 except OSError as error:
                     entry.folder.unlink(entry.temporary)
-                    failures[entry.key] = f"not written: {error.strerror or error}"
+                    failures[entry.key] = _not_written(error)
             with contextlib.suppress(OSError):  # the renames, as a folder's fsync after one
                 for fd in systems.values():
                     self._syncfs(fd)

@@ -210,15 +210,9 @@ def read_ahead(jobs: Sequence[Job]) -> list[Job]:
     that cannot be read so, or no longer is what the planner told, is left to its job."""
     ready: list[Job] = []
     for job in jobs:
-        if (
-            job.data is None
-            and job.format in WHOLE_FORMATS
-            and job.size is not None
-            and job.size <= WHOLE_FILE
-            and job.piece is None
-            and job.tree is not None
-            and not (job.copy or job.mirror or job.maildir)
-        ):
+        # Only a walk's jobs carry the size the planner saw, and only a document's format is one of
+        # WHOLE_FORMATS (a copy, a piece, a web archive, a Maildir: none is); _read decides again.
+        if job.data is None and job.format in WHOLE_FORMATS and job.size is not None and job.size <= WHOLE_FILE:
             read = _read(job.source, not job.in_place, WHOLE_FILE)
             if read is not None and read.data is not None and read.kind.format == job.format:
                 job = replace(job, data=read.data, status=read.status, size=len(read.data))
