@@ -63,6 +63,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench_cli import set_aside  # this folder is on sys.path when run as a script
+
 from rewriter.run.batch import Settings, plan, run, warm_up
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "html"
@@ -176,7 +178,7 @@ def measure(
 ) -> tuple[dict[int, list[tuple[float, float]]], dict[int, list[float]]]:
     """(wall, CPU) seconds of *rounds* rounds of every N, and the machine's ceiling for every
     N > 1 measured in each round after its runs; each output tree is compared with
-    *reference* (the first -j 1 tree, made here when absent) outside the clock, then deleted."""
+    *reference* (the first -j 1 tree, made here when absent) outside the clock, then set aside."""
     seconds: dict[int, list[tuple[float, float]]] = {workers: [] for workers in workers_list}
     ceilings: dict[int, list[float]] = {workers: [] for workers in workers_list if workers > 1}
     for number in range(rounds):
@@ -191,7 +193,7 @@ def measure(
                 difference = first_difference(reference, out)
                 if difference is not None:
                     differences.append(f"{label}, -j {workers}, round {number + 1}: {difference}")
-            shutil.rmtree(home)
+            set_aside(home, scratch)
         for workers in ceilings:
             ceilings[workers].append(ceiling.once(workers))
     return seconds, ceilings
@@ -375,7 +377,7 @@ def mirror_main(
                     difference = first_difference(reference, home / "out") if reference.exists() else None
                     if difference is not None:
                         differences.append(f"{label}, round {number + 1}: {difference}")
-                shutil.rmtree(home)
+                set_aside(home, scratch)
             machine.append(ceiling.once(2))
         print(f"machine: 2 processes of pure CPU work scale {statistics.median(machine):.2f}x in the same rounds")
         print("\nsmall-page mirror, command line (medians):")

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench_batch import cpu_scaling  # this folder is on sys.path when run as a script
+from bench_cli import set_aside
 from distributed import Client, LocalCluster
 
 from rewriter.run.batch import Settings, plan, run, warm_up
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         reference_out = scratch / "reference"
         serial(corpus, reference_out)  # untimed: the tree every timed run must reproduce
         reference = tree(reference_out)
-        shutil.rmtree(reference_out)
+        set_aside(reference_out, scratch)
         differences: list[str] = []
         try:
             for number in range(args.rounds):
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                     seconds[label].append(time.perf_counter() - start)
                     if tree(out) != reference:
                         differences.append(f"{label}, round {number + 1}")
-                    shutil.rmtree(out.parent)
+                    set_aside(out.parent, scratch)
         finally:
             for client, local in ((client_one, one), (client_two, two)):
                 client.close()

@@ -33,6 +33,9 @@ what the engine takes for those pages (timed in a process of its own, every page
 engine called as the command line calls it), the command line's own cost: everything but the
 engine and the kernel's must (the target is under 100 us).
 
+No output is deleted before the end: each is set aside (bench_cli.set_aside), since a deletion of
+thousands of files made whichever side ran next pay for it in system time.
+
 --baseline TREE (a source tree of rewriter, its C extension built in place) runs that tree's
 command line as a fourth side in the same rounds ("before"), and prints lxml / it beside.
 
@@ -43,14 +46,13 @@ command line as a fourth side in the same rounds ("before"), and prints lxml / i
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_cli import DEFAULT_CORPUS, URL_ROOT, _compiled, child_setting, run
+from bench_cli import DEFAULT_CORPUS, URL_ROOT, _compiled, child_setting, run, set_aside
 
 from rewriter.run.executors import BATCH_JOBS
 
@@ -258,7 +260,7 @@ def compare(name: str, source: Path, commands: dict, rounds: int, env: dict, wor
     for side, command in commands.items():  # untimed: fills the bytecode cache and the page cache
         out = scratch / f"warm-{side}"
         run(command(source, out), env, work)
-        shutil.rmtree(out, ignore_errors=True)
+        set_aside(out, scratch)
     cpu: dict[str, list[float]] = {side: [] for side in commands}
     wall: dict[str, list[float]] = {side: [] for side in commands}
     user: dict[str, list[float]] = {side: [] for side in commands}
@@ -273,7 +275,7 @@ def compare(name: str, source: Path, commands: dict, rounds: int, env: dict, wor
             cpu[side].append(seconds)
             wall[side].append(elapsed)
             user[side].append(in_user)
-            shutil.rmtree(out)
+            set_aside(out, scratch)
     ratios = [theirs / max(ours, 1e-9) for theirs, ours in zip(cpu["lxml"], cpu["rewriter"], strict=True)]
     print(f"{name}: {len(pages)} pages, {size / len(pages) / 1e3:.1f} KB a page")
     for side in sides:
@@ -309,7 +311,7 @@ def own_cost(source: Path, count: int, rewrite, floor, rounds: int, env: dict, w
     engine_script.write_text(ENGINE_SCRIPT, encoding="utf-8")
     for command in (rewrite, floor):
         run(command(source, scratch / "warm-empty"), env, work)
-        shutil.rmtree(scratch / "warm-empty", ignore_errors=True)
+        set_aside(scratch / "warm-empty", scratch)
     costs: list[float] = []
     beyond: list[float] = []
     engines: list[float] = []
@@ -325,7 +327,7 @@ def own_cost(source: Path, count: int, rewrite, floor, rounds: int, env: dict, w
         order = list(runs) if number % 2 == 0 else list(runs)[::-1]
         timed_runs = {name: run(runs[name], env, work) for name in order}
         for name in ("out-whole", "out-one", "floor-whole", "floor-one"):
-            shutil.rmtree(scratch / name)
+            set_aside(scratch / name, scratch)
         timed = subprocess.run(
             [sys.executable, str(engine_script), str(source), URL_ROOT], env=env, cwd=work, capture_output=True
         )
