@@ -891,15 +891,24 @@ class LocalCopies:
         object.__setattr__(self, "below", places.below)
 
     def __call__(self, reference: str, resolved: str | None) -> Kept | None:
-        if reference.startswith(("/", "\\")) or scheme_of(reference) is not None:
-            return None
+        if reference.startswith(("/", "\\")) or (":" in reference and scheme_of(reference) is not None):
+            return None  # (a scheme ends at a colon: most references have none, and need no match)
         path = reference.split("#", 1)[0].split("?", 1)[0]
         if not path or path.endswith("/"):
             return None
-        if self.listings is None:
+        listings = self.listings
+        listed = None
+        if listings is not None and "/" not in path and "%" not in path and path not in (".", ".."):
+            # A name in the page's own folder, which the walk reached through no link: one
+            # lookup in its listing (cheaper than keeping the answer: a page's own links are
+            # mostly asked once, and most name no file).
+            listed = listings.is_file_in(self.folder, path)
+        if listed is not None:
+            candidate = os.path.join(self.folder, path) if listed else None
+        elif listings is None:
             candidate = self._file_named(path)
         else:  # asked once for the run: the pages of a folder share their references
-            candidate = self.listings.answer((self.top, self.folder, path), lambda: self._file_named(path))
+            candidate = listings.answer((self.top, self.folder, path), lambda: self._file_named(path))
         if candidate is None:
             return None
         relative = candidate[len(self.below) :].replace(os.sep, "/")
@@ -926,11 +935,6 @@ class LocalCopies:
         """The regular file of the tree the path of a reference names (absolute and normal),
         or None: outside the tree, missing, not a regular file, or reached through a link
         out of the tree."""
-        if self.listings is not None and "/" not in path and "%" not in path and path not in (".", ".."):
-            # A name in the page's own folder, which the walk reached through no link: its listing.
-            listed = self.listings.is_file_in(self.folder, path)
-            if listed is not None:
-                return os.path.join(self.folder, path) if listed else None
         name = os.fsdecode(unquote_to_bytes(path))
         if "\x00" in name:
             return None
