@@ -537,7 +537,11 @@ class Context:
         self, reference: str, resolve_one: Callable[[str], str] | None
     ) -> tuple[Status, str | None, str | None]:
         scheme_match = self.scheme_match
-        if (scheme_match(reference) is not None) if scheme_match is not None else self.is_absolute(reference):
+        # Every scheme ends at a colon (RFC 3986 §3.1, URL Standard "scheme state"): most
+        # references have none, and need no match.
+        if ":" in reference and (
+            (scheme_match(reference) is not None) if scheme_match is not None else self.is_absolute(reference)
+        ):
             return _ABSOLUTE
         if resolve_one is None:
             return _NO_BASE

@@ -828,7 +828,7 @@ def _with_shortcuts(
             return full(reference) if query_head is None else query_head + reference
         if not first:
             return full(reference)
-        scheme = scheme_prefix(reference)
+        scheme = scheme_prefix(reference) if ":" in reference else None  # a scheme ends at a colon
         if scheme is not None:
             if same_scheme is not None and scheme[1].lower() == same_scheme:
                 return full(reference)
