@@ -98,7 +98,8 @@ class Listings:
         through no link: the caller's to know); None when the listings cannot say."""
         if not self.EXACT:
             return None
-        listing = self._listing(folder)
+        folders = self._folders  # asked for each of a page's own links: no call once the folder is read
+        listing = folders[folder] if folder in folders else self._listing(folder)
         kind = None if listing is None else listing.get(name)
         return None if kind == _LINK else kind == _FILE
 

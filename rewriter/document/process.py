@@ -41,6 +41,7 @@ from rewriter.url.resolve import (
     UnresolvableReference,
     authority_problem,
     directory_of,
+    resolver_for,
     scheme_of,
     scheme_prefix,
 )
@@ -501,8 +502,8 @@ class Context:
             directory = directory_of(self.base) if self.base is not None else None
             if directory is None:  # no shared scope is made for such a base; never so here
                 return self._classified_by(key, self.resolve_one)
-            resolver = Resolver(directory, rules=self.policy.rules, strict=self.policy.strict)
-            folder = self._folder_resolve = resolver.resolve
+            # The cached resolver itself, not a Resolver around it: no object a page, no call a link.
+            folder = self._folder_resolve = resolver_for(directory, self.policy.rules, self.policy.strict)
         return self._classified_by(key, folder)
 
     def _classified_here(self, reference: str) -> tuple[Status, str | None, str | None]:
