@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from rewriter import __version__
 from rewriter.url.resolve import RULES
@@ -30,8 +29,7 @@ EXIT_SOME_FAILED = 1  # some item failed, each named on standard error; the othe
 EXIT_USAGE = 2  # the command itself is wrong
 
 
-@dataclass(frozen=True, slots=True)
-class Recorded:
+class Recorded(NamedTuple):
     """What a configuration file may set: an option's destination, how argparse stores it
     (``store``, ``store_true``, ``append``, ...), its type and its choices."""
 
@@ -93,8 +91,7 @@ def size(text: str) -> int:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class Opt:
+class Opt(NamedTuple):
     """One option (or positional argument) of a verb, as argparse is given it.
 
     ``switch``: an on/off option, off by default, and its opposite (``--no-`` + the name, or
@@ -201,8 +198,7 @@ COLLECTION = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Verb:
+class Verb(NamedTuple):
     """One verb: what ``rewriter --help`` says of it, its own ``--help``, and its options in order.
     *exclusive*: its options marked ``group`` are mutually exclusive (one required, if so)."""
 

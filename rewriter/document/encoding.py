@@ -15,7 +15,7 @@ import codecs
 import operator
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import webencodings
 
@@ -107,8 +107,7 @@ _STATELESS_MULTIBYTE = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Sniffed:
+class Sniffed(NamedTuple):
     """The encoding chosen for a document and what chose it."""
 
     codec: str  # a Python codec name

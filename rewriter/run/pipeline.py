@@ -42,9 +42,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from rewriter.disk.files import Folder, temporaries_in
 from rewriter.policy import copied
@@ -96,8 +96,7 @@ class _State:
         self.retry: list[int] = []  # places whose worker died, to be done again
 
 
-@dataclass(frozen=True, slots=True)
-class Batching:
+class Batching(NamedTuple):
     """How the plan's jobs go in batches, for every executor (the one place that sizes them):
     consecutive jobs, up to *jobs* of them and *size* input bytes (a job larger than that, or a
     piece of a container, alone). With several *workers* the first batches are smaller, one job
