@@ -41,10 +41,10 @@ def run_verb(request: RunRequest, out: TextIO | ClosedOutput, err: TextIO | Esca
     else:
         from rewriter.cli.verbs.resolve import run_resolve as run
     if request.verb in ("rewrite", "links", "explain", "unpack"):
-        from rewriter.cli.verbs.wacz import run_wacz, wacz_inputs
-
-        waczs, kinds = wacz_inputs(request)
+        waczs, kinds = request.wacz_inputs()
         if waczs:  # its WARC files taken out of it, the verb run on them
+            from rewriter.cli.verbs.wacz import run_wacz
+
             return run_wacz(request, run, out, err, waczs, kinds)  # type: ignore[arg-type]
     return run(request, out, err)  # type: ignore[arg-type]
 

@@ -82,6 +82,16 @@ class RunRequest:
             _check_archives(args, kinds)
         return cls(args.verb, tuple(getattr(args, "files", ()) or ()), args, kinds)
 
+    def wacz_inputs(self) -> tuple[list[str], Mapping[str, Kind | None]]:
+        """The inputs that are WACZ files, and what each named input is (told here, so that the
+        WACZ verb's module is loaded only for a run that names one)."""
+        kinds = self.kinds
+        if self.verb != "rewrite":  # only rewrite's request tells them
+            from rewriter.run.batch import kinds_of
+
+            kinds = kinds_of(self.files)
+        return [name for name in self.files if (kind := kinds.get(name)) is not None and kind.format == "wacz"], kinds
+
     @property
     def policy(self) -> Policy:
         return policy_of(self.options)

@@ -37,16 +37,6 @@ _MANIFEST_MAX = 256 << 20  # bytes of an unpacked mirror's manifest.json read ba
 _MAX_INFLATION = 200  # a .warc.gz joined to plain WARC files inflates at most this many times its size
 
 
-def wacz_inputs(request: RunRequest) -> tuple[list[str], Mapping[str, Kind | None]]:
-    """The inputs of *request* that are WACZ files, and what each named input is."""
-    kinds = request.kinds
-    if request.verb != "rewrite":  # only rewrite's request tells them
-        from rewriter.run.batch import kinds_of
-
-        kinds = kinds_of(request.files)
-    return [name for name in request.files if (kind := kinds.get(name)) is not None and kind.format == "wacz"], kinds
-
-
 class _Named:
     """A text stream whose writes name each WARC taken out of a WACZ by the WACZ and the member
     (``x.wacz/archive/data.warc.gz``) rather than by its scratch path."""
@@ -67,7 +57,7 @@ class _Named:
 def run_wacz(
     request: RunRequest, verb: Verb, out: TextIO, err: TextIO, waczs: list[str], kinds: Mapping[str, Kind | None]
 ) -> int:
-    """Run *verb* on *request*, whose inputs *waczs* are WACZ files (:func:`wacz_inputs`, with what
+    """Run *verb* on *request*, whose inputs *waczs* are WACZ files (``RunRequest.wacz_inputs``, with what
     each input is: *kinds*; see the module)."""
     from rewriter.containers.wacz import WaczError, check_digests, extract_warcs, read_wacz
 
