@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 if TYPE_CHECKING:
@@ -61,16 +60,18 @@ _BY_TYPE: dict[str, EngineFormat] = {
 Result = TypeVar("Result", covariant=True)
 
 
-@dataclass(frozen=True, slots=True)
 class Engine(Generic[Result]):
     """One engine: *rewrite* returns the document with its links made absolute, *find*
     only reads them; both take the document and keyword arguments (``url``, ``policy``, and
     for pages and style sheets ``base`` and ``charset``). Pages and style sheets give an
     ``DocumentResult``, messages a ``MessageResult``."""
 
-    format: EngineFormat
-    rewrite: Callable[..., Result]
-    find: Callable[..., Result]
+    __slots__ = ("find", "format", "rewrite")
+
+    def __init__(self, format: EngineFormat, rewrite: Callable[..., Result], find: Callable[..., Result]) -> None:
+        self.format = format
+        self.rewrite = rewrite
+        self.find = find
 
     def run(self, *, rewrite: bool) -> Callable[..., Result]:
         """The function a verb needs: *rewrite* for ``rewrite``, else the finder."""

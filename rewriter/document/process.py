@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cache, partial
 from operator import attrgetter
 from typing import Any, TypedDict, cast
@@ -93,7 +92,6 @@ def shifted(found: Link, offsets: list[int] | None, shift: int) -> Link:
 KEPT_STATUSES: frozenset[Status] = LEFT_RELATIVE
 
 
-@dataclass(slots=True)
 class TextResult:
     """What an engine found in one document's text: the edits to make (text spans and
     their new text), every link (a :class:`Link` whose span is in text offsets), the
@@ -107,14 +105,25 @@ class TextResult:
     (:meth:`all_edits` makes them edits). The command line's rewrite path asks for it (a page
     of 460,000 links kept about 300 bytes a link in records and 100 in edits)."""
 
-    edits: list[tuple[int, int, str]] = field(default_factory=list)
-    found: list[Link] = field(default_factory=list)
-    base: str | None = None
-    layer: Layer | None = None
-    problems: list[Problem] = field(default_factory=list)
-    counts: dict[Status, int] | None = None
-    inserts: bytearray | None = None
-    insert_texts: list[str] | None = None
+    __slots__ = ("base", "counts", "edits", "found", "insert_texts", "inserts", "layer", "problems")
+
+    def __init__(
+        self,
+        *,
+        base: str | None = None,
+        layer: Layer | None = None,
+        counts: dict[Status, int] | None = None,
+        inserts: bytearray | None = None,
+        insert_texts: list[str] | None = None,
+    ) -> None:
+        self.edits: list[tuple[int, int, str]] = []
+        self.found: list[Link] = []
+        self.base = base
+        self.layer = layer
+        self.problems: list[Problem] = []
+        self.counts = counts
+        self.inserts = inserts
+        self.insert_texts = insert_texts
 
     @classmethod
     def lean(cls) -> TextResult:
