@@ -21,7 +21,9 @@ import io
 import os
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import BinaryIO, Literal
 
 __all__ = [
@@ -123,14 +125,21 @@ _MAIL_FIELDS = frozenset(
 # Markup: a tag, a comment, a doctype, a processing instruction or an end tag.
 _MARKUP = re.compile(rb"<[A-Za-z!?/]")
 _CSS_COMMENT = re.compile(rb"/\*.*?\*/", re.S)
+
+
 # Only style sheets open with one of these at-rules, or with a rule whose block holds a
-# declaration ("name:"), a comment or nothing.
-_CSS_START = re.compile(
-    rb"@(?:charset|import|namespace|media|font-face|supports|layer|page|keyframes|-webkit-keyframes"
-    rb"|counter-style|property|container|font-feature-values)\b"
-    rb"|[^<{}@;\"']{1,1000}\{\s*(?:-*[A-Za-z][-\w]*\s*:|\}|/\*)",
-    re.I,
-)
+# declaration ("name:"), a comment or nothing. Compiled at its first use (0.6 ms): a file that
+# opens with markup never asks.
+@cache
+def _css_start() -> Callable[[bytes], re.Match[bytes] | None]:
+    return re.compile(
+        rb"@(?:charset|import|namespace|media|font-face|supports|layer|page|keyframes|-webkit-keyframes"
+        rb"|counter-style|property|container|font-feature-values)\b"
+        rb"|[^<{}@;\"']{1,1000}\{\s*(?:-*[A-Za-z][-\w]*\s*:|\}|/\*)",
+        re.I,
+    ).match
+
+
 _NAMES: dict[str, Format] = {
     ".mbox": "mbox",
     ".mbx": "mbox",
@@ -324,7 +333,7 @@ def _content(head: bytes, suffix: str) -> tuple[Format | Literal["text"], str]:
             return "html", "an HTML signature (WHATWG MIME Sniffing 7.1)"
         return "html", "markup at its first byte"
     sheet = _CSS_COMMENT.sub(b" ", text).lstrip(b" \t\r\n\f")
-    if _CSS_START.match(sheet) and not _MARKUP.search(sheet):
+    if _css_start()(sheet) and not _MARKUP.search(sheet):
         return "css", "a style sheet: an at-rule or a rule with declarations first"
     for signature, what in _BINARY_SIGNATURES.items():
         if head.startswith(signature):

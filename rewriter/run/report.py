@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +27,20 @@ __all__ = ["ReportFile", "escape_controls", "json_lines", "json_text"]
 # What never reaches a terminal raw: the C0 controls (line ends and tabs too) and DEL, the C1
 # controls, the bidirectional formatting characters (they reorder what follows them on screen:
 # U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), the line and paragraph separators, and
-# lone surrogates (a byte of a file name that is not UTF-8, kept by surrogateescape).
-_TERMINAL_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
-# The same less the C0 controls, which json.dumps escapes already.
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+# lone surrogates (a byte of a file name that is not UTF-8, kept by surrogateescape). Each
+# compiled at its first use: their wide classes cost 0.4 ms each to compile, and a quiet run
+# writes no message.
+_UNSAFE = "\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff"
+
+
+@cache
+def _terminal_unsafe() -> re.Pattern[str]:
+    return re.compile(f"[\x00-\x1f{_UNSAFE}]")
+
+
+@cache
+def _json_unsafe() -> re.Pattern[str]:  # less the C0 controls, which json.dumps escapes already
+    return re.compile(f"[{_UNSAFE}]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -49,14 +60,14 @@ def escape_controls(text: str) -> str:
     >>> escape_controls("a\x1b[2Jb\x07\r\u202etxt.exe\udcff\x9b")
     'a\\x1b[2Jb\\x07\\x0d\\u202etxt.exe\\xff\\u009b'
     """
-    return _TERMINAL_UNSAFE.sub(_escape, text)
+    return _terminal_unsafe().sub(_escape, text)
 
 
 def json_text(value: object, **options: Any) -> str:
     """*value* as JSON (non-ASCII as it is) with the characters :func:`escape_controls`
     escapes written as ``\\uNNNN``: still valid JSON, read back as the same value."""
     text = json.dumps(value, ensure_ascii=False, **options)
-    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return _json_unsafe().sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def json_lines(records: list[dict[str, object]]) -> str:
