@@ -73,10 +73,13 @@ def _whatwg_alone() -> Resolver:
 
 # A special scheme (URL Standard §3.1), then (group 2) two slashes or backslashes, tab
 # and newline being removed first; leading C0 controls and spaces are stripped.
-_SPECIAL_SCHEME = re.compile(
-    r"[\x00-\x20]*((?i:f[\t\n\r]*t[\t\n\r]*p|f[\t\n\r]*i[\t\n\r]*l[\t\n\r]*e|h[\t\n\r]*t[\t\n\r]*t[\t\n\r]*p"
-    r"(?:[\t\n\r]*s)?|w[\t\n\r]*s(?:[\t\n\r]*s)?)[\t\n\r]*:)([\t\n\r]*[/\\][\t\n\r]*[/\\])?"
-).match
+# Compiled at its first use (0.25 ms): only WHATWG rules ask.
+@cache
+def _special_scheme() -> Callable[[str], re.Match[str] | None]:
+    return re.compile(
+        r"[\x00-\x20]*((?i:f[\t\n\r]*t[\t\n\r]*p|f[\t\n\r]*i[\t\n\r]*l[\t\n\r]*e|h[\t\n\r]*t[\t\n\r]*t[\t\n\r]*p"
+        r"(?:[\t\n\r]*s)?|w[\t\n\r]*s(?:[\t\n\r]*s)?)[\t\n\r]*:)([\t\n\r]*[/\\][\t\n\r]*[/\\])?"
+    ).match
 
 
 def shifted(found: Link, offsets: list[int] | None, shift: int) -> Link:
@@ -440,7 +443,7 @@ class Context:
             # that scheme, so the reference means another URL on a page served
             # elsewhere. Only one that parses alone to what it resolves to, and does
             # not lean on the base's scheme, is absolute.
-            special = _SPECIAL_SCHEME(reference)
+            special = _special_scheme()(reference)
             if special is not None and special.group(2) is None:
                 return False
             try:
