@@ -18,9 +18,9 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from types import MappingProxyType
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from rewriter.policy import Policy
 
@@ -53,8 +53,7 @@ def shown(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
-@dataclass(frozen=True)
-class RunRequest:
+class RunRequest(NamedTuple):
     """One run of one verb: its inputs and its options (``options``, the parsed arguments with
     the configuration file's defaults), checked; ``kinds`` is what each named file of a rewrite
     is, told once (the planner reads it too)."""
@@ -62,7 +61,7 @@ class RunRequest:
     verb: str
     files: tuple[str, ...]
     options: argparse.Namespace
-    kinds: Mapping[str, Kind | None] = field(default_factory=dict)
+    kinds: Mapping[str, Kind | None] = MappingProxyType({})
 
     @classmethod
     def read(cls, args: argparse.Namespace, err: TextIO | Escaping | None) -> RunRequest:

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from rewriter.css.syntax import Quote, css_urls
 from rewriter.document.model import Kind
@@ -54,8 +53,7 @@ _ASCII_WHITESPACE_IN = re.compile("[\t\n\f\r ]").search
 _CONDITIONAL_TAGS = frozenset(tag for tag, _ in CONDITIONAL)
 
 
-@dataclass(frozen=True, slots=True)
-class ViewElement:
+class ViewElement(NamedTuple):
     """One element as a view gives it. *node* is the view's own handle on it (a parsed
     element, a tree node); *attributes* are in source order; *style_text* is the text of a
     ``<style>`` (None elsewhere, or where it holds more than text)."""
@@ -67,8 +65,7 @@ class ViewElement:
     style_text: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Site:
+class Site(NamedTuple):
     """One place a URL stands: the element and attribute (``#style`` for a ``<style>``'s
     text), the kind of value, the URL as the document means it (*url*, whitespace around it
     left out) and its span in *value*, the decoded attribute value or the style text it

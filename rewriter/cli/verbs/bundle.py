@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -35,7 +34,7 @@ def run_unpack(request: RunRequest, out: TextIO, err: TextIO) -> int:
     kinds = kinds_of([path])  # None for standard input: told from what is read
     kind = kinds[path]
     if kind is not None and kind.format in ("warc", "arc"):
-        return _unpack_archive(replace(request, kinds=kinds), out, err)
+        return _unpack_archive(request._replace(kinds=kinds), out, err)
     return _unpack_message(request, kind, err)
 
 
@@ -64,7 +63,7 @@ def _unpack_archive(request: RunRequest, out: TextIO, err: TextIO) -> int:
         err.write(f"rewriter unpack: --report {args.report} would overwrite {request.files[0]}, the input\n")
         return EXIT_USAGE
     options = argparse.Namespace(**{**_RUN_DEFAULTS, "dask": None, **vars(args)})
-    return run_rewrite(replace(request, options=options), out, err)
+    return run_rewrite(request._replace(options=options), out, err)
 
 
 def _unpack_message(request: RunRequest, kind: Kind | None, err: TextIO) -> int:

@@ -20,7 +20,6 @@ import shutil
 import tempfile
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -171,7 +170,7 @@ def _on(request: RunRequest, files: tuple[str, ...], *, output: str | None = Non
     if output is not None:
         options["output"] = output
     told = {name: (kinds or {}).get(name) or kinds_of([name])[name] for name in files}
-    return replace(request, files=files, options=argparse.Namespace(**options), kinds=told)
+    return request._replace(files=files, options=argparse.Namespace(**options), kinds=told)
 
 
 def _one_warc(members: list[Path], joined: Path, wacz: str) -> Path:
