@@ -896,8 +896,8 @@ class LocalCopies:
         object.__setattr__(self, "below", places.below)
 
     def __call__(self, reference: str, resolved: str | None) -> Kept | None:
-        if reference.startswith(("/", "\\")) or (":" in reference and scheme_of(reference) is not None):
-            return None  # (a scheme ends at a colon: most references have none, and need no match)
+        if reference.startswith(("/", "\\")) or scheme_of(reference) is not None:
+            return None
         path = reference.split("#", 1)[0].split("?", 1)[0]
         if not path or path.endswith("/"):
             return None

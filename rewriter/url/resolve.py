@@ -770,6 +770,8 @@ def scheme_of(reference: str, *, rules: Rules = "rfc3986") -> str | None:
     >>> scheme_of("git+ssh://host/repo"), scheme_of("10:30"), scheme_of("10:30", rules="rfc1808")
     ('git+ssh', None, '10')
     """
+    if ":" not in reference:  # a scheme ends at a colon: most references have none, and need no match
+        return None
     match = (_SCHEME_1808 if rules == "rfc1808" else _SCHEME_3986)(reference)
     return match[1] if match else None
 
