@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote, unquote
 
+from rewriter.disk.files import not_written
 from rewriter.disk.names import Folder
 from rewriter.document.encoding import sniff
 from rewriter.document.engines import engine_for_type
@@ -317,7 +318,7 @@ def _write(out: Folder, leaf: _Leaf, data: bytes, policy: Policy) -> UnpackedPar
     try:
         out.write(leaf.file, content)  # type: ignore[arg-type]
     except OSError as error:
-        problems.append(f"not written: {error.strerror or error}")
+        problems.append(not_written(error))
         action = "failed"
     return UnpackedPart(
         entity.path,

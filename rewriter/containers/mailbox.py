@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol, TypedDict
 
 from rewriter.containers.formats import detect_format, is_warc
 from rewriter.containers.pieces import PIECE_SIZE, Piece
-from rewriter.disk.files import identity, replacing
+from rewriter.disk.files import identity, not_written, replacing
 from rewriter.document.model import LEFT_RELATIVE, MessageResult, Unit, placed
 from rewriter.mime.message import rewrite_message
 from rewriter.policy import DEFAULT_POLICY, Policy
@@ -897,7 +897,7 @@ def _maildir_message(
         else:
             _write_message(destination / relative, output, destination / "tmp", before, sync=sync)
     except OSError as error:
-        problems.append(Problem("output", f"not written: {error.strerror or error}"))
+        problems.append(Problem("output", not_written(error)))
         written = None
     return MaildirReport(
         path,

@@ -82,6 +82,7 @@ __all__ = [
     "is_temporary",
     "kind_of",
     "mode_of",
+    "not_written",
     "open_regular",
     "remove_temporaries_of",
     "replacing",
@@ -636,8 +637,9 @@ class _Written:
 HELD_FILE_BYTES = 4 << 20
 
 
-def _not_written(error: OSError) -> str:
-    """Why a file of a :class:`CommitGroup` was left as it was (its key's failure)."""
+def not_written(error: OSError) -> str:
+    """Why an output was left as it was: a :class:`CommitGroup`'s file (its key's failure), a
+    container's output, an unpacked file."""
     return f"not written: {error.strerror or error}"
 
 
@@ -727,7 +729,7 @@ class CommitGroup:
             try:
                 self._write(folder, name, wanted, data, key)
             except OSError as error:
-                self._failures.setdefault(key, _not_written(error))
+                self._failures.setdefault(key, not_written(error))
 
     def _write(self, folder: Folder, name: str, wanted: int, data: bytes, key: object) -> None:
         # Made with its mode where the umask leaves it whole (no fchmod(2) a page); else 0o600,
@@ -786,7 +788,7 @@ class CommitGroup:
                     entry.folder.replace(entry.temporary, entry.name)
                 except OSError as error:
                     entry.folder.unlink(entry.temporary)
-                    failures[entry.key] = _not_written(error)
+                    failures[entry.key] = not_written(error)
             with contextlib.suppress(OSError):  # the renames, as a folder's fsync after one
                 for fd in systems.values():
                     self._syncfs(fd)

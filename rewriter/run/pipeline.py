@@ -46,7 +46,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from rewriter.disk.files import Folder, temporaries_in
+from rewriter.disk.files import Folder, not_written, temporaries_in
 from rewriter.policy import copied
 from rewriter.problems import Problem, said_from_json
 from rewriter.run.executors import BATCH_JOBS
@@ -440,7 +440,7 @@ class _Assembly:
         try:
             self.context.__exit__(None, None, None)
         except OSError as error:
-            outcome.fail(f"not written: {error.strerror or error}", "output")
+            outcome.fail(not_written(error), "output")
         self.context = self.replacement = None
 
     def close(self) -> None:

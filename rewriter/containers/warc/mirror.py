@@ -28,7 +28,7 @@ from rewriter.containers.warc.layout import (
 from rewriter.containers.warc.model import MAX_BODY, Wanted, WarcDamage, WarcDocument, _clean, _success
 from rewriter.containers.warc.read import _Record, _records, _source_events, _Whole
 from rewriter.containers.warc.redirects import follow_redirects, redirect_map
-from rewriter.disk.files import open_regular
+from rewriter.disk.files import not_written, open_regular
 from rewriter.disk.names import Folder
 from rewriter.document.engines import DOCUMENT_TYPES, engine_for_type
 from rewriter.document.model import Unit
@@ -441,10 +441,10 @@ def _finish(
         root.write(manifest, data)
     except FileExistsError as error:  # a killed run's, of the same plan: taken when it is the same
         if not _holds(root.path, manifest, data):
-            problems.append(f"{MANIFEST} not written: {error.strerror or error}")
+            problems.append(f"{MANIFEST} {not_written(error)}")
             written = None
     except OSError as error:
-        problems.append(f"{MANIFEST} not written: {error.strerror or error}")
+        problems.append(f"{MANIFEST} {not_written(error)}")
         written = None
     documents = tuple(entry.file for entry in frozen if entry.file is not None)
     return WarcReport(warc, out_dir, written, frozen, documents, sum(e.links for e in frozen), tuple(problems))
