@@ -7,14 +7,16 @@ from __future__ import annotations
 import builtins
 import io
 import os
+import re
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 import rewriter
 from rewriter.disk import listings as listings_module
 from rewriter.run.batch import Settings, plan, run
-from rewriter.run.plan import WHOLE_FILE, read_ahead
+from rewriter.run.plan import WHOLE_FILE, read_ahead, told
 
 URL = "http://example.org/site/"
 PAGE = (
@@ -166,3 +168,65 @@ def test_a_worker_reads_its_batch_ahead_as_the_planner_would_have(tmp_path: Path
     run(whole, Settings(url=URL))
     for path in (tmp_path / "whole").rglob("*.html"):
         assert (tmp_path / "out" / path.relative_to(tmp_path / "whole")).read_bytes() == path.read_bytes()
+
+
+def test_a_plan_for_other_processes_leaves_small_files_to_their_jobs(tmp_path: Path) -> None:
+    """With ``untold`` the planner reads no small file: each job tells what its file is where it
+    runs (``told``), as the planner would have: a document with its bytes, a file that is none
+    copied with the others or passed over; a large file, and every file in place, the planner
+    still tells."""
+    _site(tmp_path / "site")
+    fake = b"\x89PNG\r\n\x1a\n" + bytes(64)  # an image under a page's name
+    (tmp_path / "site" / "fake.html").write_bytes(fake)
+    (tmp_path / "site" / "big.html").write_bytes(b"<p>" + b" " * WHOLE_FILE)
+    site, out = str(tmp_path / "site"), str(tmp_path / "out")
+    jobs, _ = plan([site], out, include=["*.html"], read_whole=False, untold=True)
+    by_name = {Path(job.source).name: job for job in jobs}
+    assert sorted(by_name) == ["a.html", "b.html", "big.html", "fake.html"]
+    assert {name: (job.format, job.untold) for name, job in by_name.items()} == {
+        "a.html": (None, "pass"),
+        "b.html": (None, "pass"),
+        "big.html": ("html", None),
+        "fake.html": (None, "pass"),
+    }
+    assert by_name["fake.html"].size == len(fake)  # what sizes its batch, from the walk
+    page = told(by_name["a.html"])
+    assert (page.format, page.untold, page.data, page.copy) == ("html", None, PAGE, False)
+    assert told(page) is page  # told once
+    image = told(by_name["fake.html"])
+    assert (image.format, image.untold, image.copy) == ("other", "passed", False)
+    assert list(run([by_name["fake.html"]], Settings(url=URL))) == []  # passed over: no outcome, as if never planned
+    assert not (tmp_path / "out" / "fake.html").exists()
+    copying, _ = plan([site], out, include=["*.html"], copy_others=True, read_whole=False, untold=True)
+    image = told(next(job for job in copying if job.source.endswith("fake.html")))
+    assert (image.format, image.untold, image.copy) == ("other", None, True)
+    in_place, _ = plan([site], in_place=True, include=["*.html"], read_whole=False, untold=True)
+    assert all(job.untold is None and job.format is not None for job in in_place)
+    (tmp_path / "site" / "b.html").unlink()  # gone since the plan: its job says why
+    [outcome] = run([by_name["b.html"]], Settings(url=URL))
+    assert outcome.state == "failed" and "No such file" in " ".join(outcome.messages)
+
+
+@pytest.mark.parametrize("others", [[], ["--no-copy-others"]])
+def test_worker_processes_tell_small_files_as_the_serial_run_does(tmp_path: Path, others: list[str]) -> None:
+    """-j 2 leaves the small files to the workers (``Job.untold``): the output tree, the links
+    said and the summary's counts are the serial run's, a file that is no document copied or
+    passed over alike."""
+    _site(tmp_path / "site")
+    (tmp_path / "site" / "fake.html").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    for number in range(30):
+        (tmp_path / "site" / f"p{number}.html").write_bytes(PAGE)
+    said = {}
+    for jobs in ("1", "2"):
+        done = run_cli(
+            tmp_path, "rewrite", "site", "-o", f"out{jobs}", "-j", jobs, "--url", URL, "--include", "*.html", *others
+        )
+        assert done.returncode == 0, done.stderr
+        said[jobs] = re.sub(rb" in [\d.]+ s\n", b"\n", done.stderr).replace(b"out2", b"out1")
+        files = sorted(path.relative_to(tmp_path / f"out{jobs}") for path in (tmp_path / f"out{jobs}").rglob("*"))
+        assert (Path("fake.html") in files) == (not others)
+        assert Path("img/i.png") in files or others
+    assert said["2"] == said["1"]
+    for path in (tmp_path / "out1").rglob("*"):
+        if path.is_file():
+            assert (tmp_path / "out2" / path.relative_to(tmp_path / "out1")).read_bytes() == path.read_bytes()

@@ -42,7 +42,8 @@ __all__ = [
 ]
 
 
-State = Literal["rewritten", "unchanged", "failed", "copied"]
+# "passed": a file its job found to be no input (Job.untold), never counted: the pipeline drops it.
+State = Literal["rewritten", "unchanged", "failed", "copied", "passed"]
 
 # The formats whose engine takes a document's bytes at once (an mbox and a web archive are
 # streamed): a small file of one of them is read whole by the planner (Job.data).
@@ -140,6 +141,11 @@ class Job:
     # The input's size when the planner read it (None: not read): what sizes its batch
     # (rewriter.run.pipeline.Batching), without a stat call.
     size: int | None = None
+    # A small file of a folder the planner did not read (its jobs run in other processes, which
+    # read it anyway): its job tells what it is (rewriter.run.plan.told) and, when it is no
+    # document, copies it ("copy": the run copies the others) or passes over it ("pass"), as the
+    # planner would have; "passed": told, passed over (its outcome is no one's, the pipeline drops it).
+    untold: Literal["copy", "pass", "passed"] | None = None
 
     # Pickled in batches to the worker processes: by one attrgetter call, not the dataclass's
     # own state functions, which look up the fields of the class for each job.

@@ -291,6 +291,8 @@ def execute(
                 return  # not finished yet
             del state.slots[turn]
             turn += 1
+            if isinstance(item, Outcome) and item.state == "passed":
+                continue  # a file its job found to be no input (Job.untold): not in the plan, as if never walked
             if isinstance(item, Outcome) and slot.job is not None and slot.job.piece is not None:
                 (mirrors if slot.job.mirror else assembly).add(slot.job, item, journal)
             yield item

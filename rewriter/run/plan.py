@@ -33,7 +33,7 @@ from rewriter.problems import Problem
 from rewriter.run.jobs import WHOLE_FORMATS, Job
 from rewriter.run.journal import is_work_folder
 
-__all__ = ["Found", "iter_plan", "kinds_of", "matches", "plan", "read_ahead"]
+__all__ = ["Found", "iter_plan", "kinds_of", "matches", "plan", "read_ahead", "told"]
 
 
 def matches(relative: str, patterns: Sequence[str]) -> bool:
@@ -79,12 +79,13 @@ WHOLE_FILE = 1 << 20
 
 class _Read:
     """What the planner read of a file: what it is, the status of the descriptor it read it
-    through, and its bytes when it read it whole."""
+    through, and its bytes when it read it whole. *kind* None: not read, its status from the
+    walk (a small file its job tells, :func:`told`)."""
 
     # Plain classes here, not dataclasses: making one costs about a millisecond of every run's start-up.
     __slots__ = ("data", "kind", "status")
 
-    def __init__(self, kind: Kind, data: bytes | None = None, status: os.stat_result | None = None) -> None:
+    def __init__(self, kind: Kind | None, data: bytes | None = None, status: os.stat_result | None = None) -> None:
         self.kind, self.data, self.status = kind, data, status
 
 
@@ -100,6 +101,7 @@ def _walk(
     others: bool = False,
     follow: bool = True,
     whole: int = 0,
+    untold: int = 0,
 ) -> Iterator[Walked]:
     """(path, its path under *root* with "/" between names, what it is, what its content is)
     for each input under *root*, sorted, symbolic links not followed.
@@ -113,6 +115,7 @@ def _walk(
     Read with os.scandir, whose entries say what each is: a regular file costs no stat call.
     A folder that cannot be read is passed over, as os.walk does. A document of at most *whole*
     bytes is read whole (:data:`WHOLE_FILE`; 0: only heads), through no symbolic link unless *follow*.
+    A file of at most *untold* bytes is not read at all: its job tells what it is (:func:`told`).
     """
     pending = [(os.fspath(root), "")]
     while pending:
@@ -138,7 +141,7 @@ def _walk(
                 continue
             kept.append((entry.path, relative + "/"))
         for entry in files:
-            found = _walked_file(entry, prefix, root, include, exclude, follow, whole)
+            found = _walked_file(entry, prefix, root, include, exclude, follow, whole, untold)
             if found is not None and (found[2] == "input" or others):
                 yield found
         pending.extend(reversed(kept))  # depth first, in order, as os.walk goes
@@ -152,6 +155,7 @@ def _walked_file(
     exclude: Sequence[str],
     follow: bool,
     whole: int,
+    untold: int = 0,
 ) -> Walked | None:
     """What :func:`_walk` yields for one file of a folder; None for one it passes over."""
     name, relative = entry.name, prefix + entry.name
@@ -168,10 +172,21 @@ def _walked_file(
         return None
     if include and not matches(relative, include):
         return entry.path, relative, "other", None
+    if untold:
+        try:
+            status = entry.stat()  # what a job's batch is sized by (rewriter.run.pipeline)
+        except OSError:
+            return entry.path, relative, "input", None  # its job says why
+        if status.st_size <= untold:
+            return entry.path, relative, "input", _Read(None, status=status)
     read = _read(entry.path, follow, whole)
-    if read is None or read.kind.document:  # unreadable: its job says why
-        return entry.path, relative, "input", read
-    return entry.path, relative, "other", read
+    return entry.path, relative, _found(read), read
+
+
+def _found(read: _Read | None) -> Found:
+    """What a walk takes a file it read for: an input when it is a document (or unreadable: its
+    job says why), else one of the others (copied, with --copy-others)."""
+    return "input" if read is None or read.kind is None or read.kind.document else "other"
 
 
 def _read(path: str, follow: bool, whole: int) -> _Read | None:
@@ -202,6 +217,33 @@ def _read(path: str, follow: bool, whole: int) -> _Read | None:
     return _Read(kind, data, status) if len(data) == size else _Read(kind, status=status)
 
 
+def told(job: Job) -> Job:
+    """*job*, a small file of a folder that the planner left untold (``Job.untold``: its jobs
+    run in other processes, which read the file anyway), told what it is here, as the planner
+    tells a file it reads (:func:`_found`): a document with its bytes when it is read whole; a
+    copy when it is none and the run copies the others, else ``untold="passed"`` (the run passes
+    over it, as the planner would have). A file that cannot be read is left to its job, which
+    says why."""
+    if job.untold not in ("copy", "pass"):
+        return job
+    read = _read(job.source, not job.in_place, WHOLE_FILE)
+    if read is None or read.kind is None:
+        return replace(job, untold=None)
+    kind, status = read.kind, read.status
+    if _found(read) == "input":
+        return replace(
+            job,
+            untold=None,
+            format=kind.format,
+            why=kind.reason,
+            data=read.data,
+            status=status if read.data is not None else None,
+            size=None if status is None else status.st_size,
+        )
+    copy = job.untold == "copy"
+    return replace(job, untold=None if copy else "passed", copy=copy, format=kind.format, why=kind.reason)
+
+
 def read_ahead(jobs: Sequence[Job]) -> list[Job]:
     """*jobs* (a batch), each small document of a folder that the planner told by its head
     alone (a run whose jobs go to other processes) given its bytes (``Job.data``), read as
@@ -210,11 +252,14 @@ def read_ahead(jobs: Sequence[Job]) -> list[Job]:
     that cannot be read so, or no longer is what the planner told, is left to its job."""
     ready: list[Job] = []
     for job in jobs:
+        if job.untold is not None:
+            ready.append(told(job))
+            continue
         # Only a walk's jobs carry the size the planner saw, and only a document's format is one of
         # WHOLE_FORMATS (a copy, a piece, a web archive, a Maildir: none is); _read decides again.
         if job.data is None and job.format in WHOLE_FORMATS and job.size is not None and job.size <= WHOLE_FILE:
             read = _read(job.source, not job.in_place, WHOLE_FILE)
-            if read is not None and read.data is not None and read.kind.format == job.format:
+            if read is not None and read.data is not None and read.kind is not None and read.kind.format == job.format:
                 job = replace(job, data=read.data, status=read.status, size=len(read.data))
         ready.append(job)
     return ready
@@ -294,6 +339,7 @@ def iter_plan(
     backup: str | None = None,
     kinds: Mapping[str, Kind | None] | None = None,
     read_whole: bool = True,
+    untold: bool = False,
 ) -> Iterator[Job | str]:
     """The jobs for *inputs* (files, folders, Maildirs, ``-``) and, in their places, what
     cannot be a job (a str, the message), as a stream: a folder is walked as the jobs are
@@ -318,6 +364,10 @@ def iter_plan(
     With *read_whole* (the default), a document of a folder up to :data:`WHOLE_FILE` is read
     whole as it is told what it is, and its job carries its bytes (``Job.data``): for jobs done
     in this process. Without, only heads are read (a plan counted, or done by other processes).
+    With *untold* (jobs done by other processes, which read each file anyway), a folder's files
+    up to that size (and smaller than a piece) are not read here at all: each job tells what its
+    file is, where it runs (:func:`told`, ``Job.untold``); not in place, where a web archive is
+    left alone.
     """
     if in_place and backup:  # a page's backup holds a page too: the next run would rewrite it
         exclude = (*exclude, "*" + glob.escape(backup))
@@ -341,6 +391,7 @@ def iter_plan(
         and (len(inputs) > 1 or output.endswith(("/", os.sep)) or Path(output).is_dir()),
         several=len(inputs) > 1,
         whole=WHOLE_FILE if read_whole else 0,
+        untold=0 if not untold or in_place else min(WHOLE_FILE, (piece_size or WHOLE_FILE + 1) - 1),
         skip=_resolved(Path(output)) if output is not None and to_file else None,
     )
     for given in inputs:
@@ -351,8 +402,9 @@ class _Request:
     """What every input of one plan shares: :func:`iter_plan`'s options, and what follows from them:
     *output* (None or "-": standard output); *folder_output*, -o names a folder, where each input
     keeps its path; *several* inputs, each folder's files under its own name in the output folder;
-    *whole*, a folder's documents up to this size are read whole (Job.data; 0: only heads); *skip*,
-    the output folder, never walked as an input."""
+    *whole*, a folder's documents up to this size are read whole (Job.data; 0: only heads); *untold*,
+    a folder's files up to this size are not read, told by their jobs (0: none); *skip*, the output
+    folder, never walked as an input."""
 
     __slots__ = (
         "copy_others",
@@ -367,6 +419,7 @@ class _Request:
         "piece_size",
         "several",
         "skip",
+        "untold",
         "whole",
     )
 
@@ -385,11 +438,13 @@ class _Request:
         folder_output: bool,
         several: bool,
         whole: int,
+        untold: int,
         skip: Path | None,
     ) -> None:
         self.output, self.in_place, self.include, self.exclude = output, in_place, include, exclude
         self.copy_others, self.dry, self.piece_size, self.max_message = copy_others, dry, piece_size, max_message
         self.kinds, self.folder_output, self.several, self.whole, self.skip = kinds, folder_output, several, whole, skip
+        self.untold = untold
 
     @property
     def to_stdout(self) -> bool:
@@ -439,13 +494,20 @@ def _folder_jobs(given: str, path: Path, request: _Request) -> Iterator[Job | st
         return
     others = request.copy_others and not in_place and not dry
     walked = _walk(
-        path, request.include, request.exclude, request.skip, others=others, follow=not in_place, whole=request.whole
+        path,
+        request.include,
+        request.exclude,
+        request.skip,
+        others=others,
+        follow=not in_place,
+        whole=request.whole,
+        untold=request.untold,
     )
     # Whether an output is its input is asked of their folders, once each pair: two names of
     # one folder hold one file (a folder rewritten into itself, through a link or a mount);
     # two folders apart hold two, a hard link aside, whose entry the rename replaces.
     same_folders: dict[tuple[str, str], bool] = {}
-    for job in _walked_jobs(walked, given, base, in_place=in_place, root=request.root, dry=dry):
+    for job in _walked_jobs(walked, given, base, in_place=in_place, root=request.root, dry=dry, others=others):
         itself = False
         if not job.in_place and job.target is not None:
             folders = (os.path.dirname(job.target), os.path.dirname(job.source))
@@ -505,6 +567,7 @@ def _walked_jobs(
     in_place: bool,
     root: str | None,
     dry: bool,
+    others: bool = False,
 ) -> Iterator[Job]:
     """The jobs of a folder *given*'s walk: each document (or Maildir) and, to be copied, each
     other file; in place, no link (its target, when in the tree, is rewritten as itself) and
@@ -530,6 +593,7 @@ def _walked_jobs(
             data=None if read is None else read.data,
             status=None if read is None or read.data is None else read.status,
             size=None if read is None or read.status is None else read.status.st_size,
+            untold=None if read is None or read.kind is not None else "copy" if others else "pass",
         )
 
 

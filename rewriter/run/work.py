@@ -56,7 +56,7 @@ from rewriter.problems import Problem, as_problem, report_record
 from rewriter.run.collection import LocalCopies, Places
 from rewriter.run.jobs import WHOLE_FORMATS, Job, Outcome, Settings, Unrecognised, job_key
 from rewriter.run.journal import piece_path
-from rewriter.run.plan import read_ahead
+from rewriter.run.plan import read_ahead, told
 from rewriter.run.tally import fold
 
 if TYPE_CHECKING:
@@ -210,7 +210,12 @@ def _standard_output() -> BinaryIO:
 
 def run_job(job: Job, settings: Settings) -> Outcome:
     """Do one job; every failure is in the outcome, never raised."""
+    if job.untold is not None:  # a small file the planner left to its job (read_ahead tells a batch's first)
+        job = told(job)
     outcome = Outcome(job.shown, piece=job.piece, why=_why(job, settings) if settings.explain else None)
+    if job.untold == "passed":
+        outcome.state = "passed"  # no input: the pipeline drops it, as the planner would have
+        return outcome
     try:
         if job.copy:
             return _copy(job, outcome, sync=settings.sync)

@@ -370,4 +370,7 @@ def _planned(
     if others:
         pieces: dict[str, Any] = {"piece_size": size, "max_message": settings.max_size} if journal is not None else {}
         output = args.output if not mirrors or len(request.files) == 1 else os.path.join(args.output, "")
-        yield from iter_plan(others, output, **pieces, **_options(request), read_whole=read_whole)
+        # Jobs done in other processes read their files anyway: the small ones are told there.
+        yield from iter_plan(
+            others, output, **pieces, **_options(request), read_whole=read_whole, untold=not read_whole
+        )
