@@ -16,6 +16,7 @@ from conftest import run_cli
 import rewriter
 from rewriter.disk import listings as listings_module
 from rewriter.run.batch import Settings, plan, run
+from rewriter.run.jobs import Outcome, outcome_json, outcome_problem
 from rewriter.run.plan import WHOLE_FILE, read_ahead, told
 
 URL = "http://example.org/site/"
@@ -197,6 +198,8 @@ def test_a_plan_for_other_processes_leaves_small_files_to_their_jobs(tmp_path: P
     assert (image.format, image.untold, image.copy) == ("other", "passed", False)
     assert list(run([by_name["fake.html"]], Settings(url=URL))) == []  # passed over: no outcome, as if never planned
     assert not (tmp_path / "out" / "fake.html").exists()
+    passed = outcome_json(Outcome("fake.html", state="passed"))  # a killed run's journal holds it: resumed
+    assert outcome_problem(passed, tmp_path / "report", piece=False) is None
     copying, _ = plan([site], out, include=["*.html"], copy_others=True, read_whole=False, untold=True)
     image = told(next(job for job in copying if job.source.endswith("fake.html")))
     assert (image.format, image.untold, image.copy) == ("other", None, True)

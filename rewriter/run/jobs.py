@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 from rewriter.containers.pieces import MAX_DOCUMENT, Piece
 from rewriter.disk.listings import Listings
@@ -304,7 +304,7 @@ _OUTCOME_TYPES: dict[str, type] = {
     "report_file": str,
     "retried": str,
 }
-_STATES = frozenset(("rewritten", "unchanged", "failed", "copied"))
+_STATES = frozenset(get_args(State))  # every state a run gives, "passed" included (a resumed run's)
 _COUNTS = ("rewritten", "kept", "local", "relative", "no_base", "bytes_in", "bytes_out")
 _LARGEST = 1 << 63  # counts and sizes are 64-bit integers
 
