@@ -37,8 +37,11 @@ command line with ``--url-root`` three ways in each round, the order reversed ev
 CPU time of every process, each against ``-j 1``, and the share of the ceiling reached: the ceiling
 for N workers is the ``-j 1`` run's CPU divided by N (the same round's), the share that ceiling
 over the run's wall time; and the speed-up over the same round's ceiling of 2 processes of pure CPU
-work (:class:`Ceiling`). --no-fsync runs every one with it (the CPU without the disk's syncs, which
-on a shared disk wait for other programs' writes too); --no-dask leaves Dask out. Every output
+work (:class:`Ceiling`); and the most that share could be with no core ever idle, given the run's
+CPU and the start-up S that one process pays while the other cores wait: C1 / (CPU + (N - 1) S),
+C1 being ``-j 1``'s CPU (so a run that costs more CPU than ``-j 1`` bounds its own share).
+--no-fsync runs every one with it (the CPU without the disk's syncs, which on a shared disk wait
+for other programs' writes too); --no-dask leaves Dask out. Every output
 tree must be byte-identical to the first ``-j 1`` tree. --baseline TREE (a source tree of rewriter,
 ``git archive REV rewriter | tar -x -C TREE``) times each executor again with that tree's package,
 in the same rounds: before and after a change, on a machine whose speed drifts.
@@ -359,7 +362,8 @@ def mirror_main(
         print(f"{count} pages of a mirror, {size / count / 1e3:.2f} KB a page, {rounds} rounds{synced}, in {scratch}")
         print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, {platform.platform()}")
         ceiling = Ceiling()
-        print(f"start-up paid by every command line: {start_up(3, scratch):.2f} s")
+        started = start_up(3, scratch)
+        print(f"start-up paid by every command line: {started:.2f} s")
         reference = scratch / "reference"
         seconds: dict[str, list[tuple[float, float]]] = {label: [] for label in runs}
         machine: list[float] = []  # each round's ceiling for 2 processes of pure CPU work
@@ -398,6 +402,13 @@ def mirror_main(
             if workers > 1:  # the same round's speed-up over the same round's ceiling of pure CPU work
                 reached = [ratio / limit for ratio, limit in zip(walls, machine, strict=True)]
                 line += f"   speed-up / machine ceiling {statistics.median(reached):.2f}"
+                # The most the share could be with no core ever idle: the start-up S is one process's
+                # while the other cores wait, so wall >= S + (CPU - S) / N, and the share C1 / N / wall
+                # is at most C1 / (CPU + (N - 1) S).
+                bounds = [
+                    base[1] / (own[1] + (workers - 1) * started) for base, own in zip(serial, values, strict=True)
+                ]
+                line += f"   share with no core idle at most {statistics.median(bounds):.2f}"
             print(line)
         print()
         if differences:
