@@ -198,6 +198,15 @@ class Outcome:
     piece: Piece | None = None  # the piece of a container this outcome is of
     units: list[dict[str, object]] = field(default_factory=list)  # each message's report (Settings.units)
 
+    # Pickled back from the worker processes, one a job: by one attrgetter call, not the
+    # dataclass's own state functions, which look up the fields of the class for each outcome.
+    def __getstate__(self) -> tuple[object, ...]:
+        return _outcome_state(self)
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        for name, value in zip(_OUTCOME_SLOTS, state, strict=True):
+            setattr(self, name, value)
+
     def weight(self) -> int:
         """About how many bytes this outcome holds (records, messages, output)."""
         return (
@@ -234,6 +243,10 @@ class Outcome:
             why.append(f"{count}unresolvable (see -v or --report)")
         plural = "" if self.relative == 1 else "s"
         return f"rewriter: {self.shown}: {self.relative:,} link{plural} left relative: {', '.join(why)}"
+
+
+_OUTCOME_SLOTS = tuple(Outcome.__dataclass_fields__)
+_outcome_state = attrgetter(*_OUTCOME_SLOTS)
 
 
 def job_key(job: Job, *, whole: bool = False) -> str:
