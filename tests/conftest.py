@@ -18,6 +18,19 @@ from typing import Any
 import pytest
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+# Some shells set PYTHONDONTWRITEBYTECODE (sandboxes do): every command a test starts would then
+# compile the package anew, a few tenths of a second each for thousands of commands (the README's
+# test command took more than eight minutes for 6 % of the tests). Its intent, no bytecode beside
+# the sources, is kept by a bytecode cache of the session's own, removed at its end.
+if os.environ.get("PYTHONDONTWRITEBYTECODE") and "PYTHONPYCACHEPREFIX" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="rewriter-tests-bytecode-")
+    atexit.register(shutil.rmtree, os.environ["PYTHONPYCACHEPREFIX"], ignore_errors=True)
 # The module-scoped `browser` fixture (headless Chromium for the bundle tests).
 pytest_plugins = ["browser_bundle"]
 
