@@ -223,6 +223,36 @@ def test_a_worker_killed_mid_batch_costs_its_batch_redone_and_named_once(
         assert (tmp_path / "out" / name).read_bytes() == b"<a href=http://h/x%d>x</a>" % number
 
 
+@needs_fork
+def test_a_file_that_is_no_input_is_passed_over_even_when_its_worker_dies_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Worker processes tell a folder's small files themselves (Job.untold): a file that is no document,
+    # where the run copies no others, is passed over as the planner would have omitted it, even when
+    # the worker doing it died twice (the command then tells it, to say nothing of it, not "failed").
+    import rewriter.run.work
+
+    pages = tmp_path / "in"
+    pages.mkdir()
+    for number in range(6):
+        (pages / f"p{number}.html").write_bytes(b"<a href=x%d>x</a>" % number)
+    (pages / "fake.html").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(32))  # an image under a page's name
+    real = rewriter.run.work.run_job
+
+    def run_job(job: rewriter.run.work.Job, settings: Settings) -> rewriter.run.work.Outcome:
+        if job.shown.endswith("fake.html"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(job, settings)
+
+    monkeypatch.setattr(rewriter.run.work, "run_job", run_job)  # forked workers inherit it
+    jobs, _ = plan([str(pages)], str(tmp_path / "out"), read_whole=False, untold=True)
+    assert [job.untold for job in jobs] == ["pass"] * 7
+    outcomes = list(run(jobs, Settings(url="http://h/"), 2))
+    assert sorted(Path(outcome.shown).name for outcome in outcomes) == [f"p{number}.html" for number in range(6)]
+    assert {outcome.state for outcome in outcomes} == {"rewritten"}
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [f"p{number}.html" for number in range(6)]
+
+
 _MAPPED_BLOCKS = """
 import ctypes, sys
 from rewriter.run.executors import tune_allocator

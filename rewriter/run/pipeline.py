@@ -51,6 +51,7 @@ from rewriter.policy import copied
 from rewriter.problems import Problem, said_from_json
 from rewriter.run.executors import BATCH_JOBS
 from rewriter.run.jobs import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json
+from rewriter.run.plan import told
 from rewriter.run.work import load_mirror_plan, mirror_plan_path, pieces_path, replacing_target, run_batch
 
 if TYPE_CHECKING:
@@ -308,6 +309,10 @@ def execute(
                     _forget_temporaries(slot.job, work)
                     continue
                 why = f"{result.reason}, and again when it was tried once more" if again else result.reason
+                if slot.job.untold == "pass" and told(slot.job).untold == "passed":
+                    # no input, as the planner would have told it: passed over, not failed
+                    _done([slot], [Outcome(slot.job.shown, state="passed")], state, journal)
+                    continue
                 _done([slot], [Outcome(slot.job.shown).fail(f"not rewritten: {why}", "not-done")], state, journal)
             return
         _done([state.slots[place] for place in places], result, state, journal)
