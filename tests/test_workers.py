@@ -152,24 +152,30 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _worker_dies_at(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """A worker is killed (SIGKILL: what the OOM killer or a crash in a C library does) when it
+    starts the job of a file whose path ends in *name*; forked workers inherit the patch."""
+    import rewriter.run.work
+
+    real = rewriter.run.work.run_job
+
+    def run_job(job: rewriter.run.work.Job, settings: Settings) -> rewriter.run.work.Outcome:
+        if job.shown.endswith(name):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(job, settings)
+
+    monkeypatch.setattr(rewriter.run.work, "run_job", run_job)
+
+
 @needs_fork
 def test_a_page_that_kills_its_worker_fails_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The batch run through the workers: the page whose worker dies is reported by name;
     # every other page is rewritten. The pages of its batch are done again (the six pages go
     # in batches of 1, 1, 2 and 2: c.html with d.html), each named as retried.
-    import rewriter.run.work
-
     for name in "abcdef":
         (tmp_path / "in" / f"{name}.html").parent.mkdir(exist_ok=True)
         (tmp_path / "in" / f"{name}.html").write_bytes(b"<a href=x>")
-    real = rewriter.run.work.run_job
-
-    def run_job(job: rewriter.run.work.Job, settings: Settings) -> rewriter.run.work.Outcome:
-        if job.shown.endswith("c.html"):
-            os.kill(os.getpid(), signal.SIGKILL)
-        return real(job, settings)
-
-    monkeypatch.setattr(rewriter.run.work, "run_job", run_job)  # forked workers inherit it
+    _worker_dies_at(monkeypatch, "c.html")
     jobs, _ = plan([str(tmp_path / "in")], str(tmp_path / "out"))
     outcomes = list(run(jobs, Settings(url="http://h/"), 2))
     states = {Path(outcome.shown).name: (outcome.state, said_all(outcome.messages)) for outcome in outcomes}
@@ -194,20 +200,11 @@ def test_a_worker_killed_mid_batch_costs_its_batch_redone_and_named_once(
     # pages are put in place together when the batch ends. A worker killed in the middle of one
     # costs that batch: its pages written so far are never put in place, every page of it is done
     # again alone and named once as retried; the page that kills its worker again fails alone.
-    import rewriter.run.work
-
     pages = tmp_path / "in"
     pages.mkdir()
     for number in range(40):
         (pages / f"p{number:02}.html").write_bytes(b"<a href=x%d>x</a>" % number)
-    real = rewriter.run.work.run_job
-
-    def run_job(job: rewriter.run.work.Job, settings: Settings) -> rewriter.run.work.Outcome:
-        if job.shown.endswith("p20.html"):
-            os.kill(os.getpid(), signal.SIGKILL)
-        return real(job, settings)
-
-    monkeypatch.setattr(rewriter.run.work, "run_job", run_job)  # forked workers inherit it
+    _worker_dies_at(monkeypatch, "p20.html")
     jobs, _ = plan([str(pages)], str(tmp_path / "out"))
     outcomes = list(run(jobs, Settings(url="http://h/"), 2))
     assert [outcome.shown for outcome in outcomes] == [job.shown for job in jobs]  # each once, in order
@@ -230,21 +227,12 @@ def test_a_file_that_is_no_input_is_passed_over_even_when_its_worker_dies_twice(
     # Worker processes tell a folder's small files themselves (Job.untold): a file that is no document,
     # where the run copies no others, is passed over as the planner would have omitted it, even when
     # the worker doing it died twice (the command then tells it, to say nothing of it, not "failed").
-    import rewriter.run.work
-
     pages = tmp_path / "in"
     pages.mkdir()
     for number in range(6):
         (pages / f"p{number}.html").write_bytes(b"<a href=x%d>x</a>" % number)
     (pages / "fake.html").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(32))  # an image under a page's name
-    real = rewriter.run.work.run_job
-
-    def run_job(job: rewriter.run.work.Job, settings: Settings) -> rewriter.run.work.Outcome:
-        if job.shown.endswith("fake.html"):
-            os.kill(os.getpid(), signal.SIGKILL)
-        return real(job, settings)
-
-    monkeypatch.setattr(rewriter.run.work, "run_job", run_job)  # forked workers inherit it
+    _worker_dies_at(monkeypatch, "fake.html")
     jobs, _ = plan([str(pages)], str(tmp_path / "out"), read_whole=False, untold=True)
     assert [job.untold for job in jobs] == ["pass"] * 7
     outcomes = list(run(jobs, Settings(url="http://h/"), 2))
