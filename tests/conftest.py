@@ -31,6 +31,10 @@ if os.environ.get("PYTHONDONTWRITEBYTECODE") and "PYTHONPYCACHEPREFIX" not in os
     del os.environ["PYTHONDONTWRITEBYTECODE"]
     os.environ["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="rewriter-tests-bytecode-")
     atexit.register(shutil.rmtree, os.environ["PYTHONPYCACHEPREFIX"], ignore_errors=True)
+# Worker processes start whatever the plan's size (rewriter.run.executors.SMALL_PLAN): the tests'
+# plans are small, and their tests of -j N are about the workers. tests/test_workers.py tests the
+# rule itself, without this.
+os.environ["REWRITER_SMALL_PLAN"] = "0"
 # The module-scoped `browser` fixture (headless Chromium for the bundle tests).
 pytest_plugins = ["browser_bundle"]
 

@@ -277,3 +277,57 @@ def test_the_allocator_is_tuned_for_a_run_unless_the_user_set_it() -> None:
     mine = subprocess.run([sys.executable, "-c", _MAPPED_BLOCKS], env=env, capture_output=True, text=True, check=True)
     tuned_flag, mapped = mine.stdout.split()
     assert tuned_flag == "False" and int(mapped) >= 4 << 20
+
+
+def _pids_of_jobs(monkeypatch: pytest.MonkeyPatch, log: Path) -> None:
+    """Each job appends the id of the process that does it to *log* (forked workers inherit the patch)."""
+    import rewriter.run.work
+
+    real = rewriter.run.work.run_job
+
+    def run_job(job: rewriter.run.work.Job, settings: Settings) -> rewriter.run.work.Outcome:
+        with log.open("a") as stream:
+            stream.write(f"{os.getpid()}\n")
+        return real(job, settings)
+
+    monkeypatch.setattr(rewriter.run.work, "run_job", run_job)
+
+
+@needs_fork
+@pytest.mark.parametrize(
+    ("small", "here"), [((3, 1 << 20), True), ((2, 1 << 20), False), ((3, 10), False), (None, False)]
+)
+def test_a_plan_too_small_to_share_is_done_in_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: tuple[int, int] | None, here: bool
+) -> None:
+    # Three pages of 10 bytes: no larger than (3 jobs, 1 MiB), so done here; over (2 jobs) or over
+    # (10 bytes), or with no bound, by the workers. The outcomes are the same either way.
+    from rewriter.run.executors import Processes
+    from rewriter.run.pipeline import execute
+
+    for name in "abc":
+        (tmp_path / "in").mkdir(exist_ok=True)
+        (tmp_path / "in" / f"{name}.html").write_bytes(b"<a href=x>")
+    log = tmp_path / "pids"
+    _pids_of_jobs(monkeypatch, log)
+    jobs, _ = plan([str(tmp_path / "in")], str(tmp_path / "out"))
+    outcomes = list(execute(jobs, Settings(url="http://h/"), Processes(2, small=small)))
+    assert [(outcome.shown.rsplit("/", 1)[-1], outcome.state) for outcome in outcomes] == [
+        ("a.html", "rewritten"),
+        ("b.html", "rewritten"),
+        ("c.html", "rewritten"),
+    ]
+    pids = set(log.read_text().split())
+    assert (pids == {str(os.getpid())}) is here
+    assert (tmp_path / "out" / "c.html").read_bytes() == b"<a href=http://h/x>"
+
+
+def test_the_small_plan_bound_is_the_default_unless_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rewriter.run.executors import SMALL_PLAN, Processes, small_plan
+
+    monkeypatch.delenv("REWRITER_SMALL_PLAN")  # the test suite sets it to 0 (conftest)
+    assert small_plan() == SMALL_PLAN and Processes(2).small == SMALL_PLAN
+    for value, bound in [("0", None), ("10", (10, SMALL_PLAN[1])), ("10,2048", (10, 2048)), ("ten", SMALL_PLAN)]:
+        monkeypatch.setenv("REWRITER_SMALL_PLAN", value)
+        assert small_plan() == bound and Processes(2).small == bound
+    assert Processes(2, small=None).small is None

@@ -102,9 +102,8 @@ def run(jobs: Iterable[Job], settings: Settings, workers: int = 1) -> Iterator[O
     from rewriter.run.executors import Executor, Processes, Serial
     from rewriter.run.pipeline import execute  # here: a command line that runs no batch never loads it
 
-    jobs = list(jobs) if isinstance(jobs, (list, tuple)) else jobs
-    few = isinstance(jobs, list) and len(jobs) <= 1
-    executor: Executor = Serial() if workers <= 1 or few else Processes(workers)
+    # A plan too small to share is done here all the same (Processes.small, read by the pipeline).
+    executor: Executor = Serial() if workers <= 1 else Processes(workers)
     if isinstance(executor, Processes):
         warm_up()
         # Objects the workers inherit stay out of their collector's sight: its passes would

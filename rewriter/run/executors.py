@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BATCH_JOBS",
     "EXTRA_HINT",
+    "SMALL_PLAN",
     "DaskExecutor",
     "DaskMissing",
     "Executor",
@@ -56,6 +57,15 @@ AHEAD = 2  # items in flight per worker on Dask: the one it does and the next
 # of its folders, and its engines run between two bursts of system calls (128 rather than 32: 0.84-0.92
 # of the user CPU on small pages). rewriter.run.pipeline.Batching sizes each batch, by bytes too.
 BATCH_JOBS = 128
+
+# A plan no larger than this (jobs, input bytes) is done in this process even where worker
+# processes were asked for: starting them, and the small first batches that spread a run over
+# them, cost more than they save. On pages of 1.6 KB, -j 2 took 1.18 times -j 1's time for 22
+# pages, 1.06 for 200, 1.00 for 400 and 0.84 for 800 (docs/performance.md).
+SMALL_PLAN = (256, 512 << 10)
+# REWRITER_SMALL_PLAN=JOBS[,BYTES] sets it for a run; 0 starts the workers whatever the plan (the
+# test suite does: its plans are small, and its tests of the workers are about the workers).
+SMALL_PLAN_VARIABLE = "REWRITER_SMALL_PLAN"
 
 
 # glibc's allocator for a run's process (and the workers it forks): blocks up to this size come
@@ -129,15 +139,33 @@ class Serial:
                 yield index, Failed(f"{type(error).__name__}: {error}")
 
 
+def small_plan() -> tuple[int, int] | None:
+    """:data:`SMALL_PLAN`, or what ``REWRITER_SMALL_PLAN`` says (None: ``0``, no plan is small)."""
+    value = os.environ.get(SMALL_PLAN_VARIABLE, "").strip()
+    if not value:
+        return SMALL_PLAN
+    try:
+        jobs, _, size = value.partition(",")
+        most = (int(jobs), int(size) if size else SMALL_PLAN[1])
+    except ValueError:
+        return SMALL_PLAN
+    return None if most[0] <= 0 else most
+
+
 class Processes:
     """*workers* processes of :mod:`rewriter.run.workers` (fork where the system has it), each
     taking a batch of jobs at a time, as :class:`Serial` does them (its pages committed together).
-    A worker that dies costs its batch: each job of it is done once more, alone."""
+    A worker that dies costs its batch: each job of it is done once more, alone.
+
+    A plan of at most *small* (jobs, input bytes; by default :func:`small_plan`) is done in this
+    process, as :class:`Serial` would (:func:`rewriter.run.pipeline.execute` reads that far
+    ahead to know); None: every plan goes to the workers."""
 
     batch = BATCH_JOBS
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, small: tuple[int, int] | Literal["default"] | None = "default") -> None:
         self.workers = max(1, workers)
+        self.small = small_plan() if small == "default" else small
 
     def map(
         self, function: Callable[..., Result], items: Iterable[Any], *shared: Any

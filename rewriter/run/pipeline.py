@@ -40,6 +40,7 @@ b'<a href=http://h/y>y</a>'
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -318,6 +319,7 @@ def execute(
         _done([state.slots[place] for place in places], result, state, journal)
 
     leftovers = Leftovers(settings.backup) if leftovers is None else leftovers
+    plan, executor = _sized(plan, executor)
     if not getattr(executor, "in_process", False):
         plan = _without_data(plan)
     jobs = _batches(plan, state, journal, Batching.of(executor), leftovers)
@@ -332,6 +334,28 @@ def execute(
             yield from release()
     yield from release()
     assembly.close()
+
+
+def _sized(plan: Iterable[Job | str], executor: Executor) -> tuple[Iterable[Job | str], Executor]:
+    """The plan and the executor that does it: *executor*, or :class:`~rewriter.run.executors.Serial`
+    when the whole plan is no larger than the executor's ``small`` (jobs, input bytes), which the
+    plan is read ahead to know; a piece of a container is never small."""
+    small: tuple[int, int] | None = getattr(executor, "small", None)
+    if small is None:
+        return plan, executor
+    from rewriter.run.executors import Serial
+
+    stream = iter(plan)
+    ahead: list[Job | str] = []
+    jobs = size = 0
+    for item in stream:
+        ahead.append(item)
+        if isinstance(item, Job):
+            jobs += 1
+            size += _size(item)
+            if item.piece is not None or jobs > small[0] or size > small[1]:
+                return itertools.chain(ahead, stream), executor
+    return ahead, Serial()
 
 
 def _without_data(plan: Iterable[Job | str]) -> Iterator[Job | str]:
