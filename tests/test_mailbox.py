@@ -307,6 +307,16 @@ def rewrite(data: bytes) -> tuple[bytes, list[mailbox.MboxReport]]:
     return target.getvalue(), reports
 
 
+def test_rewrite_mbox_says_it_takes_streams_when_given_paths(tmp_path: Path) -> None:
+    source = tmp_path / "in.mbox"
+    source.write_bytes(b"From a Sat Jan  1 00:00:00 2000\n\nhi\n")
+    with pytest.raises(TypeError, match=r"binary streams \(open\(path, 'rb'\)\), not \w*Path as its source"):
+        list(rewrite_mbox(source, io.BytesIO()))  # type: ignore[arg-type]
+    with source.open("rb") as stream, pytest.raises(TypeError, match=r"open\(path, 'wb'\)\), not str as its target"):
+        list(rewrite_mbox(stream, str(tmp_path / "out.mbox")))  # type: ignore[arg-type]
+    assert not (tmp_path / "out.mbox").exists()
+
+
 @pytest.mark.parametrize("name", sorted(CORPUS_MBOXES))
 def test_rewrite_mbox_writes_identical_bytes_when_nothing_changes(name: str, engine: None) -> None:
     data = shared_path("corpus", "mail", name).read_bytes()

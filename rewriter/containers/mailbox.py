@@ -545,7 +545,18 @@ def rewrite_mbox(source: BinaryIO, target: BinaryIO, **options: Unpack[MboxOptio
     >>> target.getvalue().splitlines()[-1]
     b'<img src=http://example.org/docs/logo.png>'
     """
+    _streams(source, target, "rewrite_mbox")
     yield from _rewrite_messages(source, target, 0, 0, **options)
+
+
+def _streams(source: object, target: object, name: str) -> None:
+    """A clear TypeError for a path (or anything else) given where a binary stream goes."""
+    for role, value, method in (("source", source, "read"), ("target", target, "write")):
+        if not callable(getattr(value, method, None)):
+            raise TypeError(
+                f"{name}() takes binary streams (open(path, {'rb' if method == 'read' else 'wb'!r})), "
+                f"not {type(value).__name__} as its {role}; mbox files by name: rewriter.run.batch or the command line"
+            )
 
 
 def _rewrite_messages(
