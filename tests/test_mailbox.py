@@ -315,6 +315,9 @@ def test_rewrite_mbox_says_it_takes_streams_when_given_paths(tmp_path: Path) -> 
     with source.open("rb") as stream, pytest.raises(TypeError, match=r"open\(path, 'wb'\)\), not str as its target"):
         list(rewrite_mbox(stream, str(tmp_path / "out.mbox")))  # type: ignore[arg-type]
     assert not (tmp_path / "out.mbox").exists()
+    piece = next(mailbox.plan_mbox(io.BytesIO(source.read_bytes())))
+    with pytest.raises(TypeError, match=r"rewrite_mbox_piece\(\) takes binary streams .* not \w*Path as its source"):
+        list(mailbox.rewrite_mbox_piece(source, piece, io.BytesIO()))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS_MBOXES))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -152,19 +153,29 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _worker_dies_at(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    """A worker is killed (SIGKILL: what the OOM killer or a crash in a C library does) when it
-    starts the job of a file whose path ends in *name*; forked workers inherit the patch."""
+def _before_each_job(monkeypatch: pytest.MonkeyPatch, before: Callable[[str], None]) -> None:
+    """``before(job.shown)`` as each job starts, in whichever process does it (forked workers
+    inherit the patch)."""
     import rewriter.run.work
 
     real = rewriter.run.work.run_job
 
     def run_job(job: rewriter.run.work.Job, settings: Settings) -> rewriter.run.work.Outcome:
-        if job.shown.endswith(name):
-            os.kill(os.getpid(), signal.SIGKILL)
+        before(job.shown)
         return real(job, settings)
 
     monkeypatch.setattr(rewriter.run.work, "run_job", run_job)
+
+
+def _worker_dies_at(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """A worker is killed (SIGKILL: what the OOM killer or a crash in a C library does) when it
+    starts the job of a file whose path ends in *name*."""
+
+    def die(shown: str) -> None:
+        if shown.endswith(name):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    _before_each_job(monkeypatch, die)
 
 
 @needs_fork
@@ -280,17 +291,13 @@ def test_the_allocator_is_tuned_for_a_run_unless_the_user_set_it() -> None:
 
 
 def _pids_of_jobs(monkeypatch: pytest.MonkeyPatch, log: Path) -> None:
-    """Each job appends the id of the process that does it to *log* (forked workers inherit the patch)."""
-    import rewriter.run.work
+    """Each job appends the id of the process that does it to *log*."""
 
-    real = rewriter.run.work.run_job
-
-    def run_job(job: rewriter.run.work.Job, settings: Settings) -> rewriter.run.work.Outcome:
+    def note(shown: str) -> None:
         with log.open("a") as stream:
             stream.write(f"{os.getpid()}\n")
-        return real(job, settings)
 
-    monkeypatch.setattr(rewriter.run.work, "run_job", run_job)
+    _before_each_job(monkeypatch, note)
 
 
 @needs_fork

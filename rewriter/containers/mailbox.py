@@ -724,6 +724,7 @@ def rewrite_mbox_piece(
     >>> joined.getvalue() == whole.getvalue()
     True
     """
+    _streams(stream, target, "rewrite_mbox_piece")
     window = _Window(stream, piece.start, piece.end)
     if piece.start and window.read(5) != b"From ":
         raise ValueError(f"piece {piece.number} does not begin with a From_ line at offset {piece.start}")

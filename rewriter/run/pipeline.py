@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from rewriter.disk.files import Folder, not_written, temporaries_in
 from rewriter.policy import copied
 from rewriter.problems import Problem, said_from_json
-from rewriter.run.executors import BATCH_JOBS
+from rewriter.run.executors import BATCH_JOBS, Serial
 from rewriter.run.jobs import Job, Outcome, Settings, job_key, outcome_from_json, outcome_json
 from rewriter.run.plan import told
 from rewriter.run.work import load_mirror_plan, mirror_plan_path, pieces_path, replacing_target, run_batch
@@ -343,8 +343,6 @@ def _sized(plan: Iterable[Job | str], executor: Executor) -> tuple[Iterable[Job 
     small: tuple[int, int] | None = getattr(executor, "small", None)
     if small is None:
         return plan, executor
-    from rewriter.run.executors import Serial
-
     stream = iter(plan)
     ahead: list[Job | str] = []
     jobs = size = 0
