@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from functools import partial
 
-import turbohtml
-
 from rewriter.css import syntax as css
 from rewriter.css.stylesheet import css_links
 from rewriter.css.syntax import css_urls
@@ -19,6 +17,7 @@ from rewriter.html.microsyntax import ASCII_WHITESPACE, decode_attribute, strip_
 from rewriter.html.parsed import HTML, ParsedDocument
 from rewriter.html.plain import NEEDS_QUOTES, escape_attribute
 from rewriter.html.tags import VALUELESS, end_tag
+from rewriter.html.turbo import core as turbohtml
 
 
 def attribute_links(

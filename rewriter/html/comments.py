@@ -11,11 +11,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 
-import turbohtml
-
 from rewriter.document.speedups import str_argument, twin
 from rewriter.html.parsed import HTML, ParsedDocument
 from rewriter.html.tags import tag_end
+from rewriter.html.turbo import core as turbohtml
 
 # <!--[if IE]>...<![endif]-->: the head, then the first end after it. Two patterns: one
 # with a lazy ".*?" between them steps through the text one character at a time.

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TypeVar, cast
 
-import turbohtml
-
 from rewriter.document.model import Kind, Link
 from rewriter.document.process import KEPT_STATUSES, Context, TextResult
 from rewriter.html.attributes import attribute_links, style_element
@@ -42,6 +40,7 @@ from rewriter.html.table import (
     attributes_of,
     is_plain_url,
 )
+from rewriter.html.turbo import core as turbohtml
 from rewriter.problems import Problem
 
 # The link table per (namespace, tag, lazy attributes): a dict lookup per element.

@@ -35,8 +35,6 @@ from collections.abc import Iterator
 from functools import partial
 from typing import TYPE_CHECKING
 
-import turbohtml
-
 from rewriter.document.encoding import decode_checked, sniff
 from rewriter.document.model import DocumentResult, Link, NoBaseError, Status
 from rewriter.document.process import (
@@ -72,6 +70,7 @@ from rewriter.html.parsed import starts_of_lines as starts_of_lines
 from rewriter.html.tags import QUOTE_OF_VALUE_GROUP as QUOTE_OF_VALUE_GROUP
 from rewriter.html.tags import ascii_lower, end_tag
 from rewriter.html.tags import attribute_value_pattern as attribute_value_pattern
+from rewriter.html.turbo import core as turbohtml
 from rewriter.policy import Policy
 from rewriter.problems import Problem
 from rewriter.url.base import Base, Candidates, Layer, chain, from_fallback, usable_as_base

@@ -11,14 +11,13 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import cast
 
-import turbohtml
-
 from rewriter.document.speedups import COMPILED, str_argument, twin
 from rewriter.html.links import Namespace
 from rewriter.html.microsyntax import decode_attribute
 from rewriter.html.plain import named_start_tags
 from rewriter.html.table import selector
 from rewriter.html.tags import TAG_NAME, Span, end_tag, tag_attributes, tag_end
+from rewriter.html.turbo import core as turbohtml
 
 
 @twin
