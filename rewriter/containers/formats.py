@@ -22,9 +22,8 @@ import os
 import re
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
-from typing import BinaryIO, Literal
+from typing import BinaryIO, Literal, NamedTuple
 
 __all__ = [
     "ARC_LINE",
@@ -391,11 +390,11 @@ KindOfFile = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Kind:
+class Kind(NamedTuple):
     """What :func:`what_file_is` decided: the engine or container that reads the file
     (*format*; ``other``: none, the file is copied as it is) and why, in words (*reason*:
-    what ``explain`` and a run's messages say)."""
+    what ``explain`` and a run's messages say). Immutable; a named tuple, not a dataclass
+    (docs/decisions.md, "What every run makes at start")."""
 
     format: KindOfFile
     reason: str

@@ -28,7 +28,6 @@ import operator
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields
 from typing import Any, cast
 
 from rewriter.document.model import Status
@@ -284,7 +283,6 @@ def named_start_tags(text: str, elements: Iterable[Any], line_starts: Sequence[i
     return found
 
 
-@dataclass(slots=True)
 class LinkSearch:
     """What :func:`plain_links` is given: one object, which the compiled twin reads once per
     call. *text* and its *elements* (see :func:`plain_links`), *line_starts* (None: the
@@ -297,32 +295,79 @@ class LinkSearch:
     status is in *kept* (a set or a frozenset) is made and appended to *found*. With *inserts*
     a bytearray and *insert_texts* a list (not None), an edit that puts a prefix before a URL,
     (at, at, text), is kept compactly: *at* appended to *inserts* as 8 bytes (a signed
-    integer in the machine's byte order, an array's "q"), *text* to *insert_texts*."""
+    integer in the machine's byte order, an array's "q"), *text* to *insert_texts*.
 
-    text: str
-    elements: Iterable[Any]
-    line_starts: Sequence[int] | None
-    skip: object
-    html: object
-    html_tables: dict[str, Codes]
-    foreign_tables: dict[tuple[object, str], Codes]
-    table_of: Callable[[object, str], Codes]
-    classified: dict[str, tuple[Status, str | None, str | None]]
-    classify: Callable[[str], tuple[Status, str | None, str | None]]
-    link: type[tuple[Any, ...]]
-    base: str | None
-    layer: str | None
-    found: list[Any]
-    edits: list[tuple[int, int, str]]
-    counts: dict[Any, int] | None = None
-    kept: frozenset[Any] = frozenset()
-    inserts: bytearray | None = None
-    insert_texts: list[str] | None = None
+    A plain class with slots, not a dataclass (see docs/decisions.md, "What every run makes
+    at start"): it is made for each document and read by name, never compared."""
+
+    __slots__ = (  # noqa: RUF023 - the order both twins read them in (_SEARCH_FIELDS), as the C enum has it
+        "text",
+        "elements",
+        "line_starts",
+        "skip",
+        "html",
+        "html_tables",
+        "foreign_tables",
+        "table_of",
+        "classified",
+        "classify",
+        "link",
+        "base",
+        "layer",
+        "found",
+        "edits",
+        "counts",
+        "kept",
+        "inserts",
+        "insert_texts",
+    )
+
+    def __init__(
+        self,
+        text: str,
+        elements: Iterable[Any],
+        line_starts: Sequence[int] | None,
+        skip: object,
+        html: object,
+        html_tables: dict[str, Codes],
+        foreign_tables: dict[tuple[object, str], Codes],
+        table_of: Callable[[object, str], Codes],
+        classified: dict[str, tuple[Status, str | None, str | None]],
+        classify: Callable[[str], tuple[Status, str | None, str | None]],
+        link: type[tuple[Any, ...]],
+        base: str | None,
+        layer: str | None,
+        found: list[Any],
+        edits: list[tuple[int, int, str]],
+        counts: dict[Any, int] | None = None,
+        kept: frozenset[Any] = frozenset(),
+        inserts: bytearray | None = None,
+        insert_texts: list[str] | None = None,
+    ) -> None:
+        self.text = text
+        self.elements = elements
+        self.line_starts = line_starts
+        self.skip = skip
+        self.html = html
+        self.html_tables = html_tables
+        self.foreign_tables = foreign_tables
+        self.table_of = table_of
+        self.classified = classified
+        self.classify = classify
+        self.link = link
+        self.base = base
+        self.layer = layer
+        self.found = found
+        self.edits = edits
+        self.counts = counts
+        self.kept = kept
+        self.inserts = inserts
+        self.insert_texts = insert_texts
 
 
 # The fields of LinkSearch in the order both twins read them (once per call), and the fields
 # of a Link the search fills, in the order _make_link takes them.
-_SEARCH_FIELDS = tuple(field.name for field in fields(LinkSearch))
+_SEARCH_FIELDS: tuple[str, ...] = LinkSearch.__slots__
 LINK_FIELDS = (
     "element",
     "attribute",
