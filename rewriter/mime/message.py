@@ -778,13 +778,16 @@ class _Walk:
         """The input with the new bodies spliced in: every other byte as it was."""
         if not self.edits:
             return self.data
-        pieces: list[bytes] = []
+        # Views of the input, not slices: a slice of bytes is a copy, and the input's unchanged
+        # stretches (a large attachment) would be held three times at the join, not twice.
+        data = memoryview(self.data)
+        pieces: list[bytes | memoryview] = []
         last = 0
         for start, end, new in sorted(self.edits):
-            pieces.append(self.data[last:start])
+            pieces.append(data[last:start])
             pieces.append(new)
             last = end
-        pieces.append(self.data[last:])
+        pieces.append(data[last:])
         return b"".join(pieces)
 
 
