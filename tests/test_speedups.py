@@ -69,6 +69,7 @@ HOMES = {
     "utf8_splice": rewriter.document.encoding,
     "conditional_head": rewriter.html.comments,
     "flattened": rewriter.html.parsed,
+    "last_frameset_tag": rewriter.html.parsed,
     "classified_quickly": rewriter.document.process,
 }
 
@@ -518,6 +519,30 @@ def test_flattened(text: str) -> None:
     assert _same("flattened", text) == text.replace("\n", " ").replace("\r", " ")
 
 
+# --- last_frameset_tag ----------------------------------------------------------------------------------------------
+
+
+_FRAMESET_PIECES = [
+    "<frameset",
+    "<frame\u017fet",
+    "<FrameSet",
+    "<frameseT",
+    "<framesets",
+    "<frameset>",
+    "<frameset/",
+    "<",
+    "frameset",
+]
+_FRAMESET_PIECES += [" ", "\t", "\n", "\f", "\r", "\x0b", "/", ">", "=", "é", "😀", "\ud800", "\u212a", "\u017f"]
+
+
+@given(st.lists(st.one_of(st.sampled_from(_FRAMESET_PIECES), _any_text)).map("".join))
+@settings(max_examples=3000, deadline=None)
+def test_last_frameset_tag(text: str) -> None:
+    found = _same("last_frameset_tag", text)
+    assert found == max((m.start() for m in re.finditer(r"(?ai:<frameset)(?=[\t\n\f\r />])", text)), default=-1)
+
+
 # --- scan_css --------------------------------------------------------------------------------------------------------
 
 
@@ -599,6 +624,8 @@ def test_long_texts_scanned_without_the_gil_give_the_twins_results() -> None:
         _same("conditional_head", text, 0)
     for text in _long_texts("\n\r\n", filler="ab"):
         assert _same("flattened", text) == text.replace("\n", " ").replace("\r", " ")
+    for text in _long_texts("<FRAMESET/>", filler="<p>"):
+        _same("last_frameset_tag", text)
     for text in _long_texts("url(a.png) /* c */", filler="b "):
         _same("scan_css", text)
         _same("scan_css", "/*" + text + "*/ url(x)")

@@ -2715,6 +2715,39 @@ flattened(PyObject *module, PyObject *text)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The last <frameset start tag                                              */
+/* ------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(last_frameset_tag_doc, "last_frameset_tag(text) -> int\n\n"
+                                    "Where the last '<frameset' whose name ends as a tag name does begins, or -1: "
+                                    "memchr from one '<' to the next (see rewriter.html.parsed.last_frameset_tag).");
+
+static PyObject *
+last_frameset_tag(PyObject *module, PyObject *text)
+{
+    static const char name[] = "frameset";
+    Text t;
+    if (text_init(&t, text) < 0)
+        return NULL;
+    Py_ssize_t last = -1;
+    /* Read only, and the caller holds the text: a long one is scanned without the GIL. */
+    PyThreadState *state = (size_t)t.n * (size_t)t.kind > RELEASE_AT ? PyEval_SaveThread() : NULL;
+    for (Py_ssize_t k = find_char(&t, 0, '<'); k >= 0 && k + 9 < t.n; k = find_char(&t, k + 1, '<')) {
+        int i = 0;
+        /* ASCII case folded by one bit: only 'F' and 'f' (and so on) become the letter. */
+        while (i < 8 && (CH(&t, k + 1 + i) | 0x20) == (Py_UCS4)name[i])
+            i++;
+        Py_UCS4 after = CH(&t, k + 9);
+        if (i == 8 && (after == '\t' || after == '\n' || after == '\f' || after == '\r' || after == ' ' ||
+                       after == '/' || after == '>'))
+            last = k;
+    }
+    if (state != NULL)
+        PyEval_RestoreThread(state);
+    return PyLong_FromSsize_t(last);
+}
+
+/* ------------------------------------------------------------------------ */
 /* The module                                                                */
 /* ------------------------------------------------------------------------ */
 
@@ -2729,6 +2762,7 @@ static PyMethodDef methods[] = {
     {"scan_css", (PyCFunction)scan_css, METH_O, scan_css_doc},
     {"conditional_head", (PyCFunction)(void (*)(void))conditional_head, METH_FASTCALL, conditional_head_doc},
     {"flattened", (PyCFunction)flattened, METH_O, flattened_doc},
+    {"last_frameset_tag", (PyCFunction)last_frameset_tag, METH_O, last_frameset_tag_doc},
     {"classified_quickly", (PyCFunction)(void (*)(void))classified_quickly, METH_FASTCALL, classified_quickly_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -34,6 +34,20 @@ def flattened(text: str) -> str:
     return text.replace("\r", " ") if "\r" in text else text
 
 
+@twin
+def last_frameset_tag(text: str) -> int:
+    """Where the last ``<frameset`` start tag of *text* begins, its name ending as a tag name
+    does (HTML §13.2.5.8: white space, "/" or ">" after it), or -1. Compiled, memchr from one
+    "<" to the next, without the GIL past 4 KB: the regular expression read the corpus as slowly
+    as a substring search does (63 ms of its 55 M characters, 3.4 % of the engine's time).
+
+    >>> last_frameset_tag("<FrameSet><frameset/><framesets><frameset")
+    10
+    """
+    last = deque(_FRAMESET_TAG.finditer(str_argument(text)), maxlen=1)
+    return last[0].start() if last else -1
+
+
 HTML = turbohtml.Namespace.HTML
 NAMESPACE_NAMES: dict[turbohtml.Namespace, Namespace] = {
     turbohtml.Namespace.HTML: "html",
@@ -201,11 +215,11 @@ class ParsedDocument:
         node, never a body; the same length, so every offset holds.
         """
         text = self.parser_text
-        last = deque(_FRAMESET_TAG.finditer(text), maxlen=1)  # the last: no stray tag after it matters
-        if not last:
+        last = last_frameset_tag(text)  # the last: no stray tag after it matters
+        if last < 0:
             return
         own = {self.offset(element) for element in self.tree.select("html, head") if element.position is not None}
-        stray = [match.start() for match in _HEAD_OR_HTML_TAG.finditer(text, 0, last[0].start())]
+        stray = [match.start() for match in _HEAD_OR_HTML_TAG.finditer(text, 0, last)]
         stray = [start for start in stray if start not in own][:_STRAY_TAGS]
         blanked = text
         for start in stray:
