@@ -998,6 +998,7 @@ _VALID: dict[str, Any] = {
     "end_tag": lambda: ["<style>x</style >", "style", 0],
     "conditional_head": lambda: ["<p><!--[if IE]>", 0],
     "flattened": lambda: ["a\nb\r"],
+    "last_frameset_tag": lambda: ["<frameset>\n<FRAMESET/>"],
     "scan_css": lambda: ["a{background:url(x)}@import 'y';"],
     "classified_quickly": lambda: [
         ("same-document", None, None),

@@ -471,7 +471,7 @@ def plain_links(search: LinkSearch) -> list[Left]:
     element's attribute, ``table_of`` or ``classify``) empty the list, the loop ends after
     the element under way.
     """
-    return _links(_Search(*(getattr(search, name) for name in _SEARCH_FIELDS)))
+    return _links(_Search(search))
 
 
 def _links(run: _Search) -> list[Left]:
@@ -664,28 +664,12 @@ class _Search:
     """One call of :func:`plain_links`: its search's fields, read once, checked as the C
     checks them, and what is handed back."""
 
-    def __init__(
-        self,
-        text: str,
-        elements: Iterable[Any],
-        line_starts: Sequence[int] | None,
-        skip: object,
-        html: object,
-        html_tables: dict[str, Codes],
-        foreign_tables: dict[tuple[object, str], Codes],
-        table_of: Callable[[object, str], Codes],
-        classified: dict[str, tuple[Status, str | None, str | None]],
-        classify: Callable[[str], tuple[Status, str | None, str | None]],
-        link_type: type[tuple[Any, ...]],
-        base: str | None,
-        layer: str | None,
-        found: list[Any],
-        edits: list[tuple[int, int, str]],
-        counts: dict[Any, int] | None,
-        kept: frozenset[Any],
-        inserts: bytearray | None,
-        insert_texts: list[str] | None,
-    ) -> None:
+    def __init__(self, search: LinkSearch) -> None:
+        # Each field read once, in the order the C reads them (a caller's search may compute one).
+        (
+            text, elements, line_starts, skip, html, html_tables, foreign_tables, table_of, classified, classify,
+            link_type, base, layer, found, edits, counts, kept, inserts, insert_texts,
+        ) = (getattr(search, name) for name in _SEARCH_FIELDS)  # fmt: skip
         self.text = str_argument(text)
         if (
             not (type(html_tables) is type(foreign_tables) is type(classified) is dict)
