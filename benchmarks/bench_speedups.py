@@ -13,6 +13,7 @@ the engine decodes them:
 - utf8_splice: the same pages (UTF-8), 400 prefixes put in at those offsets;
 - conditional_head: every ``<!--[`` of every page, one call each from the last one found;
 - flattened: every page's text, as the engine makes its parser's one line;
+- last_frameset_tag: every page's text, as the engine looks for a ``<frameset`` before stray head tags;
 - named_start_tags: the elements the engine selects in each page, for ``base`` and ``noscript``;
 - classified_quickly: every attribute value of every page that holds a URL (as ``<a>``'s table
   says), classified as the engine's loop asks, a relative one through a Python function, with a folder memo
@@ -174,6 +175,9 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
     def flat(impl: Any) -> Work:
         return lambda inputs: [impl.flattened(text) for text in inputs]
 
+    def frameset(impl: Any) -> Work:
+        return lambda inputs: [impl.last_frameset_tag(text) for text in inputs]
+
     def named(impl: Any) -> Work:
         names = ("base", "noscript")
         return lambda inputs: [impl.named_start_tags(text, els, None, name) for text, els in inputs for name in names]
@@ -213,6 +217,7 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
         "utf8_splice": (splice, splices),
         "conditional_head": (heads, texts),
         "flattened": (flat, texts),
+        "last_frameset_tag": (frameset, texts),
         "named_start_tags": (named, selected),
         "classified_quickly": (quick, values),
     }
