@@ -28,7 +28,7 @@ import operator
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from rewriter.document.model import Status
 from rewriter.document.process import kept_answer
@@ -283,7 +283,7 @@ def named_start_tags(text: str, elements: Iterable[Any], line_starts: Sequence[i
     return found
 
 
-class LinkSearch:
+class LinkSearch(NamedTuple):
     """What :func:`plain_links` is given: one object, which the compiled twin reads once per
     call. *text* and its *elements* (see :func:`plain_links`), *line_starts* (None: the
     parser read one line), the element to *skip*, the *html* namespace; the link tables
@@ -297,77 +297,34 @@ class LinkSearch:
     (at, at, text), is kept compactly: *at* appended to *inserts* as 8 bytes (a signed
     integer in the machine's byte order, an array's "q"), *text* to *insert_texts*.
 
-    A plain class with slots, not a dataclass (see docs/decisions.md, "What every run makes
-    at start"): it is made for each document and read by name, never compared."""
+    A named tuple, not a dataclass (see docs/decisions.md, "What every run makes at start"):
+    made for each document, read by name, never changed. Its fields are in the order both
+    twins read them (the C's enum has it too)."""
 
-    __slots__ = (  # noqa: RUF023 - the order both twins read them in (_SEARCH_FIELDS), as the C enum has it
-        "text",
-        "elements",
-        "line_starts",
-        "skip",
-        "html",
-        "html_tables",
-        "foreign_tables",
-        "table_of",
-        "classified",
-        "classify",
-        "link",
-        "base",
-        "layer",
-        "found",
-        "edits",
-        "counts",
-        "kept",
-        "inserts",
-        "insert_texts",
-    )
-
-    def __init__(
-        self,
-        text: str,
-        elements: Iterable[Any],
-        line_starts: Sequence[int] | None,
-        skip: object,
-        html: object,
-        html_tables: dict[str, Codes],
-        foreign_tables: dict[tuple[object, str], Codes],
-        table_of: Callable[[object, str], Codes],
-        classified: dict[str, tuple[Status, str | None, str | None]],
-        classify: Callable[[str], tuple[Status, str | None, str | None]],
-        link: type[tuple[Any, ...]],
-        base: str | None,
-        layer: str | None,
-        found: list[Any],
-        edits: list[tuple[int, int, str]],
-        counts: dict[Any, int] | None = None,
-        kept: frozenset[Any] = frozenset(),
-        inserts: bytearray | None = None,
-        insert_texts: list[str] | None = None,
-    ) -> None:
-        self.text = text
-        self.elements = elements
-        self.line_starts = line_starts
-        self.skip = skip
-        self.html = html
-        self.html_tables = html_tables
-        self.foreign_tables = foreign_tables
-        self.table_of = table_of
-        self.classified = classified
-        self.classify = classify
-        self.link = link
-        self.base = base
-        self.layer = layer
-        self.found = found
-        self.edits = edits
-        self.counts = counts
-        self.kept = kept
-        self.inserts = inserts
-        self.insert_texts = insert_texts
+    text: str
+    elements: Iterable[Any]
+    line_starts: Sequence[int] | None
+    skip: object
+    html: object
+    html_tables: dict[str, Codes]
+    foreign_tables: dict[tuple[object, str], Codes]
+    table_of: Callable[[object, str], Codes]
+    classified: dict[str, tuple[Status, str | None, str | None]]
+    classify: Callable[[str], tuple[Status, str | None, str | None]]
+    link: type[tuple[Any, ...]]
+    base: str | None
+    layer: str | None
+    found: list[Any]
+    edits: list[tuple[int, int, str]]
+    counts: dict[Any, int] | None = None
+    kept: frozenset[Any] = frozenset()
+    inserts: bytearray | None = None
+    insert_texts: list[str] | None = None
 
 
 # The fields of LinkSearch in the order both twins read them (once per call), and the fields
 # of a Link the search fills, in the order _make_link takes them.
-_SEARCH_FIELDS: tuple[str, ...] = LinkSearch.__slots__
+_SEARCH_FIELDS = LinkSearch._fields
 LINK_FIELDS = (
     "element",
     "attribute",
