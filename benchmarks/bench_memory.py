@@ -13,6 +13,7 @@ Inputs:
   sections, paragraphs, a link or two in each sentence, a table of contents);
 - ``dense``: an 8 MB page that is nearly all links (an index: one <a> a line);
 - ``plain``: an 8 MB page of text with a link every few KB (the size without the links);
+- ``wide``: the plain page with one emoji: a str of it takes four bytes a character (PEP 393);
 - ``message``: a 100 MB MIME message: an HTML part of 1 MB of links, a plain text part, a 75 MB
   attachment in base64.
 
@@ -21,10 +22,12 @@ Contenders (each where it applies):
 - ``cli``: ``rewriter rewrite FILE -o OUT --url URL -q`` (its ``main``, in the child);
 - ``library``: ``rewriter.rewrite(Path(FILE), url=URL)``, the output written;
 - ``lxml``: ``lxml.html.document_fromstring``, ``make_links_absolute``, ``tostring`` (pages);
+- ``turbohtml``: the page decoded and ``turbohtml.parse``'d as the engine parses it, nothing else:
+  the tree every tree-based run holds at its peak, and so the floor under rewriter's figure;
 - ``email``: ``BytesParser(policy=email.policy.default).parsebytes`` and ``as_bytes`` (the
   message: parse and serialise, no link rewritten).
 
-    python benchmarks/bench_memory.py [--only manual,dense,plain,message] [--quick] [--pure]
+    python benchmarks/bench_memory.py [--only manual,dense,plain,wide,message] [--quick] [--pure]
 
 --quick: inputs a hundredth the size (checks that it runs). --pure: rewriter without its C
 extension (REWRITER_PURE=1).
@@ -42,6 +45,7 @@ from pathlib import Path
 
 URL = "https://docs.example.org/manual/current/index.html"
 TARGET = 3.0
+PEERS = ("lxml", "email", "turbohtml")  # measured beside rewriter, not held to the target
 MB = 1 << 20
 
 # The child: imports, the mark reset, the work, the figures as one JSON line on standard output.
@@ -66,6 +70,8 @@ elif kind == "library":
     from pathlib import Path
 elif kind == "lxml":
     import lxml.html
+elif kind == "turbohtml":
+    from rewriter.html.turbo import core as turbohtml
 elif kind == "email":
     import email.policy
     from email.parser import BytesParser
@@ -90,6 +96,12 @@ elif kind == "lxml":
     tree.make_links_absolute(url, resolve_base_href=True)
     with open(out, "wb") as stream:
         stream.write(lxml.html.tostring(tree))
+    code = 0
+elif kind == "turbohtml":
+    with open(source, "rb") as stream:
+        data = stream.read()
+    text = data.decode("utf-8", "surrogateescape")
+    tree = turbohtml.parse(text, scripting=True, allow_declarative_shadow_roots=False)
     code = 0
 else:
     with open(source, "rb") as stream:
@@ -148,6 +160,12 @@ def plain(size: int) -> bytes:
     return head + paragraph * max(1, (size - len(head)) // len(paragraph)) + b"</body></html>\n"
 
 
+def wide(size: int) -> bytes:
+    """The plain page with one character past U+FFFF in its first paragraph: Python holds the
+    decoded text at four bytes a character (PEP 393), for every engine that reads a str."""
+    return plain(size).replace(b"<body>", "<body><p>\N{GRINNING FACE}</p>".encode(), 1)
+
+
 def message(size: int) -> bytes:
     """A MIME message of about *size* bytes: an HTML part with links (a hundredth of it), a
     plain text part (to a quarter), then an attachment of three quarters of it in base64 (lines
@@ -176,9 +194,10 @@ def message(size: int) -> bytes:
 
 
 INPUTS = {
-    "manual": (manual, 25 * MB, "page.html", ("cli", "library", "lxml")),
-    "dense": (dense, 8 * MB, "page.html", ("cli", "library", "lxml")),
-    "plain": (plain, 8 * MB, "page.html", ("cli", "library", "lxml")),
+    "manual": (manual, 25 * MB, "page.html", ("cli", "library", "lxml", "turbohtml")),
+    "dense": (dense, 8 * MB, "page.html", ("cli", "library", "lxml", "turbohtml")),
+    "plain": (plain, 8 * MB, "page.html", ("cli", "library", "lxml", "turbohtml")),
+    "wide": (wide, 8 * MB, "page.html", ("cli", "library", "lxml", "turbohtml")),
     "message": (message, 100 * MB, "message.eml", ("cli", "library", "email")),
 }
 
@@ -232,18 +251,17 @@ def main() -> None:
                 peaks[kind] = peak
                 note = "" if figures["reset"] else " (no reset: the peak includes start-up)"
                 within = peak <= TARGET * source.stat().st_size
-                flag = "" if kind in ("lxml", "email") else ("  ok" if within else "  over")
+                flag = "" if kind in PEERS else ("  ok" if within else "  over")
                 print(
                     f"  {kind:8} {peak / MB:9.1f} MB  {peak / source.stat().st_size:6.1f}x the input"
                     f"  (start-up {int(figures['start']) / MB:.0f} MB){flag}{note}"
                 )
                 if figures["code"]:
                     print(f"  {kind}: exit status {figures['code']}")
-            named = "lxml" if "lxml" in peaks else "email"
-            peer = peaks.get(named)
-            if peer:
+            for named in ("lxml", "email", "turbohtml"):
+                peer = peaks.get(named)
                 for kind in ("cli", "library"):
-                    if kind in peaks:
+                    if peer and kind in peaks:
                         print(f"  {kind} peak / {named} peak: {peaks[kind] / peer:.2f}")
 
 

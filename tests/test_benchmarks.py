@@ -232,10 +232,11 @@ def test_pathological_benchmark_times_a_case_and_prints_its_ratios() -> None:
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="bench_memory reads /proc/self/status (Linux)")
 def test_memory_benchmark_prints_each_peak_as_a_multiple_of_its_input() -> None:
     out = _quick("bench_memory.py", "--quick")
-    for name in ("manual", "dense", "plain", "message"):
+    for name in ("manual", "dense", "plain", "wide", "message"):
         assert f"\n{name}: " in out
-    assert out.count("x the input") == 12  # three contenders for each input
-    assert out.count("cli peak / lxml peak: ") == 3 and "library peak / email peak: " in out
+    assert out.count("x the input") == 19  # four contenders for each page, three for the message
+    assert out.count("cli peak / lxml peak: ") == 4 and "library peak / email peak: " in out
+    assert out.count("cli peak / turbohtml peak: ") == 4  # the tree alone: the floor
     assert "exit status" not in out
 
 
