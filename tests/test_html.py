@@ -227,6 +227,63 @@ def test_which_doctype_keeps_the_lines(page: str, flat: bool) -> None:
     assert ParsedDocument(page).flat is flat
 
 
+@pytest.mark.parametrize("doctype", ["<!doctype html>", '<!DOCTYPE html PUBLIC "a\nb">'])
+def test_a_conditional_comment_after_a_foreign_raw_text_name_is_found_on_any_line(doctype: str) -> None:
+    """A lookalike in a style sheet sends the engine to the tokenizer for the comments, and
+    an SVG <title> opens no RCDATA, so the tokenizer reads on from after its tag (HTML
+    §13.2.6.5): in a document parsed by lines as in one read as one line."""
+    page = (
+        f"{doctype}\n<style>/* <!--[if x]> */</style>\n<svg><title>t</title></svg>\n"
+        "<p>x\n<!--[if IE]><a href=x>x</a><![endif]-->\n"
+    )
+    assert rewrite(page) == page.replace("href=x", "href=http://h/dir/x")
+
+
+def _long_lines_page(sample: str) -> str:
+    """A page past FLAT_MOST characters of lines of about 8 KB, with links, and a conditional
+    comment that the tokenizer finds (a lookalike comes first) after a foreign raw-text tag."""
+    line = "<p>" + sample * (8000 // len(sample)) + '<a href="a/b.html">b</a> <img src=../i.png></p>\n'
+    middle = (
+        "<style>/* <!--[if x]> */</style>\n<svg><title>t</title></svg>\n<!--[if IE]><a href=ie.html>x</a><![endif]-->\n"
+    )
+    return "<!doctype html><title>t</title>\n" + line * 70 + middle + line * 70
+
+
+@pytest.mark.parametrize("sample", ["text and more text ", "text \N{GRINNING FACE} "])
+def test_a_long_page_of_long_lines_is_parsed_by_lines_as_it_would_be_as_one(
+    sample: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past FLAT_MOST characters, a text of long lines is given to the parser as it is (its
+    flattened copy would live as long as the tree, at four bytes a character for one emoji);
+    what it gives is what the one-line reading gives."""
+    from rewriter.html import parsed
+    from rewriter.html.engine import ParsedDocument
+
+    page = _long_lines_page(sample)
+    assert len(page) > parsed.FLAT_MOST
+    assert not ParsedDocument(page).flat
+    assert ParsedDocument(page.replace("\n", "")).flat is False  # one line: no table to speak of
+    by_lines = rewrite_html(page.encode(), url=URL)
+    monkeypatch.setattr(parsed, "FLAT_MOST", len(page))
+    assert ParsedDocument(page).flat
+    as_one = rewrite_html(page.encode(), url=URL)
+    assert by_lines.output == as_one.output
+    assert [(link.start, link.status, link.resolved) for link in by_lines.links] == [
+        (link.start, link.status, link.resolved) for link in as_one.links
+    ]
+    assert by_lines.output.count(b"http://h/dir/a/b.html") == 140 and b"href=http://h/dir/ie.html" in by_lines.output
+
+
+def test_a_long_page_of_short_lines_is_read_as_one_line() -> None:
+    """Short lines (an index of one link a line): the table of their starts would weigh about
+    what the copy does, and cost more CPU, so the page is read as one line."""
+    from rewriter.html import parsed
+    from rewriter.html.engine import ParsedDocument
+
+    page = "<!doctype html><ul>\n" + "".join(f'<li><a href="p/{n:07}.html">{n}</a>\n' for n in range(40_000))
+    assert len(page) > parsed.FLAT_MOST and ParsedDocument(page).flat
+
+
 def test_same_document_references() -> None:
     page = '<a href="#top"></a><a href=""></a><a href="?q"></a>'
     assert rewrite(page) == '<a href="#top"></a><a href=""></a><a href="http://h/dir/page.html?q"></a>'

@@ -6,6 +6,7 @@ as old IE's markup.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -148,7 +149,7 @@ class _TokenizedComments:
         text = self.text
         found: list[tuple[int, str]] = []
         tokenizer = turbohtml.Tokenizer(capture_attributes=False)
-        origin = 0  # where the tokenizer started reading: its tokens are on one line (a flat document)
+        origin = 0  # where the tokenizer started reading (its line 1 starts there)
         fed = 0  # how much of the text it has been given
         closed = False
         while not closed:
@@ -160,8 +161,8 @@ class _TokenizedComments:
                 tokens, closed = tokenizer, True
             restart = self._read(tokens, origin, found)
             if restart is not None:
-                if restart >= len(text) or not self.document.flat:
-                    break  # a document that is not one line cannot be read from the middle
+                if restart >= len(text):
+                    break
                 tokenizer.reset()
                 origin = fed = restart
                 closed = False
@@ -233,7 +234,9 @@ def comment_data(document: ParsedDocument, piece: str) -> str:
 
 
 def _offset_of(document: ParsedDocument, origin: int, token: turbohtml.Token) -> int:
-    """Where *token*, from a tokenizer that started at *origin*, begins in the text."""
-    if document.flat:
+    """Where *token*, from a tokenizer that started at *origin*, begins in the text: on its
+    first line, *origin* and its column; on a later one, that line's start and its column."""
+    if document.flat or token.line == 1:
         return origin + token.col
-    return document.line_starts[token.line - 1] + token.col
+    first = bisect.bisect_right(document.line_starts, origin) - 1  # the line *origin* is on
+    return document.line_starts[first + token.line - 1] + token.col

@@ -6,6 +6,7 @@ fixes that make the tree the one a browser builds.
 from __future__ import annotations
 
 import re
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
@@ -115,6 +116,29 @@ _BEFORE_DOCTYPE = re.compile(
 _before_doctype = cast(Callable[[str], "re.Match[str]"], _BEFORE_DOCTYPE)  # (...)*: it matches everywhere
 
 
+# A document longer than this many characters is parsed with its lines when they are long
+# (see _lines_weigh_less).
+FLAT_MOST = 1 << 20
+# The bytes of str a line must average for the text to be parsed with its lines: a line's start
+# takes 40 bytes (its int and its slot in the table) and some CPU (found in Python, each tag's
+# position read as a tuple): 10-19 % more CPU on an index page of one link a line, where the
+# table weighs about what the copy does. Past 320 bytes (an eighth of the copy), the memory saved
+# is worth it, and the flattening of a wide text costs more than the lines do.
+_LINE_BYTES = 320
+
+
+def _lines_weigh_less(text: str) -> bool:
+    """Whether *text* is long (over :data:`FLAT_MOST` characters) and its lines long enough
+    that their starts weigh far less than its copy with no line breaks (:data:`_LINE_BYTES`):
+    that copy lives as long as the tree (the parser keeps the text it read), and takes four
+    bytes a character for one emoji in the text (PEP 393). A page of short lines, or a short
+    page, is read as one line: no table to build, a column for an offset."""
+    if len(text) <= FLAT_MOST:
+        return False
+    lines = max(text.count("\n"), text.count("\r"))
+    return lines * _LINE_BYTES < sys.getsizeof(text)
+
+
 class ParsedDocument:
     """One parsed document or srcdoc: its text, its tree, and where each start tag is.
 
@@ -124,14 +148,17 @@ class ParsedDocument:
     tab and space alike everywhere but in text, attribute values and a DOCTYPE's
     identifiers), so nothing is read from the tree's attribute values or text: values
     come from the text (:meth:`attribute_value`), comments are compared through
-    :meth:`as_parsed`. A DOCTYPE identifier with a line break keeps the lines.
+    :meth:`as_parsed`. A DOCTYPE identifier with a line break keeps the lines, as does a long text whose line
+    starts weigh less than its copy (:data:`FLAT_MOST`).
     """
 
     def __init__(self, text: str, readable: bool = False, *, noscript_fragment: bool = False) -> None:
         self.text = text
         parser_text = text if readable else for_parser(text)
         # A fragment has no DOCTYPE that counts (HTML §13.4 "parsing HTML fragments").
-        self.flat = noscript_fragment or _DOCTYPE_IDENTIFIER_BREAK(text, _before_doctype(text).end()) is None
+        self.flat = noscript_fragment or (
+            _DOCTYPE_IDENTIFIER_BREAK(text, _before_doctype(text).end()) is None and not _lines_weigh_less(text)
+        )
         if self.flat:
             parser_text = flattened(parser_text)
             self.line_starts = [0]
