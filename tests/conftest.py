@@ -314,6 +314,10 @@ MARKED_TESTS: dict[str, tuple[str, str]] = {
         "slow",
         "starts a Dask cluster from the command line",
     ),
+    "tests/test_dask.py::test_the_local_clusters_own_error_log_stays_off_standard_error": (
+        "slow",
+        "starts a Dask cluster of its own",
+    ),
     "tests/test_fuzz.py::test_every_mutation_runs_on_every_format": ("slow", _FUZZ),
     "tests/test_security_config.py::test_a_key_that_writes_connects_or_reads_is_refused_from_a_file": (
         "slow",

@@ -263,3 +263,29 @@ def test_a_link_to_a_folder_inside_the_output_is_not_followed(tmp_path: Path) ->
         assert [record["state"] for record in records] == ["failed"], records
         assert "is a symbolic link" in " ".join(map(str, records[0]["messages"]))  # type: ignore[arg-type]
         assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_the_local_clusters_own_error_log_stays_off_standard_error(tmp_path: Path) -> None:
+    """A worker's heartbeat in flight as the cluster closes logs a traceback at ERROR; a task's
+    failure or a worker's death comes back as its job's outcome, so the cluster this executor
+    starts logs nothing below CRITICAL. Here a task logs such an error itself, in the worker."""
+    script = textwrap.dedent(
+        """
+        import logging
+        from rewriter.run.executors import DaskExecutor
+
+        def planted(item):
+            logging.getLogger("distributed.worker").error("planted error %s", item)
+            logging.getLogger("distributed.worker").critical("planted critical %s", item)
+            return item * 2
+
+        if __name__ == "__main__":
+            with DaskExecutor(workers=1) as executor:
+                print(sorted(executor.map(planted, [1, 2])))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert done.stdout.strip() == b"[(0, 2), (1, 4)]"
+    assert b"planted error" not in done.stderr
+    assert b"planted critical 1" in done.stderr  # the worker's log still reaches standard error

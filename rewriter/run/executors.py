@@ -264,7 +264,11 @@ class DaskExecutor:
                         processes=True,
                         host="127.0.0.1",
                         dashboard_address=None,
-                        silence_logs=40,
+                        # A worker whose heartbeat is in flight as the cluster closes logs the
+                        # failure with its traceback at ERROR, to the run's standard error; a task
+                        # that fails or a worker that dies comes back as its job's outcome, so
+                        # Dask's own log says nothing the run does not.
+                        silence_logs=50,  # logging.CRITICAL (logging itself is not imported for it)
                     )
                 )
                 self.client = self.stack.enter_context(Client(cluster))
