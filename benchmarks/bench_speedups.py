@@ -15,6 +15,8 @@ the engine decodes them:
 - flattened: every page's text, as the engine makes its parser's one line;
 - last_frameset_tag: every page's text, as the engine looks for a ``<frameset`` before stray head tags;
 - named_start_tags: the elements the engine selects in each page, for ``base`` and ``noscript``;
+- decode_qp: every page's UTF-8 as a mail's quoted-printable body (binascii's encoding, 76-character
+  lines with soft breaks), with LF and with CR LF line breaks, as the MIME engine decodes a part;
 - classified_quickly: every attribute value of every page that holds a URL (as ``<a>``'s table
   says), classified as the engine's loop asks, a relative one through a Python function, with a folder memo
   (SharedClassifications) fresh for each pass.
@@ -30,6 +32,7 @@ prints, per function, the median seconds of each and the median of the rounds' o
 from __future__ import annotations
 
 import argparse
+import binascii
 import gc
 import json
 import random
@@ -55,6 +58,7 @@ from rewriter.html import (
     tags,
 )
 from rewriter.html.table import attributes_of, selector
+from rewriter.mime import transfer  # noqa: F401 (decode_qp's twin)
 
 HTML = turbohtml.Namespace.HTML
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "html"
@@ -172,6 +176,9 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
 
         return run
 
+    def qp(impl: Any) -> Work:
+        return lambda inputs: [impl.decode_qp(body) for body in inputs]
+
     def flat(impl: Any) -> Work:
         return lambda inputs: [impl.flattened(text) for text in inputs]
 
@@ -201,6 +208,9 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
         for value in [text[start:end]]
     ]
 
+    bodies = [binascii.b2a_qp(text.encode("utf-8", "surrogatepass")) for text in texts]
+    bodies += [body.replace(b"\n", b"\r\n") for body in bodies]
+
     errors = {True: ESCAPE, False: "surrogatepass"}
     splices = [
         (text, text.encode("utf-8", errors[escaped]), [(at, at, "http://h/") for at in ats], escaped)
@@ -218,6 +228,7 @@ def workloads(texts: list[str]) -> dict[str, tuple[Callable[[Any], Work], list[A
         "conditional_head": (heads, texts),
         "flattened": (flat, texts),
         "last_frameset_tag": (frameset, texts),
+        "decode_qp": (qp, bodies),
         "named_start_tags": (named, selected),
         "classified_quickly": (quick, values),
     }

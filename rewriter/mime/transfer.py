@@ -23,6 +23,8 @@ from itertools import accumulate, compress, count, repeat
 from operator import ne, not_
 from typing import NamedTuple
 
+from rewriter.document.speedups import twin
+
 __all__ = ["IDENTITY", "TransferError", "decode", "encode", "mechanism"]
 
 # RFC 2045 §6.2: these mechanisms leave the body as it is.
@@ -60,7 +62,7 @@ def decode(body: bytes, encoding: str | None) -> bytes:
     """The decoded bytes of *body*, leniently as mail readers do."""
     name = mechanism(encoding)
     if name == "quoted-printable":
-        return decode_qp(body)
+        return decode_qp(body if type(body) is bytes else bytes(body))
     if name == "base64":
         return _decode_base64(body, encoding)
     return body
@@ -167,12 +169,23 @@ def whole_body_safe(body: bytes) -> bool:
     return not (crlf and (b" \r\n" in body or (tab and b"\t\r\n" in body)))
 
 
+@twin
 def decode_qp(body: bytes) -> bytes:
     """What :func:`parse_qp`'s lines decode to, without building them: the hot path.
 
     binascii's C decoder over the whole body when it reads it as the line parser does
-    (:func:`whole_body_safe`), else the same reading line by line.
+    (:func:`whole_body_safe`), else the same reading line by line. Compiled, one pass with
+    memchr from one line break and one "=" to the next, without the GIL past 4 KB: the
+    checks that binascii may read the body took half of this function's time, and a tenth
+    of an mbox's.
+
+    >>> decode_qp(b"caf=C3=a9 au=\\r\\n lait  \\r\\n=3D=4 =\\r")
+    b'caf\\xc3\\xa9 au lait\\r\\n==4 =\\r'
     """
+    if not isinstance(body, bytes):
+        raise TypeError(f"decode_qp: body is bytes, not {type(body).__name__}")
+    if type(body) is not bytes:
+        body = b"" + body  # a subclass's bytes, as the C reads them
     if whole_body_safe(body):
         return binascii.a2b_qp(body)
     pieces = body.split(_LF)
