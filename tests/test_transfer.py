@@ -579,7 +579,11 @@ def test_wrap_cuts_where_the_rules_cut_one_character_at_a_time(text: bytes, eol:
 
 
 @given(
-    st.lists(st.sampled_from([b"", b"a", b"ab", b"=3D", b"xyz" * 5, b"b", b"c  "]), min_size=1, max_size=12),
+    st.lists(
+        st.sampled_from([b"", b"a", b"ab", b"=3D", b"xyz" * 5, b"b", b"c  ", b"=4", b"x\r", b"\t", b"=C3=a9"]),
+        min_size=1,
+        max_size=12,
+    ),
     st.sampled_from([b"=\r\n", b"=\n", b"= \r\n"]),
     st.integers(0, 60),
     st.integers(0, 60),

@@ -294,28 +294,45 @@ def _align(lines: list[_Line], new: bytes) -> list[bytes] | None:
 def splice_logical_line(encoded: bytes, new: bytes, eol: bytes) -> bytes:
     """One *encoded* logical line (no hard break; every physical line but the last ends in
     a soft break) with decoded content *new*, keeping the unchanged physical lines at each
-    end. Only the physical lines it keeps are read: an HTML mail's logical line can run to
-    thousands, and most change in the middle."""
+    end: the most at its start whose decoded bytes begin *new*, then the most at its end
+    whose decoded bytes end what is left of it.
+
+    A run of physical lines decodes to what its lines decode to one after the other, so the
+    most that begin *new* are found by halving, each guess one :func:`decode_qp` of a run
+    (and likewise at the end): an HTML mail's logical line can run to thousands of physical
+    lines, most change in the middle, and a Python call for each line read took half the
+    time of re-encoding an mbox's changed bodies.
+    """
     physical = encoded.split(_LF)
     count = len(physical)
+    starts = [0, *accumulate(map((1).__add__, map(len, physical)))]  # starts[count]: past the end
 
-    def decoded(index: int) -> bytes:
-        content = physical[index]
-        if index < count - 1 and content.endswith(b"\r"):
-            content = content[:-1]
-        return _physical_line(content)[0]
+    def begins_new(kept: int) -> bool:  # the first *kept* lines decode to a prefix of new
+        return new.startswith(decode_qp(encoded[: starts[kept]]))
 
-    first, head, head_end = 0, 0, 0  # physical lines kept at the start, their decoded and encoded length
-    while first < count - 1 and new.startswith(piece := decoded(first), head):
-        head += len(piece)
-        head_end += len(physical[first]) + 1
-        first += 1
-    last, tail, tail_start = count, len(new), len(encoded) + 1  # the first kept at the end, where it starts
-    while last > first and new.endswith(piece := decoded(last - 1), head, tail):
-        tail -= len(piece)
-        last -= 1
-        tail_start -= len(physical[last]) + 1
-    kept_tail = encoded[tail_start:] if last < count else b""
+    first, last = 0, count - 1  # the last physical line is never kept at the start
+    while first < last:
+        middle = (first + last + 1) // 2
+        if begins_new(middle):
+            first = middle
+        else:
+            last = middle - 1
+    head_end = starts[first]
+    head = len(decode_qp(encoded[:head_end]))
+
+    def ends_new(start: int) -> bool:  # the lines from *start* on decode to a suffix of new[head:]
+        ending = decode_qp(encoded[starts[start] :]) if start < count else b""
+        return len(ending) <= len(new) - head and new.endswith(ending)
+
+    low, high = first, count  # the first physical line kept at the end (count: none)
+    while low < high:
+        middle = (low + high) // 2
+        if ends_new(middle):
+            high = middle
+        else:
+            low = middle + 1
+    kept_tail = encoded[starts[low] :] if low < count else b""
+    tail = len(new) - len(decode_qp(kept_tail))
     return encoded[:head_end] + wrap_qp(new[head:tail], eol, soft_end=bool(kept_tail)) + kept_tail
 
 
