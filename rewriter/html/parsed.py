@@ -148,8 +148,8 @@ class ParsedDocument:
     tab and space alike everywhere but in text, attribute values and a DOCTYPE's
     identifiers), so nothing is read from the tree's attribute values or text: values
     come from the text (:meth:`attribute_value`), comments are compared through
-    :meth:`as_parsed`. A DOCTYPE identifier with a line break keeps the lines, as does a long text whose line
-    starts weigh less than its copy (:data:`FLAT_MOST`).
+    :meth:`as_parsed`. A DOCTYPE identifier with a line break keeps the lines, as does a
+    long text whose line starts weigh far less than its copy (:data:`FLAT_MOST`).
     """
 
     def __init__(self, text: str, readable: bool = False, *, noscript_fragment: bool = False) -> None:

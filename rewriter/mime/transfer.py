@@ -176,8 +176,7 @@ def decode_qp(body: bytes) -> bytes:
     binascii's C decoder over the whole body when it reads it as the line parser does
     (:func:`whole_body_safe`), else the same reading line by line. Compiled, one pass with
     memchr from one line break and one "=" to the next, without the GIL past 4 KB: the
-    checks that binascii may read the body took half of this function's time, and a tenth
-    of an mbox's.
+    checks that binascii may read the body took half of this function's time.
 
     >>> decode_qp(b"caf=C3=a9 au=\\r\\n lait  \\r\\n=3D=4 =\\r")
     b'caf\\xc3\\xa9 au lait\\r\\n==4 =\\r'
